@@ -1,0 +1,77 @@
+//! The one error type of the index crate, with the context each failure needs to be understood.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in the index. Variants say what was being done and where.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A filesystem operation on the index directory failed (create, list, remove).
+    #[error("cannot {action} {path}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// Another live writer, in this process or another one, holds the index directory. The
+    /// directory is left untouched: wiping it would pull the files out from under that writer.
+    #[error("the index at {path} is locked by another writer (is another knowhubd running?)")]
+    Locked { path: PathBuf },
+
+    /// Creating or opening the index failed even after wiping the directory.
+    #[error("cannot create the index at {path}")]
+    Create {
+        path: PathBuf,
+        #[source]
+        source: tantivy::TantivyError,
+    },
+
+    /// An in-memory index could not be set up (writer or reader creation).
+    #[error("cannot create the in-memory index")]
+    CreateInRam {
+        #[source]
+        source: tantivy::TantivyError,
+    },
+
+    /// Adding or deleting documents failed (typically: the indexing threads died).
+    #[error("cannot {operation} in the index")]
+    Write {
+        operation: &'static str,
+        #[source]
+        source: tantivy::TantivyError,
+    },
+
+    /// The commit of the pending changes failed; they are not durable.
+    #[error("cannot commit the index at applied_seq {applied_seq}")]
+    Commit {
+        applied_seq: u64,
+        #[source]
+        source: tantivy::TantivyError,
+    },
+
+    /// The commit went through but the reader could not be reloaded to see it.
+    #[error("cannot reload the index reader after commit")]
+    Reload {
+        #[source]
+        source: tantivy::TantivyError,
+    },
+
+    /// Executing a search failed.
+    #[error("search failed for query {query:?}")]
+    Search {
+        query: String,
+        #[source]
+        source: tantivy::TantivyError,
+    },
+
+    /// The commit payload could not be serialised.
+    #[error("cannot encode the commit payload")]
+    Payload {
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// The result type of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

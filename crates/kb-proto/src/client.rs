@@ -1,0 +1,134 @@
+//! A JSON-RPC 2.0 client over HTTP on the daemon's Unix socket, for `kbctl`, tests and benchmarks.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper::client::conn::http1::SendRequest;
+use hyper_util::rt::TokioIo;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::ErrorCode;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// Nothing listens on the socket: the daemon is not running.
+    #[error("cannot connect to knowhubd at {socket}: {source}")]
+    Connect {
+        socket: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the connection to knowhubd failed: {0}")]
+    Transport(String),
+    #[error("knowhubd answered HTTP {status}: {body}")]
+    Http { status: u16, body: String },
+    #[error("{message}")]
+    Rpc { code: i32, message: String, data: Option<serde_json::Value> },
+    #[error("cannot read knowhubd's answer: {0}")]
+    Decode(String),
+}
+
+impl ClientError {
+    /// The protocol error code, when the daemon answered with an error.
+    pub fn code(&self) -> Option<ErrorCode> {
+        match self {
+            ClientError::Rpc { code, .. } => ErrorCode::from_code(*code),
+            _ => None,
+        }
+    }
+
+    /// Whether the daemon could not be reached at all (as opposed to answering with an error).
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, ClientError::Connect { .. })
+    }
+}
+
+/// One keep-alive connection to the daemon. Calls on one client are sequential; open one
+/// client per concurrent caller.
+pub struct Client {
+    sender: SendRequest<Full<Bytes>>,
+    socket: PathBuf,
+    next_id: AtomicU64,
+}
+
+impl Client {
+    pub async fn connect(socket: &Path) -> Result<Client, ClientError> {
+        let stream = tokio::net::UnixStream::connect(socket)
+            .await
+            .map_err(|source| ClientError::Connect { socket: socket.to_owned(), source })?;
+        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|error| ClientError::Transport(error.to_string()))?;
+        tokio::spawn(async move {
+            // The connection ends when the client is dropped or the daemon goes away; either
+            // is reported to the caller by the next call, not here.
+            let _ = connection.await;
+        });
+        Ok(Client { sender, socket: socket.to_owned(), next_id: AtomicU64::new(1) })
+    }
+
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// Calls `method` with named `params` and decodes the result.
+    pub async fn call<P: Serialize, R: DeserializeOwned>(
+        &mut self,
+        method: &str,
+        params: &P,
+    ) -> Result<R, ClientError> {
+        let value = self
+            .call_value(method, serde_json::to_value(params).map_err(|error| ClientError::Decode(error.to_string()))?)
+            .await?;
+        serde_json::from_value(value).map_err(|error| ClientError::Decode(format!("{method}: {error}")))
+    }
+
+    /// Calls `method` with raw JSON params and returns the raw JSON result.
+    pub async fn call_value(
+        &mut self,
+        method: &str,
+        params: serde_json::Value,
+    ) -> Result<serde_json::Value, ClientError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let request = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let body = self.post(serde_json::to_vec(&request).expect("a JSON value serializes")).await?;
+        let mut response: serde_json::Value =
+            serde_json::from_slice(&body).map_err(|error| ClientError::Decode(error.to_string()))?;
+        if let Some(error) = response.get_mut("error") {
+            let code = error.get("code").and_then(serde_json::Value::as_i64).unwrap_or(0) as i32;
+            let message =
+                error.get("message").and_then(serde_json::Value::as_str).unwrap_or("unknown error").to_owned();
+            let data = error.get_mut("data").map(serde_json::Value::take);
+            return Err(ClientError::Rpc { code, message, data });
+        }
+        response
+            .get_mut("result")
+            .map(serde_json::Value::take)
+            .ok_or_else(|| ClientError::Decode("the answer has neither result nor error".to_owned()))
+    }
+
+    /// Posts a raw body (any bytes, for tests of malformed input) and returns the raw answer.
+    pub async fn post(&mut self, body: Vec<u8>) -> Result<Bytes, ClientError> {
+        self.sender.ready().await.map_err(|error| ClientError::Transport(error.to_string()))?;
+        let request = hyper::Request::post("http://localhost/")
+            .header(hyper::header::HOST, "localhost")
+            .header(hyper::header::CONTENT_TYPE, "application/json")
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|error| ClientError::Transport(error.to_string()))?;
+        let response =
+            self.sender.send_request(request).await.map_err(|error| ClientError::Transport(error.to_string()))?;
+        let status = response.status();
+        let body =
+            response.into_body().collect().await.map_err(|error| ClientError::Transport(error.to_string()))?.to_bytes();
+        if !status.is_success() {
+            return Err(ClientError::Http {
+                status: status.as_u16(),
+                body: String::from_utf8_lossy(&body).into_owned(),
+            });
+        }
+        Ok(body)
+    }
+}

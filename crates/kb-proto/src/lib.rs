@@ -1,0 +1,33 @@
+//! KnowHub's wire protocol: method names, parameter and result types, error codes, the
+//! default paths every client agrees on, and a small JSON-RPC client over a Unix socket.
+//!
+//! Architecture Invariant: this is the only crate that knows the JSON shape of the protocol.
+//! The daemon converts between these wire types and the domain types of `kb-core` at the edge.
+
+pub mod client;
+pub mod errors;
+pub mod paths;
+pub mod wire;
+
+pub use client::{Client, ClientError};
+pub use errors::ErrorCode;
+pub use paths::Paths;
+
+/// Bumped on any incompatible change to a method's parameters or results. `kbctl` and the
+/// plugin stub compare it with `status.protocol` and say when the daemon is out of date.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The public method names. Add methods freely; never rename these.
+pub mod method {
+    pub const STATUS: &str = "status";
+    pub const SUBMIT: &str = "kb.submit";
+    pub const SEARCH: &str = "kb.search";
+    pub const CONTENT: &str = "kb.content";
+    pub const IMPORT: &str = "kb.import";
+    pub const DELETE: &str = "kb.delete";
+    pub const LIST: &str = "kb.list";
+    pub const GET: &str = "kb.get";
+    pub const EXPORT: &str = "kb.export";
+    pub const REINDEX: &str = "kb.reindex";
+    pub const BACKUP: &str = "kb.backup";
+}

@@ -1,0 +1,471 @@
+//! Parameter and result types of every method, as they travel in JSON.
+
+use std::collections::BTreeMap;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// A parameter error: which field is wrong and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamError {
+    /// The path of the offending field (`items[3].score`), or empty when the whole params are off.
+    pub field: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for ParamError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.field.is_empty() {
+            write!(f, "invalid params: {}", self.message)
+        } else {
+            write!(f, "invalid `{}`: {}", self.field, self.message)
+        }
+    }
+}
+
+/// Parses named params (a JSON object) into `T`, naming the field at fault on error.
+/// Absent params parse as `{}`, so methods whose params are all optional accept none.
+pub fn parse_params<T: DeserializeOwned>(raw: Option<&str>) -> Result<T, ParamError> {
+    let raw = raw.unwrap_or("{}");
+    if raw.trim_start().starts_with('[') {
+        return Err(ParamError {
+            field: String::new(),
+            message: "params must be an object of named parameters, not an array".to_owned(),
+        });
+    }
+    parse_value_str(raw)
+}
+
+/// Parses one JSON value into `T`, naming the field at fault on error.
+pub fn parse_value_str<T: DeserializeOwned>(raw: &str) -> Result<T, ParamError> {
+    let mut deserializer = serde_json::Deserializer::from_str(raw);
+    serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+        let path = error.path().to_string();
+        let inner = error.into_inner();
+        // serde_json appends " at line L column C", which means nothing to a caller of a
+        // JSON-RPC method; the field path says where instead.
+        let mut message = inner.to_string();
+        if let Some(position) = message.rfind(" at line ") {
+            message.truncate(position);
+        }
+        // For a missing field serde reports the parent's path, so name the field from the message.
+        let field = match (path.as_str(), missing_field(&message)) {
+            (".", Some(missing)) => missing.to_owned(),
+            (parent, Some(missing)) => format!("{parent}.{missing}"),
+            (".", None) => String::new(),
+            (path, None) => path.to_owned(),
+        };
+        ParamError { field, message }
+    })
+}
+
+fn missing_field(message: &str) -> Option<&str> {
+    let rest = message.strip_prefix("missing field `")?;
+    rest.split('`').next()
+}
+
+// ---------------------------------------------------------------------------------------------
+// kb.submit
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubmitParams {
+    pub task: String,
+    pub resource: String,
+    pub result: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submitted_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_key: Option<String>,
+    /// tool, extraction, import or cli; defaults to tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SubmitResult {
+    pub id: String,
+    /// active, or pending when the experience was held for review.
+    pub status: String,
+    /// Set when the submission was an exact duplicate and merged into this experience.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicate_of: Option<String>,
+    /// What strict-mode redaction replaced, by kind.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub redactions: BTreeMap<String, usize>,
+    /// Why the experience was held, e.g. `prompt_injection`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// kb.search
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchParams {
+    pub query: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_score: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchResult {
+    pub count: usize,
+    pub results: Vec<SearchHit>,
+    /// `bm25` or `hybrid`: which retrievers answered.
+    pub mode: String,
+    /// Why the mode is not hybrid, when it is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchHit {
+    pub id: String,
+    pub task: String,
+    pub resource: String,
+    pub result: String,
+    pub score: u8,
+    /// How well the experience matches the query; comparable only within one answer.
+    pub relevance: f32,
+    pub has_content: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    pub source: String,
+    pub created_at: String,
+}
+
+// ---------------------------------------------------------------------------------------------
+// kb.content, kb.get, kb.delete
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContentParams {
+    pub experience_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContentResult {
+    pub experience_id: String,
+    pub content: String,
+    pub content_type: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GetParams {
+    pub experience_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteParams {
+    pub ids: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeleteResult {
+    pub deleted: usize,
+    /// Ids that named no experience.
+    pub missing: Vec<String>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// kb.list, kb.export: full records
+
+/// An experience with everything the store knows about it except the content body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExperienceRecord {
+    pub id: String,
+    pub task: String,
+    pub resource: String,
+    pub result: String,
+    pub score: u8,
+    pub has_content: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submitted_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_key: Option<String>,
+    pub source: String,
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
+    pub created_at: String,
+    pub updated_at: String,
+    pub merge_count: i64,
+    pub recall_count: i64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListParams {
+    /// active, pending or rejected; all when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<i64>,
+    /// For paging: only experiences older than this id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListResult {
+    pub count: usize,
+    pub experiences: Vec<ExperienceRecord>,
+    /// Pass as `before_id` for the next page; absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_before_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExportParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<i64>,
+}
+
+/// One line of an export: the record plus its content. `kb.import` accepts it as an item.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExportItem {
+    #[serde(flatten)]
+    pub record: ExperienceRecord,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExportResult {
+    pub items: Vec<ExportItem>,
+    /// Pass as `after_id` for the next page; absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_after_id: Option<String>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// kb.import
+
+/// One item of `kb.import`: the submit parameters, plus the fields an export line carries
+/// (accepted so an export can be imported as it is; the store assigns new ids and times).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImportItem {
+    pub task: String,
+    pub resource: String,
+    pub result: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submitted_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f64>,
+    /// From an export: a pending or rejected experience stays held; it is never promoted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[serde(default, skip_serializing)]
+    pub id: Option<String>,
+    #[serde(default, skip_serializing)]
+    pub has_content: Option<bool>,
+    #[serde(default, skip_serializing)]
+    pub flags: Option<Vec<String>>,
+    #[serde(default, skip_serializing)]
+    pub created_at: Option<String>,
+    #[serde(default, skip_serializing)]
+    pub updated_at: Option<String>,
+    #[serde(default, skip_serializing)]
+    pub merge_count: Option<i64>,
+    #[serde(default, skip_serializing)]
+    pub recall_count: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImportParams {
+    /// Each item is checked on its own: a bad item is reported in `rejected`, the rest go in.
+    pub items: Vec<serde_json::Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImportResult {
+    /// `ids[i]` is item i's id: the existing one for a duplicate, null if rejected.
+    pub ids: Vec<Option<String>>,
+    pub imported: usize,
+    pub duplicates: usize,
+    pub rejected: Vec<RejectedItem>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RejectedItem {
+    pub index: usize,
+    pub error: String,
+}
+
+// ---------------------------------------------------------------------------------------------
+// kb.reindex, kb.backup
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReindexResult {
+    pub indexed: u64,
+    pub took_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackupParams {
+    /// Where to write the copy of the database; must not exist yet.
+    pub path: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BackupResult {
+    pub path: String,
+    pub bytes: u64,
+}
+
+// ---------------------------------------------------------------------------------------------
+// status
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatusResult {
+    pub version: String,
+    pub protocol: u32,
+    pub pid: u32,
+    pub uptime_s: u64,
+    pub socket: String,
+    /// All stored experiences, whatever their status.
+    pub experiences: u64,
+    pub counts: StatusCounts,
+    pub paths: StatusPaths,
+    pub index: IndexStatus,
+    pub embedder: EmbedderStatus,
+    /// Conversations waiting for extraction.
+    pub queue_depth: u64,
+    pub latencies: Latencies,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<LastError>,
+    /// True when the daemon can store and search: the database answers and the index is ready.
+    pub healthy: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatusCounts {
+    pub active: u64,
+    pub pending: u64,
+    pub rejected: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatusPaths {
+    pub home: String,
+    pub database: String,
+    pub index: String,
+    pub config: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IndexStatus {
+    /// `ready`, `rebuilding` or `failed`.
+    pub state: String,
+    pub documents: u64,
+    pub applied_seq: u64,
+    pub store_seq: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EmbedderStatus {
+    /// `ready`, `loading`, `unavailable` or `disabled`.
+    pub state: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Experiences not yet embedded.
+    pub backlog: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// Recent request latencies, over a sliding window of the last requests of each kind.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Latencies {
+    pub search: LatencySummary,
+    pub submit: LatencySummary,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LastError {
+    pub at: String,
+    pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn param_errors_name_the_field() {
+        let missing = parse_params::<SubmitParams>(Some(r#"{"task":"t","resource":"r"}"#)).unwrap_err();
+        assert_eq!(missing.field, "result");
+        let wrong_type =
+            parse_params::<SubmitParams>(Some(r#"{"task":"t","resource":"r","result":"x","score":"five"}"#))
+                .unwrap_err();
+        assert_eq!(wrong_type.field, "score");
+        assert!(!wrong_type.message.contains("line"), "{}", wrong_type.message);
+        let unknown = parse_params::<SearchParams>(Some(r#"{"query":"q","topk":3}"#)).unwrap_err();
+        assert!(unknown.message.contains("topk"), "{}", unknown.message);
+        let array = parse_params::<SearchParams>(Some(r#"["q"]"#)).unwrap_err();
+        assert!(array.message.contains("named parameters"));
+        let none = parse_params::<ListParams>(None).unwrap();
+        assert_eq!(none, ListParams::default());
+    }
+
+    #[test]
+    fn an_export_line_is_an_import_item() {
+        let line = r#"{"id":"01J","task":"t","resource":"r","result":"x","score":4,"has_content":true,
+            "source":"tool","status":"active","created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z",
+            "merge_count":0,"recall_count":2,"content":"body","content_type":"text/markdown"}"#;
+        let item: ImportItem = parse_value_str(line).unwrap();
+        assert_eq!(item.content.as_deref(), Some("body"));
+        assert_eq!(item.score, Some(4));
+    }
+}

@@ -1,0 +1,18 @@
+//! KnowHub's experience store: SQLite in WAL mode, the single source of truth.
+//!
+//! Architecture Invariant: every change that matters to a derived structure (the BM25 index,
+//! later the vectors) bumps the store's sequence number inside the same transaction, and
+//! records the new `seq` on the changed row (or on a tombstone for a delete). A derived
+//! structure that remembers the last `seq` it applied can therefore catch up with
+//! `changes_since`, or be rebuilt from scratch with `for_each_index_row`.
+//!
+//! Architecture Invariant: a write returns only after its transaction committed with
+//! `synchronous = FULL`, so an acknowledged write survives a crash of the process or machine.
+
+mod error;
+mod migrations;
+mod store;
+
+pub use error::{Error, Result};
+pub use migrations::SCHEMA_VERSION;
+pub use store::{Changes, Counts, ExportRow, IndexRow, ListFilter, Store, StoredContent, WriteOutcome};

@@ -1,0 +1,78 @@
+//! Append-only schema migrations, tracked with `PRAGMA user_version`.
+//!
+//! Never edit a migration that has shipped: add a new one. A fixture database of each older
+//! version (see the tests) proves the upgrade path.
+
+use rusqlite::Connection;
+
+use crate::{Error, Result};
+
+/// Migrations in order; `MIGRATIONS[i]` takes the schema from version `i` to `i + 1`.
+const MIGRATIONS: &[&str] = &[
+    // Version 1: experiences, their detailed contents, tombstones for deletes, the sequence.
+    r#"
+    CREATE TABLE meta (
+        key   TEXT PRIMARY KEY,
+        value INTEGER NOT NULL
+    ) STRICT;
+    INSERT INTO meta (key, value) VALUES ('seq', 0);
+
+    CREATE TABLE experiences (
+        id           TEXT PRIMARY KEY,
+        task         TEXT NOT NULL,
+        resource     TEXT NOT NULL,
+        result       TEXT NOT NULL,
+        score        INTEGER NOT NULL CHECK (score BETWEEN 1 AND 5),
+        agent_id     TEXT,
+        submitted_by TEXT,
+        session_key  TEXT,
+        source       TEXT NOT NULL,
+        status       TEXT NOT NULL,
+        confidence   REAL,
+        flags        TEXT NOT NULL DEFAULT '',
+        dedup_key    TEXT NOT NULL,
+        created_at   INTEGER NOT NULL,
+        updated_at   INTEGER NOT NULL,
+        merge_count  INTEGER NOT NULL DEFAULT 0,
+        recall_count INTEGER NOT NULL DEFAULT 0,
+        seq          INTEGER NOT NULL
+    ) STRICT;
+    CREATE UNIQUE INDEX experiences_dedup_key ON experiences (dedup_key);
+    CREATE INDEX experiences_seq ON experiences (seq);
+    CREATE INDEX experiences_status_created ON experiences (status, created_at);
+
+    CREATE TABLE contents (
+        experience_id TEXT PRIMARY KEY REFERENCES experiences (id) ON DELETE CASCADE,
+        content       TEXT NOT NULL,
+        content_type  TEXT NOT NULL
+    ) STRICT;
+
+    CREATE TABLE tombstones (
+        id  TEXT PRIMARY KEY,
+        seq INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX tombstones_seq ON tombstones (seq);
+    "#,
+];
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Brings the database up to `SCHEMA_VERSION`, one transaction per migration.
+pub(crate) fn migrate(conn: &mut Connection, path: &std::path::Path) -> Result<()> {
+    let found: i64 = conn
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .map_err(|source| Error::Migration { version: 0, source })?;
+    if found > SCHEMA_VERSION {
+        return Err(Error::SchemaTooNew { path: path.to_owned(), found, known: SCHEMA_VERSION });
+    }
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+        let version = index as i64 + 1;
+        let tx = conn.transaction().map_err(|source| Error::Migration { version, source })?;
+        tx.execute_batch(sql).map_err(|source| Error::Migration { version, source })?;
+        tx.pragma_update(None, "user_version", version).map_err(|source| Error::Migration { version, source })?;
+        tx.commit().map_err(|source| Error::Migration { version, source })?;
+        tracing::info!(version, "migrated the database schema");
+    }
+    Ok(())
+}

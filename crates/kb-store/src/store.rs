@@ -1,0 +1,529 @@
+//! The `Store`: one SQLite connection, with the reads and writes the daemon needs.
+
+use std::path::{Path, PathBuf};
+
+use kb_core::{Experience, ExperienceId, Gated, Source, Status};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, params, params_from_iter};
+
+use crate::error::Context;
+use crate::{Error, Result, migrations};
+
+/// One connection to the experience database. The daemon keeps one writer and a few readers;
+/// SQLite in WAL mode lets readers run while the writer commits.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// What happened to one proposed experience in `Store::write`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WriteOutcome {
+    /// The new id, or the existing one when the experience merged into a duplicate.
+    pub id: ExperienceId,
+    pub status: Status,
+    /// Set when the experience was an exact duplicate of `id` and merged into it.
+    pub merged: bool,
+}
+
+/// What the BM25 index needs of one experience.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexRow {
+    pub id: String,
+    pub task: String,
+    pub resource: String,
+    pub result: String,
+    pub content: Option<String>,
+    pub score: u8,
+    pub status: Status,
+    pub agent_id: Option<String>,
+}
+
+/// Changes after a given sequence number, for catching a derived structure up.
+#[derive(Debug, Default)]
+pub struct Changes {
+    pub upserts: Vec<IndexRow>,
+    pub deleted_ids: Vec<String>,
+    /// The store's sequence number the changes lead up to.
+    pub seq: u64,
+}
+
+/// The detailed content of an experience, if the experience exists.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StoredContent {
+    NoSuchExperience,
+    NoContent,
+    Content { content: String, content_type: String },
+}
+
+/// Which experiences `Store::list` returns, newest first.
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    pub status: Option<Status>,
+    pub agent_id: Option<String>,
+    /// Only experiences with ids sorting before this one (for paging).
+    pub before_id: Option<String>,
+    pub limit: usize,
+}
+
+/// One experience with its content, as exported to JSONL.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExportRow {
+    pub experience: Experience,
+    pub content: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub total: u64,
+    pub active: u64,
+    pub pending: u64,
+    pub rejected: u64,
+}
+
+const EXPERIENCE_COLUMNS: &str = "e.id, e.task, e.resource, e.result, e.score, \
+    EXISTS (SELECT 1 FROM contents c WHERE c.experience_id = e.id), \
+    (SELECT c.content_type FROM contents c WHERE c.experience_id = e.id), \
+    e.agent_id, e.submitted_by, e.session_key, e.source, e.status, e.confidence, e.flags, \
+    e.created_at, e.updated_at, e.merge_count, e.recall_count";
+
+impl Store {
+    /// Opens (creating if needed) the database for reading and writing and migrates it.
+    pub fn open(path: &Path) -> Result<Store> {
+        let mut conn = Connection::open(path).map_err(|source| Error::Open { path: path.to_owned(), source })?;
+        configure(&conn).map_err(|source| Error::Open { path: path.to_owned(), source })?;
+        migrations::migrate(&mut conn, path)?;
+        Ok(Store { conn, path: path.to_owned() })
+    }
+
+    /// Opens an existing, migrated database for reading only.
+    pub fn open_reader(path: &Path) -> Result<Store> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
+        let conn =
+            Connection::open_with_flags(path, flags).map_err(|source| Error::Open { path: path.to_owned(), source })?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(|source| Error::Open { path: path.to_owned(), source })?;
+        Ok(Store { conn, path: path.to_owned() })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The sequence number of the last change committed.
+    pub fn seq(&self) -> Result<u64> {
+        self.conn
+            .query_row("SELECT value FROM meta WHERE key = 'seq'", [], |row| row.get::<_, i64>(0))
+            .doing("reading the sequence number")
+            .map(|seq| seq as u64)
+    }
+
+    /// Stores gated experiences in one transaction. An exact duplicate (same dedup key as a
+    /// stored experience, or as an earlier item of the same call) merges into it: its merge
+    /// count goes up, it keeps the better rating, and it gains content it lacked.
+    /// Returns one outcome per item and the sequence number after the write.
+    pub fn write(&mut self, items: &[Gated], now_ms: i64) -> Result<(Vec<WriteOutcome>, u64)> {
+        let tx = self.conn.transaction().doing("starting a write")?;
+        let mut seq = read_seq(&tx)?;
+        let mut outcomes = Vec::with_capacity(items.len());
+        {
+            let mut find_duplicate = tx
+                .prepare_cached("SELECT id, score, status, EXISTS (SELECT 1 FROM contents WHERE experience_id = id) FROM experiences WHERE dedup_key = ?1")
+                .doing("preparing the duplicate lookup")?;
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT INTO experiences (id, task, resource, result, score, agent_id, submitted_by, session_key, \
+                     source, status, confidence, flags, dedup_key, created_at, updated_at, seq) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14, ?15)",
+                )
+                .doing("preparing the insert")?;
+            let mut insert_content = tx
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO contents (experience_id, content, content_type) VALUES (?1, ?2, ?3)",
+                )
+                .doing("preparing the content insert")?;
+            let mut merge = tx
+                .prepare_cached(
+                    "UPDATE experiences SET merge_count = merge_count + 1, updated_at = ?2, \
+                     score = max(score, ?3), seq = CASE WHEN ?4 THEN ?5 ELSE seq END WHERE id = ?1",
+                )
+                .doing("preparing the merge")?;
+            for gated in items {
+                let new = &gated.experience;
+                let duplicate = find_duplicate
+                    .query_row([&gated.dedup_key], |row| {
+                        Ok((
+                            row.get::<_, String>(0)?,
+                            row.get::<_, i64>(1)?,
+                            row.get::<_, String>(2)?,
+                            row.get::<_, bool>(3)?,
+                        ))
+                    })
+                    .optional()
+                    .doing("looking up duplicates")?;
+                match duplicate {
+                    Some((id, stored_score, stored_status, has_content)) => {
+                        let adds_content = !has_content && new.content.is_some();
+                        let derived_change = i64::from(gated.score) > stored_score || adds_content;
+                        if derived_change {
+                            seq += 1;
+                        }
+                        merge
+                            .execute(params![id, now_ms, i64::from(gated.score), derived_change, seq as i64])
+                            .doing("merging a duplicate")?;
+                        if adds_content {
+                            insert_content
+                                .execute(params![id, new.content, content_type_of(gated)])
+                                .doing("storing content")?;
+                        }
+                        let status = Status::parse(&stored_status).ok_or_else(|| Error::Malformed {
+                            id: id.clone(),
+                            reason: format!("unknown status {stored_status:?}"),
+                        })?;
+                        outcomes.push(WriteOutcome { id: ExperienceId::from_stored(id), status, merged: true });
+                    }
+                    None => {
+                        seq += 1;
+                        let id = ExperienceId::generate(now_ms.max(0) as u64);
+                        insert
+                            .execute(params![
+                                id.as_str(),
+                                new.task,
+                                new.resource,
+                                new.result,
+                                i64::from(gated.score),
+                                new.agent_id,
+                                new.submitted_by,
+                                new.session_key,
+                                new.source.unwrap_or(Source::Tool).as_str(),
+                                gated.status.as_str(),
+                                new.confidence,
+                                gated.flags.join(","),
+                                gated.dedup_key,
+                                now_ms,
+                                seq as i64,
+                            ])
+                            .doing("inserting an experience")?;
+                        if new.content.is_some() {
+                            insert_content
+                                .execute(params![id.as_str(), new.content, content_type_of(gated)])
+                                .doing("storing content")?;
+                        }
+                        outcomes.push(WriteOutcome { id, status: gated.status, merged: false });
+                    }
+                }
+            }
+        }
+        write_seq(&tx, seq)?;
+        tx.commit().doing("committing a write")?;
+        Ok((outcomes, seq))
+    }
+
+    /// Deletes experiences (and their content). Returns, per id, whether it existed, and the
+    /// sequence number after the delete.
+    pub fn delete(&mut self, ids: &[&str]) -> Result<(Vec<bool>, u64)> {
+        let tx = self.conn.transaction().doing("starting a delete")?;
+        let mut seq = read_seq(&tx)?;
+        let mut existed = Vec::with_capacity(ids.len());
+        {
+            let mut delete =
+                tx.prepare_cached("DELETE FROM experiences WHERE id = ?1").doing("preparing the delete")?;
+            let mut tombstone = tx
+                .prepare_cached("INSERT OR REPLACE INTO tombstones (id, seq) VALUES (?1, ?2)")
+                .doing("preparing the tombstone")?;
+            for id in ids {
+                let n_deleted = delete.execute([id]).doing("deleting an experience")?;
+                if n_deleted > 0 {
+                    seq += 1;
+                    tombstone.execute(params![id, seq as i64]).doing("writing a tombstone")?;
+                }
+                existed.push(n_deleted > 0);
+            }
+        }
+        write_seq(&tx, seq)?;
+        tx.commit().doing("committing a delete")?;
+        Ok((existed, seq))
+    }
+
+    /// Changes an experience's status (approve or reject). Returns the sequence number after
+    /// the change, or `None` when there is no such experience.
+    pub fn set_status(&mut self, id: &str, status: Status, now_ms: i64) -> Result<Option<u64>> {
+        let tx = self.conn.transaction().doing("starting a status change")?;
+        let seq = read_seq(&tx)? + 1;
+        let n_changed = tx
+            .execute(
+                "UPDATE experiences SET status = ?2, updated_at = ?3, seq = ?4 WHERE id = ?1",
+                params![id, status.as_str(), now_ms, seq as i64],
+            )
+            .doing("changing a status")?;
+        if n_changed == 0 {
+            return Ok(None);
+        }
+        write_seq(&tx, seq)?;
+        tx.commit().doing("committing a status change")?;
+        Ok(Some(seq))
+    }
+
+    /// Experiences by id, in the order asked, skipping ids that do not exist.
+    pub fn get_many(&self, ids: &[&str]) -> Result<Vec<Experience>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let placeholders = vec!["?"; ids.len()].join(",");
+        let sql = format!("SELECT {EXPERIENCE_COLUMNS} FROM experiences e WHERE e.id IN ({placeholders})");
+        let mut statement = self.conn.prepare_cached(&sql).doing("preparing a lookup")?;
+        let mut found = statement
+            .query_map(params_from_iter(ids.iter()), experience_from_row)
+            .doing("looking up experiences")?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .doing("reading experiences")?;
+        let mut ordered = Vec::with_capacity(found.len());
+        for id in ids {
+            if let Some(position) = found.iter().position(|experience| experience.id.as_str() == *id) {
+                ordered.push(found.swap_remove(position));
+            }
+        }
+        Ok(ordered)
+    }
+
+    pub fn get(&self, id: &str) -> Result<Option<Experience>> {
+        Ok(self.get_many(&[id])?.pop())
+    }
+
+    pub fn content(&self, id: &str) -> Result<StoredContent> {
+        let found = self
+            .conn
+            .query_row(
+                "SELECT c.content, c.content_type FROM experiences e LEFT JOIN contents c ON c.experience_id = e.id WHERE e.id = ?1",
+                [id],
+                |row| Ok((row.get::<_, Option<String>>(0)?, row.get::<_, Option<String>>(1)?)),
+            )
+            .optional()
+            .doing("reading content")?;
+        Ok(match found {
+            None => StoredContent::NoSuchExperience,
+            Some((None, _)) => StoredContent::NoContent,
+            Some((Some(content), content_type)) => StoredContent::Content {
+                content,
+                content_type: content_type.unwrap_or_else(|| "text/plain".to_owned()),
+            },
+        })
+    }
+
+    /// Experiences newest first, filtered.
+    pub fn list(&self, filter: &ListFilter) -> Result<Vec<Experience>> {
+        let sql = format!(
+            "SELECT {EXPERIENCE_COLUMNS} FROM experiences e \
+             WHERE (?1 IS NULL OR e.status = ?1) AND (?2 IS NULL OR e.agent_id = ?2) AND (?3 IS NULL OR e.id < ?3) \
+             ORDER BY e.id DESC LIMIT ?4"
+        );
+        let mut statement = self.conn.prepare_cached(&sql).doing("preparing the list")?;
+        statement
+            .query_map(
+                params![filter.status.map(Status::as_str), filter.agent_id, filter.before_id, filter.limit as i64],
+                experience_from_row,
+            )
+            .doing("listing experiences")?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .doing("reading experiences")
+    }
+
+    /// Up to `limit` experiences with their content, oldest first, after `after_id`.
+    pub fn export_page(&self, after_id: Option<&str>, limit: usize) -> Result<Vec<ExportRow>> {
+        let sql = format!(
+            "SELECT {EXPERIENCE_COLUMNS}, (SELECT c.content FROM contents c WHERE c.experience_id = e.id) \
+             FROM experiences e WHERE (?1 IS NULL OR e.id > ?1) ORDER BY e.id LIMIT ?2"
+        );
+        let mut statement = self.conn.prepare_cached(&sql).doing("preparing the export")?;
+        statement
+            .query_map(params![after_id, limit as i64], |row| {
+                Ok(ExportRow { experience: experience_from_row(row)?, content: row.get(18)? })
+            })
+            .doing("exporting experiences")?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .doing("reading experiences")
+    }
+
+    pub fn counts(&self) -> Result<Counts> {
+        let mut counts = Counts::default();
+        let mut statement = self
+            .conn
+            .prepare_cached("SELECT status, count(*) FROM experiences GROUP BY status")
+            .doing("preparing the counts")?;
+        let rows = statement
+            .query_map([], |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?)))
+            .doing("counting experiences")?;
+        for row in rows {
+            let (status, n) = row.doing("counting experiences")?;
+            let n = n as u64;
+            counts.total += n;
+            match Status::parse(&status) {
+                Some(Status::Active) => counts.active += n,
+                Some(Status::Pending) => counts.pending += n,
+                Some(Status::Rejected) => counts.rejected += n,
+                None => {}
+            }
+        }
+        Ok(counts)
+    }
+
+    /// What changed after `seq`: rows to (re)index and ids to remove.
+    pub fn changes_since(&self, seq: u64) -> Result<Changes> {
+        let tx = self.conn.unchecked_transaction().doing("starting a read")?;
+        let current = read_seq(&tx)?;
+        let mut upserts = Vec::new();
+        {
+            let mut statement = tx
+                .prepare_cached(&format!("{INDEX_ROW_SELECT} WHERE e.seq > ?1 ORDER BY e.seq"))
+                .doing("preparing the change scan")?;
+            let rows = statement.query_map([seq as i64], index_row_from_row).doing("scanning changes")?;
+            for row in rows {
+                upserts.push(row.doing("scanning changes")??);
+            }
+        }
+        let deleted_ids = {
+            let mut statement =
+                tx.prepare_cached("SELECT id FROM tombstones WHERE seq > ?1").doing("preparing the tombstone scan")?;
+            statement
+                .query_map([seq as i64], |row| row.get::<_, String>(0))
+                .doing("scanning tombstones")?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .doing("scanning tombstones")?
+        };
+        tx.finish().doing("ending a read")?;
+        Ok(Changes { upserts, deleted_ids, seq: current })
+    }
+
+    /// Calls `each_batch` with every experience, in batches of `batch_size`, for a full
+    /// rebuild. Returns the sequence number the rows reflect.
+    pub fn for_each_index_row(
+        &self,
+        batch_size: usize,
+        mut each_batch: impl FnMut(&[IndexRow]) -> Result<()>,
+    ) -> Result<u64> {
+        let tx = self.conn.unchecked_transaction().doing("starting a read")?;
+        let current = read_seq(&tx)?;
+        {
+            let mut statement = tx.prepare(INDEX_ROW_SELECT).doing("preparing the full scan")?;
+            let mut rows = statement.query([]).doing("scanning experiences")?;
+            let mut batch = Vec::with_capacity(batch_size);
+            while let Some(row) = rows.next().doing("scanning experiences")? {
+                batch.push(index_row_from_row(row).doing("scanning experiences")??);
+                if batch.len() == batch_size {
+                    each_batch(&batch)?;
+                    batch.clear();
+                }
+            }
+            if !batch.is_empty() {
+                each_batch(&batch)?;
+            }
+        }
+        tx.finish().doing("ending a read")?;
+        Ok(current)
+    }
+
+    /// Forgets tombstones that every derived structure has applied.
+    pub fn prune_tombstones(&mut self, applied_seq: u64) -> Result<usize> {
+        self.conn.execute("DELETE FROM tombstones WHERE seq <= ?1", [applied_seq as i64]).doing("pruning tombstones")
+    }
+
+    /// Adds to the recall counters of experiences that search returned.
+    pub fn add_recalls(&mut self, recalls: &[(String, u64)]) -> Result<()> {
+        let tx = self.conn.transaction().doing("starting a counter update")?;
+        {
+            let mut update = tx
+                .prepare_cached("UPDATE experiences SET recall_count = recall_count + ?2 WHERE id = ?1")
+                .doing("preparing the counter update")?;
+            for (id, n) in recalls {
+                update.execute(params![id, *n as i64]).doing("updating counters")?;
+            }
+        }
+        tx.commit().doing("committing counters")
+    }
+
+    /// Copies the database to `destination` with SQLite's online backup, consistent even
+    /// while writes go on.
+    pub fn backup_to(&self, destination: &Path) -> Result<()> {
+        self.conn.execute("VACUUM INTO ?1", [destination.to_string_lossy()]).doing("writing a backup").map(|_| ())
+    }
+}
+
+const INDEX_ROW_SELECT: &str = "SELECT e.id, e.task, e.resource, e.result, \
+    (SELECT c.content FROM contents c WHERE c.experience_id = e.id), e.score, e.status, e.agent_id \
+    FROM experiences e";
+
+fn index_row_from_row(row: &Row<'_>) -> rusqlite::Result<Result<IndexRow>> {
+    let id: String = row.get(0)?;
+    let status: String = row.get(6)?;
+    let Some(status) = Status::parse(&status) else {
+        return Ok(Err(Error::Malformed { id, reason: format!("unknown status {status:?}") }));
+    };
+    Ok(Ok(IndexRow {
+        id,
+        task: row.get(1)?,
+        resource: row.get(2)?,
+        result: row.get(3)?,
+        content: row.get(4)?,
+        score: row.get::<_, i64>(5)? as u8,
+        status,
+        agent_id: row.get(7)?,
+    }))
+}
+
+fn experience_from_row(row: &Row<'_>) -> rusqlite::Result<Experience> {
+    let id: String = row.get(0)?;
+    let source: String = row.get(10)?;
+    let status: String = row.get(11)?;
+    let flags: String = row.get(13)?;
+    let invalid = |column: usize, what: &str, value: &str| {
+        rusqlite::Error::FromSqlConversionFailure(
+            column,
+            rusqlite::types::Type::Text,
+            format!("experience {id}: unknown {what} {value:?}").into(),
+        )
+    };
+    Ok(Experience {
+        task: row.get(1)?,
+        resource: row.get(2)?,
+        result: row.get(3)?,
+        score: row.get::<_, i64>(4)? as u8,
+        has_content: row.get(5)?,
+        content_type: row.get(6)?,
+        agent_id: row.get(7)?,
+        submitted_by: row.get(8)?,
+        session_key: row.get(9)?,
+        source: Source::parse(&source).ok_or_else(|| invalid(10, "source", &source))?,
+        status: Status::parse(&status).ok_or_else(|| invalid(11, "status", &status))?,
+        confidence: row.get(12)?,
+        flags: flags.split(',').filter(|flag| !flag.is_empty()).map(str::to_owned).collect(),
+        created_at_ms: row.get(14)?,
+        updated_at_ms: row.get(15)?,
+        merge_count: row.get(16)?,
+        recall_count: row.get(17)?,
+        id: ExperienceId::from_stored(id),
+    })
+}
+
+fn content_type_of(gated: &Gated) -> &str {
+    gated.experience.content_type.as_deref().unwrap_or("text/plain")
+}
+
+fn configure(conn: &Connection) -> rusqlite::Result<()> {
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    // FULL fsyncs the WAL on every commit: an acknowledged write survives power loss too.
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "foreign_keys", true)?;
+    Ok(())
+}
+
+fn read_seq(conn: &Connection) -> Result<u64> {
+    conn.query_row("SELECT value FROM meta WHERE key = 'seq'", [], |row| row.get::<_, i64>(0))
+        .doing("reading the sequence number")
+        .map(|seq| seq as u64)
+}
+
+fn write_seq(conn: &Connection, seq: u64) -> Result<()> {
+    conn.execute("UPDATE meta SET value = ?1 WHERE key = 'seq'", [seq as i64])
+        .doing("writing the sequence number")
+        .map(|_| ())
+}

@@ -1,0 +1,460 @@
+//! What each `kbctl` subcommand does: one or more calls to the daemon, then printing.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use indicatif::{ProgressBar, ProgressStyle};
+use kb_proto::wire::{
+    self, ExportParams, ExportResult, ImportResult, ListParams, ListResult, SearchParams, SearchResult, StatusResult,
+    SubmitParams, SubmitResult,
+};
+use kb_proto::{Client, ClientError, PROTOCOL_VERSION, Paths, method};
+use serde_json::json;
+
+use crate::output::{self, clip};
+use crate::{Cli, Command};
+
+/// The daemon's example config, embedded so `kbctl config` works without the daemon.
+const EXAMPLE_CONFIG: &str = include_str!("../../knowhubd/config.example.toml");
+
+pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let socket = cli.socket.clone().unwrap_or_else(|| Paths::from_env().socket);
+    let json = cli.json;
+    if let Command::Config = cli.command {
+        print!("{EXAMPLE_CONFIG}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut client = connect(&socket).await?;
+    match cli.command {
+        Command::Status => status(&mut client, json).await,
+        Command::Search { query, top_k, min_score, agent_id } => {
+            let params = SearchParams { query, top_k, min_score, agent_id };
+            let result: SearchResult = call(&mut client, method::SEARCH, &params).await?;
+            if json {
+                output::json(&result)?;
+            } else {
+                print_search(&result)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Submit {
+            task,
+            resource,
+            result,
+            score,
+            content,
+            content_file,
+            content_type,
+            agent_id,
+            submitted_by,
+        } => {
+            let content = match content_file {
+                Some(path) => Some(read_text(&path)?),
+                None => content,
+            };
+            let params = SubmitParams {
+                task,
+                resource,
+                result,
+                score,
+                content,
+                content_type,
+                agent_id,
+                submitted_by,
+                session_key: None,
+                source: Some("cli".to_owned()),
+            };
+            let submitted: SubmitResult = call(&mut client, method::SUBMIT, &params).await?;
+            if json {
+                output::json(&submitted)?;
+            } else {
+                let mut text = match &submitted.duplicate_of {
+                    Some(id) => format!("merged into the existing experience {id}"),
+                    None => format!("stored {} ({})", submitted.id, submitted.status),
+                };
+                if !submitted.redactions.is_empty() {
+                    let kinds: Vec<String> =
+                        submitted.redactions.iter().map(|(kind, n)| format!("{kind} ×{n}")).collect();
+                    text.push_str(&format!("\nredacted: {}", kinds.join(", ")));
+                }
+                if !submitted.flags.is_empty() {
+                    text.push_str(&format!("\nheld for review: {}", submitted.flags.join(", ")));
+                }
+                output::line(text)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Show { id } => {
+            let record: wire::ExperienceRecord = call(&mut client, method::GET, &json!({"experience_id": id})).await?;
+            let content: Option<wire::ContentResult> = if record.has_content {
+                Some(call(&mut client, method::CONTENT, &json!({"experience_id": record.id})).await?)
+            } else {
+                None
+            };
+            if json {
+                output::json(&json!({"experience": record, "content": content}))?;
+            } else {
+                output::line(format!(
+                    "{}  [{}] score {}/5  {}\ntask:     {}\nresource: {}\nresult:   {}\nsource:   {}{}  created {}  merged {}×  recalled {}×",
+                    record.id,
+                    record.status,
+                    record.score,
+                    record.flags.join(","),
+                    record.task,
+                    record.resource,
+                    record.result,
+                    record.source,
+                    record.agent_id.as_deref().map(|agent| format!("  agent {agent}")).unwrap_or_default(),
+                    record.created_at,
+                    record.merge_count,
+                    record.recall_count,
+                ))?;
+                if let Some(content) = content {
+                    output::line(format!("--- content ({}) ---\n{}", content.content_type, content.content))?;
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::List { status, agent_id, limit } => {
+            let params = ListParams { status, agent_id, limit: Some(limit), before_id: None };
+            let result: ListResult = call(&mut client, method::LIST, &params).await?;
+            if json {
+                output::json(&result)?;
+            } else if result.experiences.is_empty() {
+                output::line("no experiences")?;
+            } else {
+                for record in &result.experiences {
+                    output::line(format!(
+                        "{}  {:<8} {}/5  {}  ({})",
+                        record.id,
+                        record.status,
+                        record.score,
+                        clip(&record.task, 60),
+                        clip(&record.resource, 30)
+                    ))?;
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Delete { ids } => {
+            let result: wire::DeleteResult = call(&mut client, method::DELETE, &json!({"ids": ids})).await?;
+            if json {
+                output::json(&result)?;
+            } else {
+                output::line(format!("deleted {}", result.deleted))?;
+                for id in &result.missing {
+                    output::line(format!("no experience with id {id}"))?;
+                }
+            }
+            Ok(if result.missing.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+        Command::Import { file, batch } => import(&mut client, &file, batch.max(1), json).await,
+        Command::Export { file } => export(&mut client, file.as_deref(), json).await,
+        Command::Reindex => {
+            let spinner = progress_spinner(json, "rebuilding the search index");
+            let result: wire::ReindexResult = call(&mut client, method::REINDEX, &json!({})).await?;
+            spinner.finish_and_clear();
+            if json {
+                output::json(&result)?;
+            } else {
+                output::line(format!("indexed {} experiences in {} ms", result.indexed, result.took_ms))?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Backup { path } => {
+            let absolute = std::path::absolute(&path).with_context(|| format!("cannot resolve {}", path.display()))?;
+            let result: wire::BackupResult = call(&mut client, method::BACKUP, &json!({"path": absolute})).await?;
+            if json {
+                output::json(&result)?;
+            } else {
+                output::line(format!("wrote {} ({} bytes)", result.path, result.bytes))?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Config => unreachable!("handled before connecting"),
+    }
+}
+
+async fn connect(socket: &Path) -> anyhow::Result<Client> {
+    Client::connect(socket).await.map_err(|error| match error {
+        ClientError::Connect { socket, source } => anyhow::anyhow!(
+            "knowhubd is not running (cannot connect to {}: {source})\n\
+             start it with `kbctl service install`, or run `knowhubd` in another terminal",
+            socket.display()
+        ),
+        other => anyhow::Error::new(other),
+    })
+}
+
+async fn call<P: serde::Serialize, R: serde::de::DeserializeOwned>(
+    client: &mut Client,
+    method: &str,
+    params: &P,
+) -> anyhow::Result<R> {
+    client.call(method, params).await.with_context(|| format!("{method} failed"))
+}
+
+async fn status(client: &mut Client, json: bool) -> anyhow::Result<ExitCode> {
+    let status: StatusResult = call(client, method::STATUS, &json!({})).await?;
+    let mut problems = Vec::new();
+    if status.protocol != PROTOCOL_VERSION {
+        problems.push(format!(
+            "daemon is out of date: expected protocol {PROTOCOL_VERSION}, knowhubd {} speaks {}; restart it after upgrading",
+            status.version, status.protocol
+        ));
+    }
+    if !status.healthy {
+        problems.push(format!(
+            "the search index is {}{}",
+            status.index.state,
+            status.index.detail.as_deref().map(|detail| format!(": {detail}")).unwrap_or_default()
+        ));
+    }
+    if json {
+        output::json(&status)?;
+    } else {
+        let verdict = if problems.is_empty() { "healthy" } else { "UNHEALTHY" };
+        let mut text = format!(
+            "knowhubd {} (protocol {}) is {verdict}\n\
+             pid {}, up {}s, socket {}\n\
+             experiences: {} ({} active, {} pending, {} rejected)\n\
+             index: {}, {} documents (change {} of {})\n\
+             embedder: {}{}, backlog {}\n\
+             extraction queue: {}\n\
+             search latency: p50 {:.3} ms, p99 {:.3} ms over the last {} searches\n\
+             submit latency: p50 {:.3} ms, p99 {:.3} ms\n\
+             database: {}\nconfig: {}",
+            status.version,
+            status.protocol,
+            status.pid,
+            status.uptime_s,
+            status.socket,
+            status.experiences,
+            status.counts.active,
+            status.counts.pending,
+            status.counts.rejected,
+            status.index.state,
+            status.index.documents,
+            status.index.applied_seq,
+            status.index.store_seq,
+            status.embedder.state,
+            status.embedder.detail.as_deref().map(|detail| format!(" ({detail})")).unwrap_or_default(),
+            status.embedder.backlog,
+            status.queue_depth,
+            status.latencies.search.p50_ms,
+            status.latencies.search.p99_ms,
+            status.latencies.search.count.min(1024),
+            status.latencies.submit.p50_ms,
+            status.latencies.submit.p99_ms,
+            status.paths.database,
+            status.paths.config,
+        );
+        if let Some(error) = &status.last_error {
+            text.push_str(&format!("\nlast error ({}): {}", error.at, error.message));
+        }
+        for problem in &problems {
+            text.push_str(&format!("\nproblem: {problem}"));
+        }
+        output::line(text)?;
+    }
+    Ok(if problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn print_search(result: &SearchResult) -> anyhow::Result<()> {
+    if result.results.is_empty() {
+        output::line("no matching experiences")?;
+    }
+    for (rank, hit) in result.results.iter().enumerate() {
+        output::line(format!(
+            "{}. [{}]\n   resource: {}\n   result:   {}\n   score {}/5, relevance {:.3}, id {}{}",
+            rank + 1,
+            hit.task,
+            hit.resource,
+            hit.result,
+            hit.score,
+            hit.relevance,
+            hit.id,
+            if hit.has_content { " (has detailed content: kbctl show ID)" } else { "" }
+        ))?;
+    }
+    if let Some(note) = &result.note {
+        eprintln!("note: {note}");
+    }
+    Ok(())
+}
+
+fn read_text(path: &Path) -> anyhow::Result<String> {
+    let mut text = String::new();
+    if path == Path::new("-") {
+        std::io::stdin().read_to_string(&mut text).context("cannot read standard input")?;
+    } else {
+        text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    }
+    Ok(text)
+}
+
+/// Sends the lines of a JSONL file in batches. Lines that are not JSON objects are reported
+/// with their line number and skipped; the daemon reports items it refuses the same way.
+async fn import(client: &mut Client, file: &Path, batch_size: usize, json: bool) -> anyhow::Result<ExitCode> {
+    let (reader, total_bytes): (Box<dyn BufRead>, Option<u64>) = if file == Path::new("-") {
+        (Box::new(BufReader::new(std::io::stdin())), None)
+    } else {
+        let opened = std::fs::File::open(file).with_context(|| format!("cannot open {}", file.display()))?;
+        let size = opened.metadata().ok().map(|meta| meta.len());
+        (Box::new(BufReader::with_capacity(1 << 20, opened)), size)
+    };
+    let progress = progress_bar(json, total_bytes);
+    let mut totals = ImportTotals::default();
+    let mut batch: Vec<serde_json::Value> = Vec::with_capacity(batch_size);
+    let mut batch_lines: Vec<usize> = Vec::with_capacity(batch_size);
+    for (line_index, line) in reader.lines().enumerate() {
+        let line_number = line_index + 1;
+        let line = line.with_context(|| format!("cannot read line {line_number} of {}", file.display()))?;
+        progress.inc(line.len() as u64 + 1);
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<serde_json::Value>(&line) {
+            Ok(value) if value.is_object() => {
+                batch.push(value);
+                batch_lines.push(line_number);
+            }
+            Ok(_) => totals.reject(line_number, "not a JSON object".to_owned()),
+            Err(error) => totals.reject(line_number, format!("not valid JSON: {error}")),
+        }
+        if batch.len() == batch_size {
+            send_batch(client, &mut batch, &mut batch_lines, &mut totals).await?;
+            progress.set_message(format!("{} imported", totals.imported));
+        }
+    }
+    send_batch(client, &mut batch, &mut batch_lines, &mut totals).await?;
+    progress.finish_and_clear();
+    if json {
+        output::json(&json!({
+            "imported": totals.imported,
+            "duplicates": totals.duplicates,
+            "rejected": totals.rejected.iter().map(|(line, error)| json!({"line": line, "error": error})).collect::<Vec<_>>(),
+        }))?;
+    } else {
+        output::line(format!(
+            "imported {}, duplicates {}, rejected {}",
+            totals.imported,
+            totals.duplicates,
+            totals.rejected.len()
+        ))?;
+        for (line, error) in totals.rejected.iter().take(20) {
+            output::line(format!("  line {line}: {error}"))?;
+        }
+        if totals.rejected.len() > 20 {
+            output::line(format!("  … and {} more", totals.rejected.len() - 20))?;
+        }
+    }
+    Ok(if totals.rejected.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+#[derive(Default)]
+struct ImportTotals {
+    imported: usize,
+    duplicates: usize,
+    rejected: Vec<(usize, String)>,
+}
+
+impl ImportTotals {
+    fn reject(&mut self, line: usize, error: String) {
+        self.rejected.push((line, error));
+    }
+}
+
+async fn send_batch(
+    client: &mut Client,
+    batch: &mut Vec<serde_json::Value>,
+    lines: &mut Vec<usize>,
+    totals: &mut ImportTotals,
+) -> anyhow::Result<()> {
+    if batch.is_empty() {
+        return Ok(());
+    }
+    let items = std::mem::take(batch);
+    let result: ImportResult = call(client, method::IMPORT, &json!({"items": items})).await?;
+    totals.imported += result.imported;
+    totals.duplicates += result.duplicates;
+    for rejected in result.rejected {
+        let line = lines.get(rejected.index).copied().unwrap_or(0);
+        totals.reject(line, rejected.error);
+    }
+    lines.clear();
+    Ok(())
+}
+
+async fn export(client: &mut Client, file: Option<&Path>, json: bool) -> anyhow::Result<ExitCode> {
+    let status: StatusResult = call(client, method::STATUS, &json!({})).await?;
+    let mut writer: Box<dyn Write> = match file {
+        Some(path) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
+        )),
+        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    };
+    // Progress goes to stderr, and only when the export goes to a file.
+    let progress = if file.is_some() { progress_bar(json, Some(status.experiences)) } else { ProgressBar::hidden() };
+    let mut after_id: Option<String> = None;
+    let mut n_written = 0u64;
+    loop {
+        let page: ExportResult =
+            call(client, method::EXPORT, &ExportParams { after_id: after_id.clone(), limit: Some(500) }).await?;
+        for item in &page.items {
+            serde_json::to_writer(&mut writer, item)?;
+            writer.write_all(b"\n")?;
+        }
+        n_written += page.items.len() as u64;
+        progress.inc(page.items.len() as u64);
+        match page.next_after_id {
+            Some(next) => after_id = Some(next),
+            None => break,
+        }
+    }
+    writer.flush()?;
+    progress.finish_and_clear();
+    if let Some(path) = file {
+        if json {
+            output::json(&json!({"exported": n_written, "path": path}))?;
+        } else {
+            output::line(format!("exported {n_written} experiences to {}", path.display()))?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn progress_bar(quiet: bool, total: Option<u64>) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    let bar = match total {
+        Some(total) => ProgressBar::new(total),
+        None => ProgressBar::no_length(),
+    };
+    if let Ok(style) = ProgressStyle::with_template("{bar:40} {percent:>3}% {elapsed_precise} {msg}") {
+        bar.set_style(style);
+    }
+    bar
+}
+
+fn progress_spinner(quiet: bool, message: &'static str) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    let spinner = ProgressBar::new_spinner().with_message(message);
+    spinner.enable_steady_tick(std::time::Duration::from_millis(120));
+    spinner
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_cli_definition_is_consistent() {
+        crate::Cli::command().debug_assert();
+    }
+}

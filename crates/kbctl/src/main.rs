@@ -1,0 +1,115 @@
+//! `kbctl`: the KnowHub command line. Health check, search, submit and store administration,
+//! all through the daemon's socket.
+
+mod commands;
+mod output;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "kbctl", version, about = "Talk to the KnowHub daemon (knowhubd)")]
+pub struct Cli {
+    /// The daemon's socket (default: KNOWHUB_SOCKET, else the platform default).
+    #[arg(long, global = true, env = "KNOWHUB_SOCKET", value_name = "PATH")]
+    socket: Option<PathBuf>,
+    /// Print machine-readable JSON instead of text.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check the daemon: exit 0 only when it answers and is healthy.
+    Status,
+    /// Search experiences.
+    Search {
+        query: String,
+        #[arg(long, short = 'k')]
+        top_k: Option<i64>,
+        /// Lowest rating to return (1-5).
+        #[arg(long)]
+        min_score: Option<i64>,
+        #[arg(long)]
+        agent_id: Option<String>,
+    },
+    /// Submit an experience.
+    Submit {
+        #[arg(long)]
+        task: String,
+        #[arg(long)]
+        resource: String,
+        #[arg(long)]
+        result: String,
+        /// The rating, 1-5 (default 3).
+        #[arg(long)]
+        score: Option<i64>,
+        /// Detailed content (steps, code, logs).
+        #[arg(long, conflicts_with = "content_file")]
+        content: Option<String>,
+        /// Read the detailed content from a file ('-' for standard input).
+        #[arg(long, value_name = "FILE")]
+        content_file: Option<PathBuf>,
+        #[arg(long)]
+        content_type: Option<String>,
+        #[arg(long)]
+        agent_id: Option<String>,
+        #[arg(long)]
+        submitted_by: Option<String>,
+    },
+    /// Show one experience, with its detailed content.
+    Show { id: String },
+    /// List experiences, newest first.
+    List {
+        /// active, pending or rejected.
+        #[arg(long)]
+        status: Option<String>,
+        #[arg(long)]
+        agent_id: Option<String>,
+        #[arg(long, default_value_t = 20)]
+        limit: i64,
+    },
+    /// Delete experiences by id.
+    Delete {
+        #[arg(required = true)]
+        ids: Vec<String>,
+    },
+    /// Import experiences from a JSONL file ('-' for standard input): one submit object per line.
+    Import {
+        file: PathBuf,
+        /// Experiences sent per request.
+        #[arg(long, default_value_t = 1000)]
+        batch: usize,
+    },
+    /// Export every experience, with content, as JSONL (to standard output without a file).
+    Export { file: Option<PathBuf> },
+    /// Rebuild the search index from the store.
+    Reindex,
+    /// Write a consistent copy of the database to PATH.
+    Backup { path: PathBuf },
+    /// Print the daemon's example configuration, with comments.
+    Config,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("kbctl: cannot start: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(commands::run(cli)) {
+        Ok(code) => code,
+        Err(error) if output::is_broken_pipe(&error) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("kbctl: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! The daemon's configuration: defaults, then `config.toml`, then environment variables.
+
+use std::path::Path;
+
+use anyhow::Context as _;
+use kb_core::{GatePolicy, Limits, PrivacyMode};
+use serde::Deserialize;
+
+/// The commented example configuration, printed by `knowhubd --print-config`.
+pub const EXAMPLE_CONFIG: &str = include_str!("../config.example.toml");
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub privacy: PrivacyConfig,
+    pub search: SearchConfig,
+    pub limits: LimitsConfig,
+    pub server: ServerConfig,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PrivacyConfig {
+    pub mode: PrivacyModeConfig,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PrivacyModeConfig {
+    #[default]
+    Strict,
+    Relaxed,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SearchConfig {
+    pub default_top_k: usize,
+    pub max_top_k: usize,
+    pub default_min_score: u8,
+}
+
+impl Default for SearchConfig {
+    fn default() -> SearchConfig {
+        SearchConfig { default_top_k: 5, max_top_k: 50, default_min_score: 3 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    pub max_task_chars: usize,
+    pub max_resource_chars: usize,
+    pub max_result_chars: usize,
+    pub max_content_chars: usize,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> LimitsConfig {
+        let limits = Limits::default();
+        LimitsConfig {
+            max_task_chars: limits.max_task_chars,
+            max_resource_chars: limits.max_resource_chars,
+            max_result_chars: limits.max_result_chars,
+            max_content_chars: limits.max_content_chars,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    pub max_connections: u32,
+    pub max_request_bytes: u32,
+}
+
+impl Default for ServerConfig {
+    fn default() -> ServerConfig {
+        ServerConfig { max_connections: 128, max_request_bytes: 64 * 1024 * 1024 }
+    }
+}
+
+impl Config {
+    /// Reads `path`; a missing file means the defaults. A malformed file is an error that
+    /// names the file and the key, so a typo is never silently ignored.
+    pub fn load(path: &Path) -> anyhow::Result<Config> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+            Err(error) => return Err(error).with_context(|| format!("cannot read the config file {}", path.display())),
+        };
+        Config::parse(&text).with_context(|| format!("invalid config file {}", path.display()))
+    }
+
+    pub fn parse(text: &str) -> anyhow::Result<Config> {
+        let config: Config = toml::from_str(text)?;
+        anyhow::ensure!(config.search.default_top_k >= 1, "search.default_top_k must be at least 1");
+        anyhow::ensure!(
+            config.search.max_top_k >= config.search.default_top_k,
+            "search.max_top_k must be at least search.default_top_k"
+        );
+        anyhow::ensure!(
+            (1..=5).contains(&config.search.default_min_score),
+            "search.default_min_score must be from 1 to 5"
+        );
+        anyhow::ensure!(config.server.max_connections >= 1, "server.max_connections must be at least 1");
+        Ok(config)
+    }
+
+    pub fn gate_policy(&self) -> GatePolicy {
+        GatePolicy {
+            privacy: match self.privacy.mode {
+                PrivacyModeConfig::Strict => PrivacyMode::Strict,
+                PrivacyModeConfig::Relaxed => PrivacyMode::Relaxed,
+            },
+            limits: Limits {
+                max_task_chars: self.limits.max_task_chars,
+                max_resource_chars: self.limits.max_resource_chars,
+                max_result_chars: self.limits.max_result_chars,
+                max_content_chars: self.limits.max_content_chars,
+                ..Limits::default()
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_example_config_is_the_default() {
+        assert_eq!(Config::parse(EXAMPLE_CONFIG).unwrap(), Config::default());
+    }
+
+    #[test]
+    fn typos_and_bad_values_are_errors() {
+        let typo = Config::parse("[search]\ndefault_topk = 3\n").unwrap_err();
+        assert!(format!("{typo:#}").contains("default_topk"), "{typo:#}");
+        let bad_mode = Config::parse("[privacy]\nmode = \"loose\"\n").unwrap_err();
+        assert!(format!("{bad_mode:#}").contains("loose"), "{bad_mode:#}");
+        assert!(Config::parse("[search]\ndefault_min_score = 9\n").is_err());
+    }
+}

@@ -1,0 +1,557 @@
+//! The engine: the store, the index and the operations on them, with no knowledge of JSON.
+//!
+//! Architecture Invariant: every write goes through `Engine::writer`, one mutex that owns the
+//! SQLite write connection; after each store write, still under that mutex, the index is
+//! brought up to the store's sequence number (`sync_index`) and committed, so a search sent
+//! after a write's answer sees it.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context as _;
+use kb_core::redact::Redaction;
+use kb_core::{Experience, GatePolicy, NewExperience, Status, ValidationError};
+use kb_index::{ExperienceIndex, IndexDoc, OpenOutcome, SearchRequest};
+use kb_proto::Paths;
+use kb_store::{Counts, ExportRow, IndexRow, ListFilter, Store, StoredContent};
+use tokio::sync::watch;
+
+use crate::config::Config;
+use crate::stats::{LastError, LatencyWindow};
+
+/// Rows per batch when the index is rebuilt from the store.
+const REBUILD_BATCH: usize = 2_000;
+/// Read connections kept open for searches and listings.
+const N_READERS: usize = 4;
+/// Queries longer than this are cut: search needs the gist, not a whole log.
+pub const MAX_QUERY_CHARS: usize = 4_096;
+
+/// Why an operation failed, in terms the protocol maps to error codes.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("invalid `{field}`: {message}")]
+    Invalid { field: String, message: String },
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Unavailable(String),
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+impl EngineError {
+    pub fn invalid(field: &str, message: impl Into<String>) -> EngineError {
+        EngineError::Invalid { field: field.to_owned(), message: message.into() }
+    }
+}
+
+impl From<ValidationError> for EngineError {
+    fn from(error: ValidationError) -> EngineError {
+        EngineError::Invalid { field: error.field, message: error.message }
+    }
+}
+
+impl From<kb_store::Error> for EngineError {
+    fn from(error: kb_store::Error) -> EngineError {
+        EngineError::Internal(anyhow::Error::new(error))
+    }
+}
+
+pub type EngineResult<T> = std::result::Result<T, EngineError>;
+
+/// Whether the index can answer searches.
+#[derive(Debug, Clone, PartialEq)]
+pub enum IndexState {
+    Ready,
+    Rebuilding { reason: String },
+    Failed { reason: String },
+}
+
+/// The outcome of one submitted experience.
+#[derive(Debug, Clone)]
+pub struct Submitted {
+    pub id: String,
+    pub status: Status,
+    pub merged: bool,
+    pub redactions: Vec<Redaction>,
+    pub flags: Vec<String>,
+}
+
+/// The outcome of an import: one entry per item.
+#[derive(Debug, Default)]
+pub struct Imported {
+    pub ids: Vec<Option<String>>,
+    pub imported: usize,
+    pub duplicates: usize,
+    pub rejected: Vec<(usize, String)>,
+}
+
+/// A search hit with the stored experience.
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub experience: Experience,
+    pub relevance: f32,
+}
+
+pub struct SearchQuery<'a> {
+    pub query: &'a str,
+    pub top_k: Option<i64>,
+    pub min_score: Option<i64>,
+    pub agent_id: Option<&'a str>,
+}
+
+pub struct Engine {
+    pub paths: Paths,
+    pub config: Config,
+    policy: GatePolicy,
+    writer: Mutex<Store>,
+    readers: Vec<Mutex<Store>>,
+    next_reader: AtomicUsize,
+    index: ExperienceIndex,
+    index_state: watch::Sender<IndexState>,
+    rebuild_done: AtomicU64,
+    rebuild_total: AtomicU64,
+    recalls: Mutex<HashMap<String, u64>>,
+    started: Instant,
+    pub search_latency: LatencyWindow,
+    pub submit_latency: LatencyWindow,
+    pub last_error: LastError,
+}
+
+impl Engine {
+    /// Opens the store and the index. When the index is missing, corrupt or behind the store,
+    /// it is brought up to date by `prepare_index`, which the caller runs (in the background).
+    pub fn open(paths: Paths, config: Config) -> anyhow::Result<Arc<Engine>> {
+        create_private_dir(&paths.home)?;
+        let writer = Store::open(&paths.database).context("cannot open the experience store")?;
+        let readers = (0..N_READERS)
+            .map(|_| Store::open_reader(&paths.database).map(Mutex::new))
+            .collect::<kb_store::Result<Vec<_>>>()
+            .context("cannot open read connections to the experience store")?;
+        let (index, outcome) = ExperienceIndex::open(&paths.index).context("cannot open the search index")?;
+        let store_seq = writer.seq()?;
+        let state = match &outcome {
+            OpenOutcome::Opened { applied_seq } if *applied_seq == store_seq => IndexState::Ready,
+            // A new store needs nothing indexed.
+            OpenOutcome::Created | OpenOutcome::Recreated { .. } if store_seq == 0 => IndexState::Ready,
+            OpenOutcome::Opened { applied_seq } => {
+                IndexState::Rebuilding { reason: format!("index at change {applied_seq}, store at {store_seq}") }
+            }
+            OpenOutcome::Created => IndexState::Rebuilding { reason: "new index".to_owned() },
+            OpenOutcome::Recreated { reason } => {
+                IndexState::Rebuilding { reason: format!("index recreated: {reason}") }
+            }
+        };
+        if let IndexState::Rebuilding { reason } = &state {
+            if store_seq > 0 {
+                tracing::warn!(%reason, "the search index must be brought up to date");
+            }
+        }
+        let (index_state, _) = watch::channel(state);
+        Ok(Arc::new(Engine {
+            policy: config.gate_policy(),
+            paths,
+            config,
+            writer: Mutex::new(writer),
+            readers,
+            next_reader: AtomicUsize::new(0),
+            index,
+            index_state,
+            rebuild_done: AtomicU64::new(0),
+            rebuild_total: AtomicU64::new(0),
+            recalls: Mutex::new(HashMap::new()),
+            started: Instant::now(),
+            search_latency: LatencyWindow::default(),
+            submit_latency: LatencyWindow::default(),
+            last_error: LastError::default(),
+        }))
+    }
+
+    /// Brings the index up to the store: catches up when it is only behind, rebuilds it from
+    /// scratch otherwise. Blocking; holds the writer so no write interleaves.
+    pub fn prepare_index(&self) {
+        let reason = match &*self.index_state.borrow() {
+            IndexState::Ready => return,
+            IndexState::Rebuilding { reason } | IndexState::Failed { reason } => reason.clone(),
+        };
+        let started = Instant::now();
+        let result = (|| -> anyhow::Result<u64> {
+            let mut store = self.lock_writer();
+            let store_seq = store.seq()?;
+            let applied = self.index.applied_seq();
+            if applied > 0 && applied <= store_seq {
+                // Behind only: apply the changes since the index's last commit.
+                return self.sync_index(&mut store).map(|_| store_seq);
+            }
+            let counts = store.counts()?;
+            self.rebuild_total.store(counts.total, Ordering::Relaxed);
+            self.rebuild_done.store(0, Ordering::Relaxed);
+            self.index.clear()?;
+            let seq = store.for_each_index_row(REBUILD_BATCH, |rows| {
+                let docs: Vec<IndexDoc<'_>> = rows.iter().map(index_doc).collect();
+                self.index
+                    .upsert(&docs)
+                    .map_err(|error| kb_store::Error::Malformed { id: String::new(), reason: error.to_string() })?;
+                self.rebuild_done.fetch_add(rows.len() as u64, Ordering::Relaxed);
+                Ok(())
+            })?;
+            self.index.commit(seq)?;
+            store.prune_tombstones(seq)?;
+            Ok(seq)
+        })();
+        match result {
+            Ok(seq) => {
+                tracing::info!(%reason, seq, documents = self.index.num_docs(), took_ms = started.elapsed().as_millis() as u64, "search index ready");
+                self.index_state.send_replace(IndexState::Ready);
+            }
+            Err(error) => {
+                let message = format!("cannot rebuild the search index: {error:#}");
+                tracing::error!("{message}");
+                self.last_error.set(message.clone());
+                self.index_state.send_replace(IndexState::Failed { reason: message });
+            }
+        }
+    }
+
+    /// Applies the store's changes since the index's last commit, then commits the index.
+    fn sync_index(&self, store: &mut Store) -> anyhow::Result<()> {
+        let changes = store.changes_since(self.index.applied_seq())?;
+        if changes.upserts.is_empty() && changes.deleted_ids.is_empty() && changes.seq == self.index.applied_seq() {
+            return Ok(());
+        }
+        let deleted: Vec<&str> = changes.deleted_ids.iter().map(String::as_str).collect();
+        self.index.delete(&deleted)?;
+        let docs: Vec<IndexDoc<'_>> = changes.upserts.iter().map(index_doc).collect();
+        self.index.upsert(&docs)?;
+        self.index.commit(changes.seq)?;
+        if !changes.deleted_ids.is_empty() {
+            store.prune_tombstones(changes.seq)?;
+        }
+        Ok(())
+    }
+
+    /// Runs after every store write, under the writer lock. A failure here does not undo the
+    /// write (the store is the truth): it is reported, and the next write or a restart retries.
+    fn after_write(&self, store: &mut Store) {
+        if !matches!(*self.index_state.borrow(), IndexState::Ready) {
+            // A rebuild in progress will pick the write up; a failed index is retried below.
+            if !matches!(*self.index_state.borrow(), IndexState::Failed { .. }) {
+                return;
+            }
+        }
+        match self.sync_index(store) {
+            Ok(()) => {
+                if matches!(*self.index_state.borrow(), IndexState::Failed { .. }) {
+                    self.index_state.send_replace(IndexState::Ready);
+                }
+            }
+            Err(error) => {
+                let message = format!("stored, but the search index could not be updated: {error:#}");
+                tracing::error!("{message}");
+                self.last_error.set(message.clone());
+                self.index_state.send_replace(IndexState::Failed { reason: message });
+            }
+        }
+    }
+
+    fn lock_writer(&self) -> MutexGuard<'_, Store> {
+        self.writer.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn reader(&self) -> MutexGuard<'_, Store> {
+        // Take a free connection if there is one; otherwise queue on one in turn.
+        for reader in &self.readers {
+            if let Ok(guard) = reader.try_lock() {
+                return guard;
+            }
+        }
+        let turn = self.next_reader.fetch_add(1, Ordering::Relaxed) % self.readers.len();
+        self.readers[turn].lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Stores one experience.
+    pub fn submit(&self, new: NewExperience) -> EngineResult<Submitted> {
+        let gated = kb_core::gate(new, &self.policy)?;
+        let redactions = gated.redactions.clone();
+        let flags = gated.flags.clone();
+        let mut store = self.lock_writer();
+        let (mut outcomes, _) = store.write(std::slice::from_ref(&gated), now_ms())?;
+        self.after_write(&mut store);
+        drop(store);
+        let outcome = outcomes.pop().context("the store returned no outcome")?;
+        Ok(Submitted { id: outcome.id.to_string(), status: outcome.status, merged: outcome.merged, redactions, flags })
+    }
+
+    /// Stores many experiences in one transaction; items that fail the gate are reported
+    /// and skipped, the rest are stored.
+    /// An item may carry the status it had when it was exported: a held (pending or rejected)
+    /// experience stays held, and nothing is promoted past what the gate decides.
+    pub fn import(&self, items: Vec<Result<(NewExperience, Option<Status>), String>>) -> EngineResult<Imported> {
+        let mut imported = Imported { ids: vec![None; items.len()], ..Imported::default() };
+        let mut gated = Vec::with_capacity(items.len());
+        let mut positions = Vec::with_capacity(items.len());
+        for (index, item) in items.into_iter().enumerate() {
+            let gated_item = item.and_then(|(new, held)| {
+                let mut gated = kb_core::gate(new, &self.policy).map_err(|error| error.to_string())?;
+                if let Some(held @ (Status::Pending | Status::Rejected)) = held {
+                    if gated.status == Status::Active || held == Status::Rejected {
+                        gated.status = held;
+                    }
+                }
+                Ok(gated)
+            });
+            match gated_item {
+                Ok(item) => {
+                    gated.push(item);
+                    positions.push(index);
+                }
+                Err(error) => imported.rejected.push((index, error)),
+            }
+        }
+        if gated.is_empty() {
+            return Ok(imported);
+        }
+        let mut store = self.lock_writer();
+        let (outcomes, _) = store.write(&gated, now_ms())?;
+        self.after_write(&mut store);
+        drop(store);
+        for (position, outcome) in positions.into_iter().zip(outcomes) {
+            if outcome.merged {
+                imported.duplicates += 1;
+            } else {
+                imported.imported += 1;
+            }
+            imported.ids[position] = Some(outcome.id.to_string());
+        }
+        Ok(imported)
+    }
+
+    /// Searches active experiences, best first. Waits for the index when it is rebuilding.
+    pub async fn search(&self, query: SearchQuery<'_>) -> EngineResult<(Vec<Found>, &'static str)> {
+        let top_k = match query.top_k {
+            None => self.config.search.default_top_k,
+            Some(top_k) if top_k < 1 => {
+                return Err(EngineError::invalid("top_k", format!("must be at least 1, got {top_k}")));
+            }
+            Some(top_k) => (top_k as usize).min(self.config.search.max_top_k),
+        };
+        let min_score = match query.min_score {
+            None => self.config.search.default_min_score,
+            Some(score @ 1..=5) => score as u8,
+            Some(score) => {
+                return Err(EngineError::invalid("min_score", format!("must be an integer from 1 to 5, got {score}")));
+            }
+        };
+        if query.query.trim().is_empty() {
+            return Err(EngineError::invalid("query", "must not be empty"));
+        }
+        let text = truncate_chars(query.query, MAX_QUERY_CHARS);
+        self.wait_for_index().await?;
+        let hits = self
+            .index
+            .search(&SearchRequest {
+                query: text,
+                limit: top_k,
+                min_score,
+                agent_id: query.agent_id,
+                status: Status::Active,
+            })
+            .context("search failed")?;
+        let ids: Vec<&str> = hits.iter().map(|hit| hit.id.as_str()).collect();
+        let experiences = self.reader().get_many(&ids)?;
+        let mut found = Vec::with_capacity(experiences.len());
+        for experience in experiences {
+            let relevance = hits.iter().find(|hit| hit.id == experience.id.as_str()).map(|hit| hit.bm25).unwrap_or(0.0);
+            found.push(Found { experience, relevance });
+        }
+        if !found.is_empty() {
+            let mut recalls = self.recalls.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            for item in &found {
+                *recalls.entry(item.experience.id.to_string()).or_default() += 1;
+            }
+        }
+        Ok((found, "bm25"))
+    }
+
+    async fn wait_for_index(&self) -> EngineResult<()> {
+        let mut state = self.index_state.subscribe();
+        let waited = tokio::time::timeout(
+            Duration::from_secs(30),
+            state.wait_for(|state| !matches!(state, IndexState::Rebuilding { .. })),
+        )
+        .await;
+        match waited {
+            Ok(Ok(state)) => match &*state {
+                IndexState::Failed { reason } => {
+                    Err(EngineError::Unavailable(format!("the search index is unavailable: {reason}")))
+                }
+                _ => Ok(()),
+            },
+            Ok(Err(_)) => Err(EngineError::Unavailable("the daemon is shutting down".to_owned())),
+            Err(_) => Err(EngineError::Unavailable(format!(
+                "the search index is still being rebuilt ({}); try again shortly",
+                self.rebuild_progress()
+            ))),
+        }
+    }
+
+    /// Writes accumulated recall counters to the store. Counters are statistics, so they are
+    /// batched rather than written (and fsynced) on every search.
+    pub fn flush_recalls(&self) {
+        let recalls: Vec<(String, u64)> = {
+            let mut recalls = self.recalls.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            recalls.drain().collect()
+        };
+        if recalls.is_empty() {
+            return;
+        }
+        if let Err(error) = self.lock_writer().add_recalls(&recalls) {
+            tracing::warn!("cannot store recall counters: {error:#}");
+        }
+    }
+
+    pub fn content(&self, id: &str) -> EngineResult<(String, String)> {
+        match self.reader().content(id)? {
+            StoredContent::NoSuchExperience => Err(EngineError::NotFound(format!("no experience with id {id}"))),
+            StoredContent::NoContent => Err(EngineError::NotFound(format!("experience {id} has no detailed content"))),
+            StoredContent::Content { content, content_type } => Ok((content, content_type)),
+        }
+    }
+
+    pub fn get(&self, id: &str) -> EngineResult<Experience> {
+        self.reader().get(id)?.ok_or_else(|| EngineError::NotFound(format!("no experience with id {id}")))
+    }
+
+    /// Deletes experiences; returns the ids that did not exist.
+    pub fn delete(&self, ids: &[String]) -> EngineResult<(usize, Vec<String>)> {
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let mut store = self.lock_writer();
+        let (existed, _) = store.delete(&ids)?;
+        self.after_write(&mut store);
+        drop(store);
+        let missing: Vec<String> =
+            ids.iter().zip(&existed).filter(|(_, existed)| !**existed).map(|(id, _)| (*id).to_owned()).collect();
+        Ok((ids.len() - missing.len(), missing))
+    }
+
+    pub fn list(&self, filter: &ListFilter) -> EngineResult<Vec<Experience>> {
+        Ok(self.reader().list(filter)?)
+    }
+
+    pub fn export_page(&self, after_id: Option<&str>, limit: usize) -> EngineResult<Vec<ExportRow>> {
+        Ok(self.reader().export_page(after_id, limit)?)
+    }
+
+    /// Rebuilds the index from the store, in full. Returns the documents indexed.
+    pub fn reindex(&self) -> EngineResult<u64> {
+        self.index_state.send_replace(IndexState::Rebuilding { reason: "reindex requested".to_owned() });
+        // Force a full rebuild rather than a catch-up.
+        {
+            let _store = self.lock_writer();
+            self.index.clear().context("cannot clear the index")?;
+            self.index.commit(0).context("cannot clear the index")?;
+        }
+        self.prepare_index();
+        match &*self.index_state.borrow() {
+            IndexState::Ready => Ok(self.index.num_docs()),
+            IndexState::Failed { reason } | IndexState::Rebuilding { reason } => {
+                Err(EngineError::Internal(anyhow::anyhow!("{reason}")))
+            }
+        }
+    }
+
+    /// Writes a consistent copy of the database to `destination`.
+    pub fn backup(&self, destination: &Path) -> EngineResult<u64> {
+        if destination.exists() {
+            return Err(EngineError::invalid("path", format!("{} already exists", destination.display())));
+        }
+        self.reader().backup_to(destination)?;
+        Ok(std::fs::metadata(destination).map(|meta| meta.len()).unwrap_or(0))
+    }
+
+    pub fn counts(&self) -> EngineResult<Counts> {
+        Ok(self.reader().counts()?)
+    }
+
+    pub fn store_seq(&self) -> EngineResult<u64> {
+        Ok(self.reader().seq()?)
+    }
+
+    pub fn index_state(&self) -> IndexState {
+        self.index_state.borrow().clone()
+    }
+
+    pub fn index_documents(&self) -> u64 {
+        self.index.num_docs()
+    }
+
+    pub fn index_applied_seq(&self) -> u64 {
+        self.index.applied_seq()
+    }
+
+    pub fn rebuild_progress(&self) -> String {
+        format!("{} of {}", self.rebuild_done.load(Ordering::Relaxed), self.rebuild_total.load(Ordering::Relaxed))
+    }
+
+    pub fn uptime(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    pub fn index_dir(&self) -> PathBuf {
+        self.paths.index.clone()
+    }
+}
+
+fn index_doc(row: &IndexRow) -> IndexDoc<'_> {
+    IndexDoc {
+        id: &row.id,
+        task: &row.task,
+        resource: &row.resource,
+        result: &row.result,
+        content: row.content.as_deref(),
+        score: row.score,
+        status: row.status,
+        agent_id: row.agent_id.as_deref(),
+    }
+}
+
+pub fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|elapsed| elapsed.as_millis() as i64).unwrap_or(0)
+}
+
+fn truncate_chars(text: &str, max_chars: usize) -> &str {
+    match text.char_indices().nth(max_chars) {
+        Some((byte_index, _)) => &text[..byte_index],
+        None => text,
+    }
+}
+
+/// Makes `dir` a private (0700) directory of this user: creates it (and its parents) if
+/// needed, and tightens its mode if it exists and is looser. It holds the database, the index
+/// and, by default, the socket, so no other user may list or enter it.
+pub fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    if !dir.is_dir() {
+        return std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .with_context(|| format!("cannot create the directory {}", dir.display()));
+    }
+    let metadata = std::fs::metadata(dir).with_context(|| format!("cannot inspect {}", dir.display()))?;
+    if metadata.uid() != rustix::process::getuid().as_raw() {
+        anyhow::bail!(
+            "{} belongs to another user; KnowHub keeps its state in a directory of its own user",
+            dir.display()
+        );
+    }
+    if metadata.permissions().mode() & 0o077 != 0 {
+        tracing::info!(dir = %dir.display(), "making the directory private (0700)");
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .with_context(|| format!("cannot make {} private", dir.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,15 @@
+//! The KnowHub daemon as a library: boot it on a socket, serve until told to stop.
+//!
+//! `main.rs` is a thin wrapper that reads the environment, installs signal handlers and calls
+//! [`Daemon::boot`] and [`Daemon::run`]; tests boot the daemon in-process on a temp socket.
+
+pub mod config;
+pub mod daemon;
+pub mod engine;
+mod rpc;
+pub mod server;
+pub mod stats;
+
+pub use config::Config;
+pub use daemon::Daemon;
+pub use engine::Engine;

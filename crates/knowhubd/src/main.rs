@@ -1,0 +1,62 @@
+//! `knowhubd`: the per-user KnowHub daemon. Reads the environment and config, handles
+//! signals, and hands over to the library.
+
+use anyhow::Context as _;
+use knowhubd::{Config, Daemon};
+
+fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    if let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--print-config" => {
+                print!("{}", knowhubd::config::EXAMPLE_CONFIG);
+                return Ok(());
+            }
+            "--version" | "-V" => {
+                println!("knowhubd {} (protocol {})", env!("CARGO_PKG_VERSION"), kb_proto::PROTOCOL_VERSION);
+                return Ok(());
+            }
+            "--help" | "-h" => {
+                println!(
+                    "knowhubd: the KnowHub daemon\n\nUsage: knowhubd [--print-config | --version]\n\nEnvironment: KNOWHUB_HOME, KNOWHUB_SOCKET, KNOWHUB_LOG (see the README)."
+                );
+                return Ok(());
+            }
+            other => anyhow::bail!("unknown argument {other:?}; see knowhubd --help"),
+        }
+    }
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("KNOWHUB_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+
+    // Everything the daemon creates (database, index, logs of its own) is the user's alone.
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
+    let paths = kb_proto::Paths::from_env();
+    let config = Config::load(&paths.config)?;
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let daemon = Daemon::boot(paths, config)?;
+        daemon.run(shutdown_signal()).await
+    })
+}
+
+/// Completes on SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = match signal(SignalKind::terminate()) {
+        Ok(signal) => signal,
+        Err(error) => {
+            tracing::error!("cannot listen for SIGTERM: {error}");
+            return std::future::pending().await;
+        }
+    };
+    tokio::select! {
+        _ = terminate.recv() => tracing::info!("received SIGTERM"),
+        _ = tokio::signal::ctrl_c() => tracing::info!("received SIGINT"),
+    }
+}

@@ -1,0 +1,381 @@
+//! The JSON-RPC methods: parse wire params, call the engine, convert answers and errors.
+//!
+//! Architecture Invariant: this module and `kb-proto` are the only places that know the JSON
+//! shape of requests and answers; the engine works on domain types.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant, UNIX_EPOCH};
+
+use jsonrpsee::RpcModule;
+use jsonrpsee::types::{ErrorObjectOwned, Params};
+use kb_core::{Experience, NewExperience, Source, Status};
+use kb_proto::wire::{self, ParamError};
+use kb_proto::{ErrorCode, PROTOCOL_VERSION, method};
+use kb_store::ListFilter;
+
+use crate::engine::{Engine, EngineError, IndexState, SearchQuery};
+
+/// The most experiences one `kb.list` or `kb.export` page returns.
+const MAX_PAGE: usize = 1_000;
+
+type RpcResult<T> = Result<T, ErrorObjectOwned>;
+
+/// Every method of the protocol, bound to the engine.
+pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
+    let mut module = RpcModule::new(engine);
+    let socket = Arc::new(socket);
+
+    module
+        .register_method(method::STATUS, move |_params, engine, _| status(engine, &socket))
+        .expect("method names are unique");
+    module
+        .register_blocking_method(method::SUBMIT, |params, engine, _| {
+            let started = Instant::now();
+            let params: wire::SubmitParams = parse(&params)?;
+            let new = new_experience(params)?;
+            let submitted = engine.submit(new).map_err(|error| to_rpc_error(&engine, error))?;
+            engine.submit_latency.record(started.elapsed());
+            RpcResult::Ok(wire::SubmitResult {
+                duplicate_of: submitted.merged.then(|| submitted.id.clone()),
+                id: submitted.id,
+                status: submitted.status.as_str().to_owned(),
+                redactions: submitted
+                    .redactions
+                    .iter()
+                    .map(|redaction| (redaction.kind.to_owned(), redaction.count))
+                    .collect(),
+                flags: submitted.flags,
+            })
+        })
+        .expect("method names are unique");
+    module
+        .register_async_method(method::SEARCH, |params, engine, _| async move {
+            let started = Instant::now();
+            let params: wire::SearchParams = parse(&params)?;
+            let query = SearchQuery {
+                query: &params.query,
+                top_k: params.top_k,
+                min_score: params.min_score,
+                agent_id: params.agent_id.as_deref(),
+            };
+            let (found, mode) = engine.search(query).await.map_err(|error| to_rpc_error(&engine, error))?;
+            engine.search_latency.record(started.elapsed());
+            let results: Vec<wire::SearchHit> = found
+                .into_iter()
+                .map(|found| {
+                    let experience = found.experience;
+                    wire::SearchHit {
+                        id: experience.id.to_string(),
+                        relevance: (found.relevance * 1000.0).round() / 1000.0,
+                        has_content: experience.has_content,
+                        source: experience.source.as_str().to_owned(),
+                        created_at: rfc3339(experience.created_at_ms),
+                        task: experience.task,
+                        resource: experience.resource,
+                        result: experience.result,
+                        score: experience.score,
+                        agent_id: experience.agent_id,
+                    }
+                })
+                .collect();
+            RpcResult::Ok(wire::SearchResult {
+                count: results.len(),
+                results,
+                mode: mode.to_owned(),
+                note: Some("no embedding model in this build: searched by BM25 alone".to_owned()),
+            })
+        })
+        .expect("method names are unique");
+    module
+        .register_blocking_method(method::CONTENT, |params, engine, _| {
+            let params: wire::ContentParams = parse(&params)?;
+            let id = experience_id("experience_id", &params.experience_id)?;
+            let (content, content_type) = engine.content(&id).map_err(|error| to_rpc_error(&engine, error))?;
+            RpcResult::Ok(wire::ContentResult { experience_id: id, content, content_type })
+        })
+        .expect("method names are unique");
+    module
+        .register_blocking_method(method::GET, |params, engine, _| {
+            let params: wire::GetParams = parse(&params)?;
+            let id = experience_id("experience_id", &params.experience_id)?;
+            let experience = engine.get(&id).map_err(|error| to_rpc_error(&engine, error))?;
+            RpcResult::Ok(record(experience))
+        })
+        .expect("method names are unique");
+    module
+        .register_blocking_method(method::IMPORT, |params, engine, _| {
+            let params: wire::ImportParams = parse(&params)?;
+            let items = params
+                .items
+                .iter()
+                .map(|item| {
+                    let item: wire::ImportItem = serde_json::from_value(item.clone()).map_err(|error| {
+                        // Re-parse through the field-naming parser for a useful message.
+                        wire::parse_value_str::<wire::ImportItem>(&item.to_string())
+                            .err()
+                            .map(|error| error.to_string())
+                            .unwrap_or_else(|| error.to_string())
+                    })?;
+                    import_item(item).map_err(|error| error.message().to_owned())
+                })
+                .collect();
+            let imported = engine.import(items).map_err(|error| to_rpc_error(&engine, error))?;
+            RpcResult::Ok(wire::ImportResult {
+                ids: imported.ids,
+                imported: imported.imported,
+                duplicates: imported.duplicates,
+                rejected: imported
+                    .rejected
+                    .into_iter()
+                    .map(|(index, error)| wire::RejectedItem { index, error })
+                    .collect(),
+            })
+        })
+        .expect("method names are unique");
+    module
+        .register_blocking_method(method::DELETE, |params, engine, _| {
+            let params: wire::DeleteParams = parse(&params)?;
+            if params.ids.is_empty() {
+                return Err(invalid("ids", "must name at least one experience"));
+            }
+            let ids = params.ids.iter().map(|id| experience_id("ids", id)).collect::<RpcResult<Vec<_>>>()?;
+            let (deleted, missing) = engine.delete(&ids).map_err(|error| to_rpc_error(&engine, error))?;
+            RpcResult::Ok(wire::DeleteResult { deleted, missing })
+        })
+        .expect("method names are unique");
+    module
+        .register_blocking_method(method::LIST, |params, engine, _| {
+            let params: wire::ListParams = parse(&params)?;
+            let status =
+                match params.status.as_deref() {
+                    None => None,
+                    Some(text) => Some(Status::parse(text).ok_or_else(|| {
+                        invalid("status", format!("must be active, pending or rejected, got {text:?}"))
+                    })?),
+                };
+            let limit = page_limit(params.limit, 50)?;
+            let filter = ListFilter { status, agent_id: params.agent_id, before_id: params.before_id, limit };
+            let experiences = engine.list(&filter).map_err(|error| to_rpc_error(&engine, error))?;
+            let next_before_id =
+                (experiences.len() == limit).then(|| experiences.last().map(|last| last.id.to_string())).flatten();
+            let experiences: Vec<wire::ExperienceRecord> = experiences.into_iter().map(record).collect();
+            RpcResult::Ok(wire::ListResult { count: experiences.len(), experiences, next_before_id })
+        })
+        .expect("method names are unique");
+    module
+        .register_blocking_method(method::EXPORT, |params, engine, _| {
+            let params: wire::ExportParams = parse(&params)?;
+            let limit = page_limit(params.limit, 500)?;
+            let rows =
+                engine.export_page(params.after_id.as_deref(), limit).map_err(|error| to_rpc_error(&engine, error))?;
+            let next_after_id =
+                (rows.len() == limit).then(|| rows.last().map(|last| last.experience.id.to_string())).flatten();
+            let items = rows
+                .into_iter()
+                .map(|row| wire::ExportItem { record: record(row.experience), content: row.content })
+                .collect();
+            RpcResult::Ok(wire::ExportResult { items, next_after_id })
+        })
+        .expect("method names are unique");
+    module
+        .register_blocking_method(method::REINDEX, |_params, engine, _| {
+            let started = Instant::now();
+            let indexed = engine.reindex().map_err(|error| to_rpc_error(&engine, error))?;
+            RpcResult::Ok(wire::ReindexResult { indexed, took_ms: started.elapsed().as_millis() as u64 })
+        })
+        .expect("method names are unique");
+    module
+        .register_blocking_method(method::BACKUP, |params, engine, _| {
+            let params: wire::BackupParams = parse(&params)?;
+            let path = PathBuf::from(&params.path);
+            if !path.is_absolute() {
+                return Err(invalid("path", "must be an absolute path"));
+            }
+            let bytes = engine.backup(&path).map_err(|error| to_rpc_error(&engine, error))?;
+            RpcResult::Ok(wire::BackupResult { path: params.path, bytes })
+        })
+        .expect("method names are unique");
+    module
+}
+
+fn status(engine: &Engine, socket: &std::path::Path) -> RpcResult<wire::StatusResult> {
+    let counts = engine.counts().map_err(|error| to_rpc_error(engine, error))?;
+    let store_seq = engine.store_seq().map_err(|error| to_rpc_error(engine, error))?;
+    let index_state = engine.index_state();
+    let (state, detail) = match &index_state {
+        IndexState::Ready => ("ready", None),
+        IndexState::Rebuilding { reason } => {
+            ("rebuilding", Some(format!("{reason}; {} done", engine.rebuild_progress())))
+        }
+        IndexState::Failed { reason } => ("failed", Some(reason.clone())),
+    };
+    let latency = |figures: crate::stats::LatencyFigures| wire::LatencySummary {
+        count: figures.count,
+        p50_ms: millis(figures.p50),
+        p99_ms: millis(figures.p99),
+    };
+    Ok(wire::StatusResult {
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        protocol: PROTOCOL_VERSION,
+        pid: std::process::id(),
+        uptime_s: engine.uptime().as_secs(),
+        socket: socket.display().to_string(),
+        experiences: counts.total,
+        counts: wire::StatusCounts { active: counts.active, pending: counts.pending, rejected: counts.rejected },
+        paths: wire::StatusPaths {
+            home: engine.paths.home.display().to_string(),
+            database: engine.paths.database.display().to_string(),
+            index: engine.paths.index.display().to_string(),
+            config: engine.paths.config.display().to_string(),
+        },
+        index: wire::IndexStatus {
+            state: state.to_owned(),
+            documents: engine.index_documents(),
+            applied_seq: engine.index_applied_seq(),
+            store_seq,
+            detail,
+        },
+        embedder: wire::EmbedderStatus {
+            state: "disabled".to_owned(),
+            model: None,
+            backlog: 0,
+            detail: Some("this build searches by BM25 alone".to_owned()),
+        },
+        queue_depth: 0,
+        latencies: wire::Latencies {
+            search: latency(engine.search_latency.figures()),
+            submit: latency(engine.submit_latency.figures()),
+        },
+        last_error: engine
+            .last_error
+            .get()
+            .map(|(at, message)| wire::LastError { at: humantime::format_rfc3339_seconds(at).to_string(), message }),
+        healthy: index_state == IndexState::Ready,
+    })
+}
+
+fn parse<T: serde::de::DeserializeOwned>(params: &Params<'_>) -> RpcResult<T> {
+    wire::parse_params(params.as_str()).map_err(param_error)
+}
+
+fn param_error(error: ParamError) -> ErrorObjectOwned {
+    let message = error.to_string();
+    ErrorObjectOwned::owned(ErrorCode::InvalidParams.code(), message, Some(serde_json::json!({"field": error.field})))
+}
+
+fn invalid(field: &str, message: impl Into<String>) -> ErrorObjectOwned {
+    param_error(ParamError { field: field.to_owned(), message: message.into() })
+}
+
+/// Maps an engine error to a JSON-RPC error; internal errors are also kept for `status`.
+fn to_rpc_error(engine: &Engine, error: EngineError) -> ErrorObjectOwned {
+    match error {
+        EngineError::Invalid { field, message } => invalid(&field, message),
+        EngineError::NotFound(message) => ErrorObjectOwned::owned(ErrorCode::NotFound.code(), message, None::<()>),
+        EngineError::Unavailable(message) => {
+            ErrorObjectOwned::owned(ErrorCode::Unavailable.code(), message, None::<()>)
+        }
+        EngineError::Internal(error) => {
+            let message = format!("internal error: {error:#}");
+            tracing::error!("{message}");
+            engine.last_error.set(message.clone());
+            ErrorObjectOwned::owned(ErrorCode::Internal.code(), message, None::<()>)
+        }
+    }
+}
+
+fn experience_id(field: &str, text: &str) -> RpcResult<String> {
+    kb_core::ExperienceId::parse(text)
+        .map(|id| id.to_string())
+        .ok_or_else(|| invalid(field, format!("{text:?} is not an experience id")))
+}
+
+fn page_limit(limit: Option<i64>, default: usize) -> RpcResult<usize> {
+    match limit {
+        None => Ok(default),
+        Some(limit) if limit < 1 => Err(invalid("limit", format!("must be at least 1, got {limit}"))),
+        Some(limit) => Ok((limit as usize).min(MAX_PAGE)),
+    }
+}
+
+fn source(text: Option<&str>, default: Source) -> RpcResult<Source> {
+    match text {
+        None => Ok(default),
+        Some(text) => Source::parse(text)
+            .ok_or_else(|| invalid("source", format!("must be tool, extraction, import or cli, got {text:?}"))),
+    }
+}
+
+fn new_experience(params: wire::SubmitParams) -> RpcResult<NewExperience> {
+    Ok(NewExperience {
+        source: Some(source(params.source.as_deref(), Source::Tool)?),
+        task: params.task,
+        resource: params.resource,
+        result: params.result,
+        score: params.score,
+        content: params.content,
+        content_type: params.content_type,
+        agent_id: params.agent_id,
+        submitted_by: params.submitted_by,
+        session_key: params.session_key,
+        confidence: None,
+    })
+}
+
+/// An import item as a new experience, with the status its export line carried, if any.
+fn import_item(item: wire::ImportItem) -> RpcResult<(NewExperience, Option<Status>)> {
+    let held = match item.status.as_deref() {
+        None => None,
+        Some(text) => Some(
+            Status::parse(text)
+                .ok_or_else(|| invalid("status", format!("must be active, pending or rejected, got {text:?}")))?,
+        ),
+    };
+    let new = NewExperience {
+        source: Some(source(item.source.as_deref(), Source::Import)?),
+        task: item.task,
+        resource: item.resource,
+        result: item.result,
+        score: item.score,
+        content: item.content,
+        content_type: item.content_type,
+        agent_id: item.agent_id,
+        submitted_by: item.submitted_by,
+        session_key: item.session_key,
+        confidence: item.confidence,
+    };
+    Ok((new, held))
+}
+
+fn record(experience: Experience) -> wire::ExperienceRecord {
+    wire::ExperienceRecord {
+        id: experience.id.to_string(),
+        task: experience.task,
+        resource: experience.resource,
+        result: experience.result,
+        score: experience.score,
+        has_content: experience.has_content,
+        content_type: experience.content_type,
+        agent_id: experience.agent_id,
+        submitted_by: experience.submitted_by,
+        session_key: experience.session_key,
+        source: experience.source.as_str().to_owned(),
+        status: experience.status.as_str().to_owned(),
+        confidence: experience.confidence,
+        flags: experience.flags,
+        created_at: rfc3339(experience.created_at_ms),
+        updated_at: rfc3339(experience.updated_at_ms),
+        merge_count: experience.merge_count,
+        recall_count: experience.recall_count,
+    }
+}
+
+fn rfc3339(unix_ms: i64) -> String {
+    let time = UNIX_EPOCH + Duration::from_millis(unix_ms.max(0) as u64);
+    humantime::format_rfc3339_millis(time).to_string()
+}
+
+fn millis(duration: Duration) -> f64 {
+    (duration.as_secs_f64() * 1_000_000.0).round() / 1000.0
+}

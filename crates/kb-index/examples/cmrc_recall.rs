@@ -4,7 +4,8 @@
 //! Quality: the corpus text is indexed as the task field in RAM, every query runs with limit 10,
 //! and Recall@1/5/10 (share of relevant ids in the top k, averaged over queries) and MRR@10 are
 //! printed, with index time and query latency. Throughput: 100,000 synthetic mixed Chinese and
-//! English experiences of about 200 characters are indexed on disk and committed once.
+//! English experiences of about 200 characters are indexed on disk and committed once; then 200
+//! single-experience upsert-and-commit rounds show what one submit costs.
 //! Pass `--no-throughput` to skip the second part.
 
 use std::collections::HashSet;
@@ -28,15 +29,13 @@ struct QueryRow {
 }
 
 fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path) -> Vec<T> {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|err| panic!("cannot read {}: {err}", path.display()));
+    let text = std::fs::read_to_string(path).unwrap_or_else(|err| panic!("cannot read {}: {err}", path.display()));
     text.lines()
         .filter(|line| !line.trim().is_empty())
         .enumerate()
         .map(|(line_idx, line)| {
-            serde_json::from_str(line).unwrap_or_else(|err| {
-                panic!("{}:{}: bad json: {err}", path.display(), line_idx + 1)
-            })
+            serde_json::from_str(line)
+                .unwrap_or_else(|err| panic!("{}:{}: bad json: {err}", path.display(), line_idx + 1))
         })
         .collect()
 }
@@ -100,11 +99,7 @@ fn measure_quality(data_dir: &Path, corpus: &[CorpusRow], queries: &[QueryRow]) 
         latencies.push(start.elapsed());
         let relevant: HashSet<&str> = query.relevant.iter().map(String::as_str).collect();
         for (k_idx, &k) in ks.iter().enumerate() {
-            let found = hits
-                .iter()
-                .take(k)
-                .filter(|hit| relevant.contains(hit.id.as_str()))
-                .count();
+            let found = hits.iter().take(k).filter(|hit| relevant.contains(hit.id.as_str())).count();
             recall_sums[k_idx] += found as f64 / relevant.len().max(1) as f64;
         }
         if let Some(rank) = hits.iter().position(|hit| relevant.contains(hit.id.as_str())) {
@@ -113,12 +108,7 @@ fn measure_quality(data_dir: &Path, corpus: &[CorpusRow], queries: &[QueryRow]) 
     }
     latencies.sort();
     let n_queries = queries.len().max(1) as f64;
-    println!(
-        "{}: {} docs, {} queries",
-        data_dir.display(),
-        corpus.len(),
-        queries.len()
-    );
+    println!("{}: {} docs, {} queries", data_dir.display(), corpus.len(), queries.len());
     println!(
         "Recall@1 {:.4}  Recall@5 {:.4}  Recall@10 {:.4}  MRR@10 {:.4}",
         recall_sums[0] / n_queries,
@@ -146,10 +136,25 @@ fn measure_throughput(corpus: &[CorpusRow]) {
         .map(|fragment| fragment.chars().take(50).collect())
         .collect();
     let identifiers = [
-        "tsconfig.json", "vitest --run", "cargo test -p kb-index", "snake_case", "camelCase",
-        "npm install --save-dev", "useEffect", "git rebase -i", "docker compose up -d",
-        "SELECT * FROM users", "pytest -k test_login", "HTTPServer", "node_modules", "README.md",
-        "kubectl get pods", "std::sync::Mutex", "async fn main()", "eslint --fix", "webpack.config.js",
+        "tsconfig.json",
+        "vitest --run",
+        "cargo test -p kb-index",
+        "snake_case",
+        "camelCase",
+        "npm install --save-dev",
+        "useEffect",
+        "git rebase -i",
+        "docker compose up -d",
+        "SELECT * FROM users",
+        "pytest -k test_login",
+        "HTTPServer",
+        "node_modules",
+        "README.md",
+        "kubectl get pods",
+        "std::sync::Mutex",
+        "async fn main()",
+        "eslint --fix",
+        "webpack.config.js",
         "Cargo.toml [workspace.dependencies]",
     ];
     let english = [
@@ -219,6 +224,20 @@ fn measure_throughput(corpus: &[CorpusRow]) {
         peak_rss_mb()
     );
 
+    // What one submit costs the daemon: upsert one experience, commit durably, search for it.
+    let mut commit_latencies = Vec::new();
+    for (round, doc) in docs.iter().take(200).enumerate() {
+        let start = Instant::now();
+        index.upsert(std::slice::from_ref(doc)).expect("upsert");
+        index.commit(N_DOCS as u64 + round as u64 + 1).expect("commit");
+        commit_latencies.push(start.elapsed());
+    }
+    commit_latencies.sort();
+    println!(
+        "single upsert + commit on a {N_DOCS}-doc index: p50 {:.2} ms, p99 {:.2} ms",
+        ms(percentile(&commit_latencies, 0.50)),
+        ms(percentile(&commit_latencies, 0.99)),
+    );
 }
 
 struct XorShift(u64);

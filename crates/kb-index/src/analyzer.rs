@@ -6,7 +6,7 @@
 //!
 //! - Han runs go to jieba in search mode without HMM (`cut_for_search`): `中华人民共和国` yields the
 //!   whole word and its dictionary sub-words, so both a long and a short query word match.
-//!   Characters jieba leaves single (words missing from its dictionary) also yield bigrams.
+//!   Adjacent characters that jieba leaves single also yield their bigram (`字`, `字段`, `段`).
 //! - Other runs are split into chunks at whitespace and punctuation, except the joiners
 //!   `_ - . / : @ + #`, which hold identifiers together. A chunk is emitted whole (`tsconfig.json`,
 //!   `--run`, `snake_case`) and, when it has parts, also as its parts (`tsconfig`, `json`; `run`;
@@ -21,10 +21,7 @@ use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use jieba_rs::Jieba;
-use tantivy::tokenizer::{
-    Language, RawTokenizer, Stemmer, TextAnalyzer, Token, TokenFilter, TokenStream,
-    Tokenizer,
-};
+use tantivy::tokenizer::{Language, RawTokenizer, Stemmer, TextAnalyzer, Token, TokenFilter, TokenStream, Tokenizer};
 
 /// The name the analyzer is registered under in the index's tokenizer manager.
 pub(crate) const ANALYZER_NAME: &str = "kb_mixed";
@@ -47,9 +44,7 @@ pub fn warm_up() {
 
 /// Builds the analyzer used for both indexing and querying.
 pub(crate) fn text_analyzer() -> TextAnalyzer {
-    TextAnalyzer::builder(MixedTokenizer::default())
-        .filter(WordStemmer)
-        .build()
+    TextAnalyzer::builder(MixedTokenizer::default()).filter(WordStemmer).build()
 }
 
 /// Runs the analyzer over `text` and returns the token texts in order, as they are indexed.
@@ -77,10 +72,7 @@ impl Tokenizer for MixedTokenizer {
     fn token_stream<'a>(&'a mut self, text: &'a str) -> MixedTokenStream<'a> {
         self.sink.n_used = 0;
         split_mixed(text, &mut self.sink);
-        MixedTokenStream {
-            tokens: &mut self.sink.tokens[..self.sink.n_used],
-            n_advanced: 0,
-        }
+        MixedTokenStream { tokens: &mut self.sink.tokens[..self.sink.n_used], n_advanced: 0 }
     }
 }
 
@@ -217,10 +209,11 @@ fn emit_han(text: &str, start: usize, end: usize, sink: &mut TokenSink) {
     // the one made in a query's; unknown text as single characters matches consistently. This
     // measured better on CMRC (Recall@5 0.942 vs 0.936 on the chunked set) and is faster.
     //
-    // Technical words are often missing from jieba's dictionary (`字段` comes out as `字`, `段`),
-    // so adjacent single characters also yield their bigram: a query for `字段` then prefers
-    // documents where the two characters stand together. Neutral on CMRC, which has few such
-    // words; it is there for the jargon experiences are written in.
+    // Adjacent single characters also yield their bigram. Jieba cuts a short query differently
+    // from the same characters in a document's context: a lone `字段` comes out as `字`, `段`,
+    // while `字段名` in a document is indexed as `字段`, `字段名`, so without the bigram the query
+    // finds nothing. Words missing from the dictionary (common in technical jargon) are helped
+    // the same way. Neutral on CMRC (Recall@5 0.941 vs 0.942 on the chunked set).
     let mut prev_single: Option<(usize, usize)> = None;
     for word in JIEBA.cut_for_search(run, false) {
         let is_single = word.end - word.start == 1;
@@ -228,12 +221,10 @@ fn emit_han(text: &str, start: usize, end: usize, sink: &mut TokenSink) {
             && is_single
             && prev_end == word.byte_start
         {
-            sink.start(start + prev_start, start + word.byte_end)
-                .push_str(&run[prev_start..word.byte_end]);
+            sink.start(start + prev_start, start + word.byte_end).push_str(&run[prev_start..word.byte_end]);
         }
         prev_single = is_single.then_some((word.byte_start, word.byte_end));
-        sink.start(start + word.byte_start, start + word.byte_end)
-            .push_str(word.word);
+        sink.start(start + word.byte_start, start + word.byte_end).push_str(word.word);
     }
 }
 
@@ -361,11 +352,7 @@ impl<T: Tokenizer> Tokenizer for WordStemmerFilter<T> {
     type TokenStream<'a> = WordStemmerStream<'a, T::TokenStream<'a>>;
 
     fn token_stream<'a>(&'a mut self, text: &'a str) -> Self::TokenStream<'a> {
-        WordStemmerStream {
-            tail: self.inner.token_stream(text),
-            stemmer: &mut self.stemmer,
-            cache: &mut self.cache,
-        }
+        WordStemmerStream { tail: self.inner.token_stream(text), stemmer: &mut self.stemmer, cache: &mut self.cache }
     }
 }
 
@@ -409,7 +396,6 @@ impl<S: TokenStream> TokenStream for WordStemmerStream<'_, S> {
         self.tail.token_mut()
     }
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -457,7 +443,7 @@ mod tests {
         check(&[
             ("中华人民共和国", &["中华", "华人", "人民", "共和", "共和国", "中华人民共和国"]),
             ("避免监听模式", &["避免", "监听", "模式"]),
-            // `字段` is not in jieba's dictionary: single characters plus their bigram.
+            // Jieba cuts a lone `字段` into single characters; their bigram is added.
             ("字段", &["字", "字段", "段"]),
         ]);
     }
@@ -472,10 +458,7 @@ mod tests {
 
     #[test]
     fn english_is_lowercased_and_stemmed() {
-        check(&[
-            ("Running runs RUN", &["run", "run", "run"]),
-            ("The tests failed", &["the", "test", "fail"]),
-        ]);
+        check(&[("Running runs RUN", &["run", "run", "run"]), ("The tests failed", &["the", "test", "fail"])]);
     }
 
     #[test]

@@ -13,13 +13,10 @@ use tantivy::collector::TopDocs;
 use tantivy::directory::error::LockError;
 use tantivy::directory::{Directory, INDEX_WRITER_LOCK, MmapDirectory};
 use tantivy::query::{
-    AllQuery, BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, RangeQuery, TermQuery,
-    TermSetQuery,
+    AllQuery, BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, RangeQuery, TermQuery, TermSetQuery,
 };
 use tantivy::schema::{IndexRecordOption, Value};
-use tantivy::{
-    Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, TantivyError, Term,
-};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, TantivyError, Term};
 
 use crate::analyzer::{ANALYZER_NAME, analyze, text_analyzer};
 use crate::error::{Error, Result};
@@ -112,16 +109,11 @@ impl ExperienceIndex {
             path: dir.to_owned(),
             source,
         })?;
-        let create_error = |source: TantivyError| Error::Create {
-            path: dir.to_owned(),
-            source,
-        };
+        let create_error = |source: TantivyError| Error::Create { path: dir.to_owned(), source };
         let directory = MmapDirectory::open(dir).map_err(|err| create_error(err.into()))?;
 
         // Hold the writer lock while deciding, so nothing is wiped under a live writer.
-        let probe_lock = directory
-            .acquire_lock(&INDEX_WRITER_LOCK)
-            .map_err(|err| lock_error(dir, err))?;
+        let probe_lock = directory.acquire_lock(&INDEX_WRITER_LOCK).map_err(|err| lock_error(dir, err))?;
         let listing = DirListing::read(dir)?;
         let (opened, outcome) = if listing.index_files.is_empty() && listing.other_files.is_empty() {
             (None, OpenOutcome::Created)
@@ -146,10 +138,8 @@ impl ExperienceIndex {
             }
             None => {
                 let (schema, _) = build_schema();
-                let fresh_directory =
-                    MmapDirectory::open(dir).map_err(|err| create_error(err.into()))?;
-                let index = Index::create(fresh_directory, schema, Default::default())
-                    .map_err(create_error)?;
+                let fresh_directory = MmapDirectory::open(dir).map_err(|err| create_error(err.into()))?;
+                let index = Index::create(fresh_directory, schema, Default::default()).map_err(create_error)?;
                 register_analyzer(&index);
                 let writer = new_writer(&index, dir)?;
                 let reader = new_reader(&index).map_err(create_error)?;
@@ -174,18 +164,9 @@ impl ExperienceIndex {
         Ok(ExperienceIndex::assemble(writer, reader, 0))
     }
 
-    fn assemble(
-        writer: IndexWriter,
-        reader: IndexReader,
-        applied_seq: u64,
-    ) -> ExperienceIndex {
+    fn assemble(writer: IndexWriter, reader: IndexReader, applied_seq: u64) -> ExperienceIndex {
         let (_, fields) = build_schema();
-        ExperienceIndex {
-            fields,
-            writer: Mutex::new(writer),
-            reader,
-            applied_seq: AtomicU64::new(applied_seq),
-        }
+        ExperienceIndex { fields, writer: Mutex::new(writer), reader, applied_seq: AtomicU64::new(applied_seq) }
     }
 
     /// The store sequence number recorded by the last commit; 0 for a new index.
@@ -210,20 +191,14 @@ impl ExperienceIndex {
         // of about 1 KB per document until the commit.)
         writer
             .delete_query(Box::new(self.id_set_query(last_idx_by_id.keys().copied())))
-            .map_err(|source| Error::Write {
-                operation: "delete replaced documents",
-                source,
-            })?;
+            .map_err(|source| Error::Write { operation: "delete replaced documents", source })?;
         for (doc_idx, doc) in docs.iter().enumerate() {
             if last_idx_by_id.get(doc.id) != Some(&doc_idx) {
                 continue;
             }
             writer
                 .add_document(self.to_document(doc))
-                .map_err(|source| Error::Write {
-                    operation: "add documents",
-                    source,
-                })?;
+                .map_err(|source| Error::Write { operation: "add documents", source })?;
         }
         Ok(())
     }
@@ -237,10 +212,7 @@ impl ExperienceIndex {
         let writer = self.lock_writer();
         writer
             .delete_query(Box::new(self.id_set_query(ids.iter().copied())))
-            .map_err(|source| Error::Write {
-                operation: "delete documents",
-                source,
-            })?;
+            .map_err(|source| Error::Write { operation: "delete documents", source })?;
         Ok(())
     }
 
@@ -254,34 +226,23 @@ impl ExperienceIndex {
         let writer = self.lock_writer();
         writer
             .delete_query(Box::new(AllQuery))
-            .map_err(|source| Error::Write {
-                operation: "clear all documents",
-                source,
-            })?;
+            .map_err(|source| Error::Write { operation: "clear all documents", source })?;
         Ok(())
     }
 
     /// Makes the pending changes durable, recording `applied_seq` and the schema version in the
     /// commit, and reloads the reader so the next search sees them.
     pub fn commit(&self, applied_seq: u64) -> Result<()> {
-        let payload = serde_json::to_string(&CommitPayload {
-            schema_version: SCHEMA_VERSION,
-            applied_seq,
-        })
-        .map_err(|source| Error::Payload { source })?;
-        let commit_error = |source| Error::Commit {
-            applied_seq,
-            source,
-        };
+        let payload = serde_json::to_string(&CommitPayload { schema_version: SCHEMA_VERSION, applied_seq })
+            .map_err(|source| Error::Payload { source })?;
+        let commit_error = |source| Error::Commit { applied_seq, source };
         // The writer stays locked until the reader is reloaded, so commits and the recorded
         // sequence numbers cannot interleave.
         let mut writer = self.lock_writer();
         let mut prepared = writer.prepare_commit().map_err(commit_error)?;
         prepared.set_payload(&payload);
         prepared.commit().map_err(commit_error)?;
-        self.reader
-            .reload()
-            .map_err(|source| Error::Reload { source })?;
+        self.reader.reload().map_err(|source| Error::Reload { source })?;
         self.applied_seq.store(applied_seq, Ordering::Release);
         Ok(())
     }
@@ -292,18 +253,13 @@ impl ExperienceIndex {
     /// (any term may match); the status, rating and agent filters must all hold. A query
     /// without any word in it (empty, blank, only punctuation) has no hits.
     pub fn search(&self, request: &SearchRequest<'_>) -> Result<Vec<Hit>> {
-        let search_error = |source| Error::Search {
-            query: request.query.to_owned(),
-            source,
-        };
+        let search_error = |source| Error::Search { query: request.query.to_owned(), source };
         if request.limit == 0 {
             return Ok(Vec::new());
         }
         let mut seen = HashSet::new();
-        let mut terms: Vec<String> = analyze(request.query)
-            .into_iter()
-            .filter(|term| seen.insert(term.clone()))
-            .collect();
+        let mut terms: Vec<String> =
+            analyze(request.query).into_iter().filter(|term| seen.insert(term.clone())).collect();
         if terms.is_empty() {
             return Ok(Vec::new());
         }
@@ -314,9 +270,7 @@ impl ExperienceIndex {
             for term in terms {
                 let mut doc_freq = 0;
                 for (field, _) in text_fields {
-                    doc_freq += searcher
-                        .doc_freq(&Term::from_field_text(field, &term))
-                        .map_err(search_error)?;
+                    doc_freq += searcher.doc_freq(&Term::from_field_text(field, &term)).map_err(search_error)?;
                 }
                 by_doc_freq.push((doc_freq, term));
             }
@@ -333,15 +287,11 @@ impl ExperienceIndex {
         let mut text_clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for term in &terms {
             for (field, boost) in text_fields {
-                let term_query = TermQuery::new(
-                    Term::from_field_text(field, term),
-                    IndexRecordOption::WithFreqs,
-                );
+                let term_query = TermQuery::new(Term::from_field_text(field, term), IndexRecordOption::WithFreqs);
                 text_clauses.push((Occur::Should, Box::new(BoostQuery::new(Box::new(term_query), boost))));
             }
         }
-        let mut clauses: Vec<(Occur, Box<dyn Query>)> =
-            vec![(Occur::Must, Box::new(BooleanQuery::new(text_clauses)))];
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, Box::new(BooleanQuery::new(text_clauses)))];
         // Filters score zero so the hit's figure is the text relevance alone.
         let filter = |query: Box<dyn Query>| -> (Occur, Box<dyn Query>) {
             (Occur::Must, Box::new(ConstScoreQuery::new(query, 0.0)))
@@ -366,17 +316,12 @@ impl ExperienceIndex {
 
         // Never ask the collector for more than there are documents: the limit sizes its heap.
         let limit = request.limit.min(searcher.num_docs().max(1) as usize);
-        let top_docs = searcher
-            .search(&query, &TopDocs::with_limit(limit).order_by_score())
-            .map_err(search_error)?;
+        let top_docs = searcher.search(&query, &TopDocs::with_limit(limit).order_by_score()).map_err(search_error)?;
         let mut hits = Vec::with_capacity(top_docs.len());
         for (bm25, address) in top_docs {
             let doc: TantivyDocument = searcher.doc(address).map_err(search_error)?;
             if let Some(id) = doc.get_first(self.fields.id).and_then(|value| value.as_str()) {
-                hits.push(Hit {
-                    id: id.to_owned(),
-                    bm25,
-                });
+                hits.push(Hit { id: id.to_owned(), bm25 });
             }
         }
         Ok(hits)
@@ -427,31 +372,19 @@ fn register_analyzer(index: &Index) {
 }
 
 fn new_reader(index: &Index) -> tantivy::Result<IndexReader> {
-    index
-        .reader_builder()
-        .reload_policy(ReloadPolicy::Manual)
-        .try_into()
+    index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()
 }
 
 fn new_writer(index: &Index, dir: &Path) -> Result<IndexWriter> {
-    index
-        .writer_with_num_threads(WRITER_THREADS, WRITER_MEMORY_BYTES)
-        .map_err(|source| match source {
-            TantivyError::LockFailure(LockError::LockBusy, _) => Error::Locked {
-                path: dir.to_owned(),
-            },
-            source => Error::Create {
-                path: dir.to_owned(),
-                source,
-            },
-        })
+    index.writer_with_num_threads(WRITER_THREADS, WRITER_MEMORY_BYTES).map_err(|source| match source {
+        TantivyError::LockFailure(LockError::LockBusy, _) => Error::Locked { path: dir.to_owned() },
+        source => Error::Create { path: dir.to_owned(), source },
+    })
 }
 
 fn lock_error(dir: &Path, err: LockError) -> Error {
     match err {
-        LockError::LockBusy => Error::Locked {
-            path: dir.to_owned(),
-        },
+        LockError::LockBusy => Error::Locked { path: dir.to_owned() },
         LockError::IoError(source) => Error::Io {
             action: "lock the index directory",
             path: dir.to_owned(),
@@ -463,10 +396,7 @@ fn lock_error(dir: &Path, err: LockError) -> Error {
 /// Opens an existing index and checks everything that could make it unusable, returning why
 /// it cannot be used otherwise. Corrupt files can make tantivy panic, so panics count as
 /// "cannot be used" too.
-fn open_existing(
-    directory: &MmapDirectory,
-    has_meta: bool,
-) -> std::result::Result<(Index, IndexReader, u64), String> {
+fn open_existing(directory: &MmapDirectory, has_meta: bool) -> std::result::Result<(Index, IndexReader, u64), String> {
     if !has_meta {
         return Err("meta.json is missing".to_owned());
     }
@@ -484,24 +414,14 @@ fn open_existing(
     }
 }
 
-fn try_open_existing(
-    directory: &MmapDirectory,
-) -> std::result::Result<(Index, IndexReader, u64), String> {
+fn try_open_existing(directory: &MmapDirectory) -> std::result::Result<(Index, IndexReader, u64), String> {
     let index = Index::open(directory.clone()).map_err(|err| format!("cannot open: {err}"))?;
-    let metas = index
-        .load_metas()
-        .map_err(|err| format!("cannot read meta.json: {err}"))?;
-    let payload = metas
-        .payload
-        .as_deref()
-        .ok_or_else(|| "the last commit has no payload".to_owned())?;
-    let payload: CommitPayload = serde_json::from_str(payload)
-        .map_err(|err| format!("unreadable commit payload {payload:?}: {err}"))?;
+    let metas = index.load_metas().map_err(|err| format!("cannot read meta.json: {err}"))?;
+    let payload = metas.payload.as_deref().ok_or_else(|| "the last commit has no payload".to_owned())?;
+    let payload: CommitPayload =
+        serde_json::from_str(payload).map_err(|err| format!("unreadable commit payload {payload:?}: {err}"))?;
     if payload.schema_version != SCHEMA_VERSION {
-        return Err(format!(
-            "schema version {} on disk, {SCHEMA_VERSION} expected",
-            payload.schema_version
-        ));
+        return Err(format!("schema version {} on disk, {SCHEMA_VERSION} expected", payload.schema_version));
     }
     let (expected_schema, _) = build_schema();
     if index.schema() != expected_schema {
@@ -509,9 +429,7 @@ fn try_open_existing(
     }
     // Every byte of the live segments is checked once here, so a damaged file is found now
     // rather than as a wrong answer (or a panic) in some later search.
-    let damaged = index
-        .validate_checksum()
-        .map_err(|err| format!("cannot validate checksums: {err}"))?;
+    let damaged = index.validate_checksum().map_err(|err| format!("cannot validate checksums: {err}"))?;
     if !damaged.is_empty() {
         return Err(format!("damaged files: {damaged:?}"));
     }
@@ -532,16 +450,8 @@ struct DirListing {
 
 impl DirListing {
     fn read(dir: &Path) -> Result<DirListing> {
-        let io_error = |source| Error::Io {
-            action: "list the index directory",
-            path: dir.to_owned(),
-            source,
-        };
-        let mut listing = DirListing {
-            has_meta: false,
-            index_files: Vec::new(),
-            other_files: Vec::new(),
-        };
+        let io_error = |source| Error::Io { action: "list the index directory", path: dir.to_owned(), source };
+        let mut listing = DirListing { has_meta: false, index_files: Vec::new(), other_files: Vec::new() };
         for entry in fs::read_dir(dir).map_err(io_error)? {
             let entry = entry.map_err(io_error)?;
             let name = entry.file_name().to_string_lossy().into_owned();
@@ -589,11 +499,7 @@ fn wipe_index_files(dir: &Path, listing: &DirListing) -> Result<()> {
             Ok(()) => {}
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
             Err(source) => {
-                return Err(Error::Io {
-                    action: "remove the unusable index file",
-                    path: path.clone(),
-                    source,
-                });
+                return Err(Error::Io { action: "remove the unusable index file", path: path.clone(), source });
             }
         }
     }
@@ -605,4 +511,551 @@ fn wipe_index_files(dir: &Path, listing: &DirListing) -> Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn doc<'a>(id: &'a str, task: &'a str, resource: &'a str, result: &'a str) -> IndexDoc<'a> {
+        IndexDoc { id, task, resource, result, content: None, score: 3, status: Status::Active, agent_id: None }
+    }
+
+    fn request(query: &str) -> SearchRequest<'_> {
+        SearchRequest { query, limit: 10, min_score: 1, agent_id: None, status: Status::Active }
+    }
+
+    fn search_ids(index: &ExperienceIndex, request: &SearchRequest<'_>) -> Vec<String> {
+        let hits = index.search(request).expect("search");
+        for pair in hits.windows(2) {
+            assert!(pair[0].bm25 >= pair[1].bm25, "hits not best first: {hits:?}");
+        }
+        hits.into_iter().map(|hit| hit.id).collect()
+    }
+
+    fn ids_for(index: &ExperienceIndex, query: &str) -> Vec<String> {
+        search_ids(index, &request(query))
+    }
+
+    /// Experiences in Chinese, English and both, about different things.
+    fn sample_docs() -> Vec<IndexDoc<'static>> {
+        vec![
+            doc(
+                "zh-vitest",
+                "用vitest运行单元测试时避免进入watch模式",
+                "vitest --run",
+                "加上--run参数后测试跑完自动退出",
+            ),
+            doc(
+                "en-paths",
+                "Configure path aliases for TypeScript imports",
+                "tsconfig.json",
+                "Set compilerOptions.paths and baseUrl, then restart the language server",
+            ),
+            doc("zh-docker", "在容器里安装依赖太慢", "docker build", "使用国内镜像源并利用构建缓存，速度提升明显"),
+            doc(
+                "en-snake",
+                "Rename database columns to snake_case",
+                "sqlx migrate",
+                "Wrote a migration that renames userName to user_name",
+            ),
+            doc(
+                "en-effect",
+                "Fix useEffect running twice in development",
+                "React StrictMode",
+                "StrictMode mounts components twice; make the callback idempotent",
+            ),
+            doc("zh-git", "合并分支时出现冲突", "git rebase -i", "先解决冲突再继续变基，最后强制推送"),
+            doc("zh-field", "修改配置文件中的字段名", "config.yaml", "字段名区分大小写"),
+            doc("zh-para", "把段落中的文字加粗", "markdown", "用两个星号包住文字"),
+        ]
+    }
+
+    fn sample_index() -> ExperienceIndex {
+        let index = ExperienceIndex::open_in_ram().expect("index");
+        index.upsert(&sample_docs()).expect("upsert");
+        index.commit(1).expect("commit");
+        index
+    }
+
+    /// Each query must rank the given experience first.
+    fn check_first(index: &ExperienceIndex, cases: &[(&str, &str)]) {
+        for (query, expected_first) in cases {
+            let ids = ids_for(index, query);
+            assert_eq!(ids.first().map(String::as_str), Some(*expected_first), "query {query:?} gave {ids:?}");
+        }
+    }
+
+    #[test]
+    fn chinese_english_and_mixed_queries_find_the_right_experience_first() {
+        let index = sample_index();
+        check_first(
+            &index,
+            &[
+                ("怎么避免测试进入watch模式", "zh-vitest"),
+                ("vitest watch模式", "zh-vitest"),
+                ("容器 安装依赖 很慢", "zh-docker"),
+                ("分支冲突", "zh-git"),
+                ("TypeScript path alias", "en-paths"),
+                ("rename columns", "en-snake"),
+                ("git rebase", "zh-git"),
+                ("docker镜像源", "zh-docker"),
+            ],
+        );
+    }
+
+    #[test]
+    fn identifiers_are_found_whole_and_by_their_parts() {
+        let index = sample_index();
+        check_first(
+            &index,
+            &[
+                ("tsconfig.json", "en-paths"),
+                ("tsconfig", "en-paths"),
+                ("TSCONFIG.JSON", "en-paths"),
+                ("--run", "zh-vitest"),
+                ("run", "zh-vitest"),
+                ("snake_case", "en-snake"),
+                ("snake", "en-snake"),
+                ("user_name", "en-snake"),
+                ("userName", "en-snake"),
+                ("useEffect", "en-effect"),
+                ("effect", "en-effect"),
+                ("compilerOptions", "en-paths"),
+            ],
+        );
+    }
+
+    #[test]
+    fn english_words_match_across_inflections() {
+        let index = sample_index();
+        check_first(
+            &index,
+            &[("runs twice", "en-effect"), ("renaming column", "en-snake"), ("mounted component", "en-effect")],
+        );
+    }
+
+    /// Regression: jieba cuts the query `字段` into `字`, `段` but the document's `字段名` into
+    /// `字段`, `字段名`, so the query found nothing until single characters yielded bigrams.
+    #[test]
+    fn words_missing_from_the_dictionary_match_as_a_unit() {
+        let index = sample_index();
+        check_first(&index, &[("字段", "zh-field")]);
+    }
+
+    #[test]
+    fn a_match_in_the_task_outranks_a_match_in_the_content() {
+        let index = ExperienceIndex::open_in_ram().expect("index");
+        let mut in_content = doc("in-content", "Ship the release", "ci", "done");
+        in_content.content = Some("steps: build, then deploy with kubernetes");
+        let in_task = doc("in-task", "Roll out to kubernetes", "kubectl", "works");
+        index.upsert(&[in_content, in_task]).expect("upsert");
+        index.commit(1).expect("commit");
+        assert_eq!(ids_for(&index, "kubernetes"), ["in-task", "in-content"]);
+    }
+
+    #[test]
+    fn query_syntax_and_odd_input_never_error() {
+        let index = sample_index();
+        let long_query = "tsconfig ".repeat(5_000);
+        let odd_queries = [
+            "\"foo\" AND bar: (baz]",
+            "title:vitest",
+            "-run",
+            "*",
+            "vitest*",
+            "a AND OR NOT",
+            "((((",
+            "\"unbalanced",
+            "[1 TO 5]",
+            "{x TO}",
+            "field:\"x",
+            "^2 ~3 \\",
+            "+-!&&||",
+            "😀🚀",
+            "\u{0}\u{1}",
+            "\u{FEFF}零宽\u{200B}空格",
+            long_query.as_str(),
+        ];
+        for query in odd_queries {
+            index.search(&request(query)).unwrap_or_else(|err| panic!("query {query:?} failed: {err}"));
+        }
+        check_first(&index, &[("title:vitest", "zh-vitest"), ("\"tsconfig.json\" AND (baz]", "en-paths")]);
+    }
+
+    #[test]
+    fn queries_without_words_have_no_hits() {
+        let index = sample_index();
+        for query in ["", "   ", "\t\n", "?!.,;", "？！。，", "--", "..."] {
+            assert_eq!(ids_for(&index, query), Vec::<String>::new(), "query {query:?}");
+        }
+    }
+
+    #[test]
+    fn very_long_queries_keep_their_rare_terms() {
+        let index = sample_index();
+        let mut words: Vec<String> = (0..300).map(|word_idx| format!("filler{word_idx}")).collect();
+        words.push("kubernetes".to_owned());
+        words.push("镜像源".to_owned());
+        let query = words.join(" ");
+        assert_eq!(ids_for(&index, &query), ["zh-docker"]);
+    }
+
+    #[test]
+    fn filters_on_status_rating_and_agent() {
+        let index = ExperienceIndex::open_in_ram().expect("index");
+        let with = |id, score, status, agent_id| IndexDoc {
+            score,
+            status,
+            agent_id,
+            ..doc(id, "deploy the service", "deploy.sh", "ok")
+        };
+        index
+            .upsert(&[
+                with("a", 5, Status::Active, Some("alpha")),
+                with("b", 2, Status::Active, Some("beta")),
+                with("c", 4, Status::Pending, None),
+                with("d", 3, Status::Rejected, Some("alpha")),
+            ])
+            .expect("upsert");
+        index.commit(1).expect("commit");
+
+        let cases: &[(u8, Option<&str>, Status, &[&str])] = &[
+            (1, None, Status::Active, &["a", "b"]),
+            (0, None, Status::Active, &["a", "b"]),
+            (3, None, Status::Active, &["a"]),
+            (5, None, Status::Active, &["a"]),
+            (1, Some("alpha"), Status::Active, &["a"]),
+            (3, Some("beta"), Status::Active, &[]),
+            (1, Some("nobody"), Status::Active, &[]),
+            (1, None, Status::Pending, &["c"]),
+            (1, Some("alpha"), Status::Rejected, &["d"]),
+        ];
+        for &(min_score, agent_id, status, expected) in cases {
+            let request = SearchRequest { query: "deploy", limit: 10, min_score, agent_id, status };
+            let mut ids = search_ids(&index, &request);
+            ids.sort();
+            assert_eq!(ids, expected, "{request:?}");
+        }
+    }
+
+    #[test]
+    fn filters_do_not_add_to_the_relevance() {
+        let index = ExperienceIndex::open_in_ram().expect("index");
+        index.upsert(&[doc("a", "deploy", "x", "y")]).expect("upsert");
+        index.commit(1).expect("commit");
+        let unfiltered = index.search(&SearchRequest { min_score: 0, ..request("deploy") }).expect("search");
+        let filtered = index.search(&SearchRequest { min_score: 3, ..request("deploy") }).expect("search");
+        assert_eq!(unfiltered, filtered);
+        assert!(filtered[0].bm25 > 0.0);
+    }
+
+    #[test]
+    fn limit_caps_the_hits() {
+        let index = ExperienceIndex::open_in_ram().expect("index");
+        let ids: Vec<String> = (0..20).map(|doc_idx| format!("doc{doc_idx:02}")).collect();
+        let docs: Vec<IndexDoc<'_>> = ids.iter().map(|id| doc(id, "common words here", "tool", "result")).collect();
+        index.upsert(&docs).expect("upsert");
+        index.commit(1).expect("commit");
+        assert_eq!(index.search(&SearchRequest { limit: 5, ..request("common") }).expect("search").len(), 5);
+        assert_eq!(index.search(&SearchRequest { limit: 0, ..request("common") }).expect("search").len(), 0);
+        let all = index.search(&SearchRequest { limit: usize::MAX, ..request("common") }).expect("search");
+        assert_eq!(all.len(), 20);
+    }
+
+    #[test]
+    fn writes_are_visible_only_after_commit() {
+        let index = ExperienceIndex::open_in_ram().expect("index");
+        index.upsert(&[doc("a", "pending write", "x", "y")]).expect("upsert");
+        assert_eq!(ids_for(&index, "pending"), Vec::<String>::new());
+        assert_eq!(index.num_docs(), 0);
+        index.commit(7).expect("commit");
+        assert_eq!(ids_for(&index, "pending"), ["a"]);
+        assert_eq!(index.num_docs(), 1);
+        assert_eq!(index.applied_seq(), 7);
+    }
+
+    #[test]
+    fn upsert_replaces_instead_of_duplicating() {
+        let index = ExperienceIndex::open_in_ram().expect("index");
+        index.upsert(&[doc("x", "old alpha", "tool", "r")]).expect("upsert");
+        index.commit(1).expect("commit");
+        index.upsert(&[doc("x", "new beta", "tool", "r")]).expect("upsert");
+        index.commit(2).expect("commit");
+        assert_eq!(ids_for(&index, "alpha"), Vec::<String>::new());
+        assert_eq!(ids_for(&index, "beta"), ["x"]);
+        assert_eq!(ids_for(&index, "tool"), ["x"]);
+        assert_eq!(index.num_docs(), 1);
+
+        // Twice before one commit, and twice in one batch: the last version wins.
+        index.upsert(&[doc("y", "first gamma", "t", "r")]).expect("upsert");
+        index.upsert(&[doc("y", "second delta", "t", "r")]).expect("upsert");
+        index.upsert(&[doc("z", "third epsilon", "t", "r"), doc("z", "fourth zeta", "t", "r")]).expect("upsert");
+        index.commit(3).expect("commit");
+        assert_eq!(ids_for(&index, "gamma"), Vec::<String>::new());
+        assert_eq!(ids_for(&index, "delta"), ["y"]);
+        assert_eq!(ids_for(&index, "epsilon"), Vec::<String>::new());
+        assert_eq!(ids_for(&index, "zeta"), ["z"]);
+        assert_eq!(index.num_docs(), 3);
+    }
+
+    #[test]
+    fn delete_removes_only_the_given_ids() {
+        let index = sample_index();
+        let before = index.num_docs();
+        index.delete(&["en-paths", "no-such-id"]).expect("delete");
+        index.commit(2).expect("commit");
+        assert_eq!(ids_for(&index, "tsconfig.json"), Vec::<String>::new());
+        assert_eq!(index.num_docs(), before - 1);
+        check_first(&index, &[("snake_case", "en-snake")]);
+    }
+
+    #[test]
+    fn clear_then_reindex_leaves_only_the_new_documents() {
+        let index = sample_index();
+        index.clear().expect("clear");
+        index.upsert(&[doc("fresh", "rebuilt from the store", "sqlite", "ok")]).expect("upsert");
+        index.commit(9).expect("commit");
+        assert_eq!(index.num_docs(), 1);
+        assert_eq!(ids_for(&index, "tsconfig"), Vec::<String>::new());
+        assert_eq!(ids_for(&index, "rebuilt"), ["fresh"]);
+    }
+
+    #[test]
+    fn reopening_keeps_documents_and_applied_seq() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("index");
+        let (index, outcome) = ExperienceIndex::open(&path).expect("open");
+        assert_eq!(outcome, OpenOutcome::Created);
+        assert_eq!(index.applied_seq(), 0);
+        index.upsert(&sample_docs()).expect("upsert");
+        index.commit(42).expect("commit");
+        drop(index);
+
+        let (index, outcome) = ExperienceIndex::open(&path).expect("reopen");
+        assert_eq!(outcome, OpenOutcome::Opened { applied_seq: 42 });
+        assert_eq!(index.applied_seq(), 42);
+        assert_eq!(index.num_docs(), sample_docs().len() as u64);
+        check_first(&index, &[("tsconfig.json", "en-paths"), ("分支冲突", "zh-git")]);
+
+        // Still writable after reopening.
+        index.upsert(&[doc("later", "added after reopen", "x", "y")]).expect("upsert");
+        index.commit(43).expect("commit");
+        assert_eq!(ids_for(&index, "reopen"), ["later"]);
+    }
+
+    #[test]
+    fn an_empty_existing_directory_is_created_not_recreated() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (_index, outcome) = ExperienceIndex::open(dir.path()).expect("open");
+        assert_eq!(outcome, OpenOutcome::Created);
+    }
+
+    /// Opens `dir`, expects a recreated index, and checks that it works and reopens cleanly.
+    fn assert_recreated_and_usable(dir: &Path, reason_contains: &str) {
+        let (index, outcome) = ExperienceIndex::open(dir).expect("open must recover");
+        match &outcome {
+            OpenOutcome::Recreated { reason } => {
+                assert!(reason.contains(reason_contains), "reason {reason:?} lacks {reason_contains:?}")
+            }
+            other => panic!("expected Recreated, got {other:?}"),
+        }
+        assert_eq!(index.num_docs(), 0);
+        assert_eq!(index.applied_seq(), 0);
+        index.upsert(&sample_docs()).expect("upsert");
+        index.commit(5).expect("commit");
+        check_first(&index, &[("tsconfig.json", "en-paths")]);
+        drop(index);
+        let (_index, outcome) = ExperienceIndex::open(dir).expect("reopen");
+        assert_eq!(outcome, OpenOutcome::Opened { applied_seq: 5 });
+    }
+
+    /// Builds a committed index in `dir` and returns the paths of its segment files.
+    fn committed_index(dir: &Path) -> Vec<PathBuf> {
+        let (index, _) = ExperienceIndex::open(dir).expect("open");
+        index.upsert(&sample_docs()).expect("upsert");
+        index.commit(3).expect("commit");
+        drop(index);
+        fs::read_dir(dir)
+            .expect("list")
+            .map(|entry| entry.expect("entry").path())
+            .filter(|path| {
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                is_index_file_name(&name) && name != "meta.json" && name != ".managed.json"
+            })
+            .collect()
+    }
+
+    #[test]
+    fn garbage_meta_json_is_recreated() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        committed_index(dir.path());
+        fs::write(dir.path().join("meta.json"), b"{ this is not json \xff\xfe").expect("write");
+        assert_recreated_and_usable(dir.path(), "cannot open");
+    }
+
+    #[test]
+    fn random_files_without_meta_json_are_recreated_and_foreign_files_kept() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let junk: Vec<u8> = (0..4096u32).map(|byte_idx| (byte_idx.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        let foreign = dir.path().join("notes.txt");
+        let segment_like = dir.path().join("0123456789abcdef0123456789abcdef.idx");
+        fs::write(&foreign, &junk).expect("write");
+        fs::write(&segment_like, &junk).expect("write");
+        fs::write(dir.path().join(".managed.json"), &junk).expect("write");
+        assert_recreated_and_usable(dir.path(), "meta.json is missing");
+        assert!(foreign.exists(), "a file tantivy did not write must be left alone");
+        assert!(!segment_like.exists(), "a stale segment file must be removed");
+    }
+
+    #[test]
+    fn a_damaged_segment_file_is_recreated() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let segment_files = committed_index(dir.path());
+        let target = segment_files
+            .iter()
+            .find(|path| path.extension().is_some_and(|ext| ext == "term"))
+            .expect("a term dictionary file");
+        let mut bytes = fs::read(target).expect("read");
+        let middle = bytes.len() / 2;
+        for byte in &mut bytes[middle.saturating_sub(8)..middle + 8] {
+            *byte ^= 0xA5;
+        }
+        fs::write(target, &bytes).expect("write");
+        assert_recreated_and_usable(dir.path(), "damaged");
+    }
+
+    #[test]
+    fn a_truncated_or_missing_segment_file_is_recreated() {
+        for remove in [false, true] {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let segment_files = committed_index(dir.path());
+            let target = segment_files
+                .iter()
+                .find(|path| path.extension().is_some_and(|ext| ext == "idx"))
+                .expect("a postings file");
+            if remove {
+                fs::remove_file(target).expect("remove");
+            } else {
+                fs::write(target, b"xy").expect("truncate");
+            }
+            assert_recreated_and_usable(dir.path(), "");
+        }
+    }
+
+    /// Commits `payload` (or none) to the tantivy index in `dir` behind ExperienceIndex's back.
+    fn recommit_with_payload(dir: &Path, payload: Option<&str>) {
+        let index = Index::open_in_dir(dir).expect("tantivy open");
+        register_analyzer(&index);
+        let mut writer: IndexWriter = index.writer_with_num_threads(1, 15_000_000).expect("writer");
+        let mut prepared = writer.prepare_commit().expect("prepare");
+        if let Some(payload) = payload {
+            prepared.set_payload(payload);
+        }
+        prepared.commit().expect("commit");
+    }
+
+    #[test]
+    fn another_schema_version_is_recreated() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        committed_index(dir.path());
+        recommit_with_payload(dir.path(), Some(r#"{"schema_version":999,"applied_seq":3}"#));
+        assert_recreated_and_usable(dir.path(), "schema version 999");
+    }
+
+    #[test]
+    fn a_commit_without_our_payload_is_recreated() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        committed_index(dir.path());
+        recommit_with_payload(dir.path(), None);
+        assert_recreated_and_usable(dir.path(), "no payload");
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        committed_index(dir.path());
+        recommit_with_payload(dir.path(), Some("not json"));
+        assert_recreated_and_usable(dir.path(), "unreadable commit payload");
+    }
+
+    #[test]
+    fn a_foreign_tantivy_index_is_recreated() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut builder = tantivy::schema::Schema::builder();
+        builder.add_text_field("title", tantivy::schema::TEXT);
+        let index = Index::create_in_dir(dir.path(), builder.build()).expect("create");
+        let mut writer: IndexWriter = index.writer_with_num_threads(1, 15_000_000).expect("writer");
+        let mut prepared = writer.prepare_commit().expect("prepare");
+        prepared.set_payload(&format!(r#"{{"schema_version":{SCHEMA_VERSION},"applied_seq":1}}"#));
+        prepared.commit().expect("commit");
+        drop(writer);
+        assert_recreated_and_usable(dir.path(), "schema on disk differs");
+    }
+
+    #[test]
+    fn an_index_locked_by_a_live_writer_is_an_error_and_left_intact() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (first, _) = ExperienceIndex::open(dir.path()).expect("open");
+        first.upsert(&sample_docs()).expect("upsert");
+        first.commit(4).expect("commit");
+
+        let second = ExperienceIndex::open(dir.path());
+        assert!(matches!(second, Err(Error::Locked { .. })), "got {second:?}");
+
+        // The first index is untouched and still works.
+        check_first(&first, &[("tsconfig.json", "en-paths")]);
+        first.upsert(&[doc("more", "still writable", "x", "y")]).expect("upsert");
+        first.commit(5).expect("commit");
+        drop(first);
+        let (reopened, outcome) = ExperienceIndex::open(dir.path()).expect("reopen");
+        assert_eq!(outcome, OpenOutcome::Opened { applied_seq: 5 });
+        assert_eq!(reopened.num_docs(), sample_docs().len() as u64 + 1);
+    }
+
+    #[test]
+    fn searches_run_while_another_thread_writes() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<ExperienceIndex>();
+
+        let index = Arc::new(sample_index());
+        let writer_index = Arc::clone(&index);
+        let writer = std::thread::spawn(move || {
+            for round in 0..20u64 {
+                let id = format!("round-{round}");
+                writer_index.upsert(&[doc(&id, "concurrent write", "thread", "ok")]).expect("upsert");
+                writer_index.commit(round + 2).expect("commit");
+            }
+        });
+        for _ in 0..200 {
+            let ids = ids_for(&index, "tsconfig.json");
+            assert_eq!(ids.first().map(String::as_str), Some("en-paths"));
+        }
+        writer.join().expect("writer thread");
+        assert_eq!(ids_for(&index, "concurrent").len(), 10);
+        assert_eq!(index.num_docs(), sample_docs().len() as u64 + 20);
+        assert_eq!(index.applied_seq(), 21);
+    }
+
+    #[test]
+    fn index_file_names_are_recognised() {
+        for name in [
+            "meta.json",
+            ".managed.json",
+            ".tmpA1b2C3",
+            "0123456789abcdef0123456789abcdef.idx",
+            "0123456789abcdef0123456789abcdef.12.del",
+        ] {
+            assert!(is_index_file_name(name), "{name}");
+        }
+        for name in [
+            "notes.txt",
+            "meta.json.bak",
+            "0123456789abcdef.idx",
+            "0123456789abcdef0123456789abcdeg.idx",
+            "0123456789abcdef0123456789abcdef",
+            ".tantivy-writer.lock",
+        ] {
+            assert!(!is_index_file_name(name), "{name}");
+        }
+    }
 }

@@ -35,12 +35,7 @@ impl Fields {
     /// resource names the tool; the result and the optional long content are matched with less
     /// weight so that a passing mention does not outrank an experience about the subject.
     pub fn text_fields_with_boosts(&self) -> [(Field, f32); 4] {
-        [
-            (self.task, 1.5),
-            (self.resource, 1.3),
-            (self.result, 1.0),
-            (self.content, 0.6),
-        ]
+        [(self.task, 1.5), (self.resource, 1.3), (self.result, 1.0), (self.content, 0.6)]
     }
 }
 

@@ -30,4 +30,5 @@ pub mod method {
     pub const EXPORT: &str = "kb.export";
     pub const REINDEX: &str = "kb.reindex";
     pub const BACKUP: &str = "kb.backup";
+    pub const HOOK_EVENT: &str = "hook.event";
 }

@@ -356,6 +356,53 @@ pub struct BackupResult {
 }
 
 // ---------------------------------------------------------------------------------------------
+// hook.event
+
+/// One OpenClaw hook, as the plugin stub forwards it: the uniform envelope.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookEventParams {
+    pub hook: String,
+    /// When the hook fired, in milliseconds since the epoch (or an RFC 3339 string).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<serde_json::Value>,
+    /// The hook's event object, as OpenClaw passed it (stripped of secrets and functions).
+    #[serde(default)]
+    pub event: serde_json::Value,
+    /// The hook's context object (agent, session, run ids), stripped likewise.
+    #[serde(default)]
+    pub ctx: serde_json::Value,
+    /// The plugin's configuration, so the daemon applies the user's choices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<HookConfigParams>,
+}
+
+/// The plugin configuration keys the daemon acts on. Other keys of the plugin's config are
+/// accepted and ignored, so a newer stub keeps working with this daemon.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HookConfigParams {
+    /// off, minimal, normal or aggressive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reminder_mode: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_recall: Option<bool>,
+    /// agent_end or before_compaction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extraction_trigger: Option<String>,
+}
+
+/// What the stub should do with the hook. The fields besides `action` are what the hook
+/// returns to OpenClaw, named as OpenClaw names them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HookEventResult {
+    /// `allow`, or `block` for a gate hook that must stop.
+    pub action: String,
+    #[serde(rename = "prependContext", default, skip_serializing_if = "Option::is_none")]
+    pub prepend_context: Option<String>,
+}
+
+// ---------------------------------------------------------------------------------------------
 // status
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -374,6 +421,8 @@ pub struct StatusResult {
     /// Conversations waiting for extraction.
     pub queue_depth: u64,
     pub latencies: Latencies,
+    #[serde(default)]
+    pub hooks: HookStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<LastError>,
     /// True when the daemon can store and search: the database answers and the index is ready.
@@ -423,6 +472,8 @@ pub struct EmbedderStatus {
 pub struct Latencies {
     pub search: LatencySummary,
     pub submit: LatencySummary,
+    #[serde(default)]
+    pub hook: LatencySummary,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -430,6 +481,15 @@ pub struct LatencySummary {
     pub count: u64,
     pub p50_ms: f64,
     pub p99_ms: f64,
+}
+
+/// Hook events seen since the daemon started.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HookStatus {
+    /// Sessions with live counters (between their first model call and agent_end).
+    pub sessions: u64,
+    /// Events per hook name.
+    pub events: BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

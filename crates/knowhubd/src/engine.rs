@@ -20,6 +20,7 @@ use kb_store::{Counts, ExportRow, IndexRow, ListFilter, Store, StoredContent};
 use tokio::sync::watch;
 
 use crate::config::Config;
+use crate::hooks::Hooks;
 use crate::stats::{LastError, LatencyWindow};
 
 /// Rows per batch when the index is rebuilt from the store.
@@ -118,7 +119,9 @@ pub struct Engine {
     started: Instant,
     pub search_latency: LatencyWindow,
     pub submit_latency: LatencyWindow,
+    pub hook_latency: LatencyWindow,
     pub last_error: LastError,
+    pub hooks: Hooks,
 }
 
 impl Engine {
@@ -166,7 +169,9 @@ impl Engine {
             started: Instant::now(),
             search_latency: LatencyWindow::default(),
             submit_latency: LatencyWindow::default(),
+            hook_latency: LatencyWindow::default(),
             last_error: LastError::default(),
+            hooks: Hooks::default(),
         }))
     }
 

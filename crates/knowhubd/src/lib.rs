@@ -6,6 +6,7 @@
 pub mod config;
 pub mod daemon;
 pub mod engine;
+pub mod hooks;
 mod rpc;
 pub mod server;
 pub mod stats;

@@ -15,6 +15,7 @@ use kb_proto::{ErrorCode, PROTOCOL_VERSION, method};
 use kb_store::ListFilter;
 
 use crate::engine::{Engine, EngineError, IndexState, SearchQuery};
+use crate::hooks::{ExtractionTrigger, HookConfig, HookInput, ReminderMode};
 
 /// The most experiences one `kb.list` or `kb.export` page returns.
 const MAX_PAGE: usize = 1_000;
@@ -179,6 +180,28 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
         })
         .expect("method names are unique");
     module
+        .register_async_method(method::HOOK_EVENT, |params, engine, _| async move {
+            let started = Instant::now();
+            let params: wire::HookEventParams = parse(&params)?;
+            let hook = params.hook.trim();
+            if hook.is_empty() || hook.len() > 128 {
+                return Err(invalid("hook", "must be a hook name"));
+            }
+            let config = hook_config(params.config.as_ref())?;
+            let ctx_text =
+                |key: &str| params.ctx.get(key).and_then(serde_json::Value::as_str).filter(|text| !text.is_empty());
+            let session = ctx_text("sessionKey").or_else(|| ctx_text("sessionId")).unwrap_or("default");
+            let prompt = params.event.get("prompt").and_then(serde_json::Value::as_str);
+            let input = HookInput { hook, session, prompt, config };
+            let outcome = engine.hooks.handle(&engine, input).await;
+            engine.hook_latency.record(started.elapsed());
+            RpcResult::Ok(wire::HookEventResult {
+                action: "allow".to_owned(),
+                prepend_context: outcome.prepend_context,
+            })
+        })
+        .expect("method names are unique");
+    module
         .register_blocking_method(method::REINDEX, |_params, engine, _| {
             let started = Instant::now();
             let indexed = engine.reindex().map_err(|error| to_rpc_error(&engine, error))?;
@@ -246,6 +269,11 @@ fn status(engine: &Engine, socket: &std::path::Path) -> RpcResult<wire::StatusRe
         latencies: wire::Latencies {
             search: latency(engine.search_latency.figures()),
             submit: latency(engine.submit_latency.figures()),
+            hook: latency(engine.hook_latency.figures()),
+        },
+        hooks: wire::HookStatus {
+            sessions: engine.hooks.active_sessions() as u64,
+            events: engine.hooks.seen().into_iter().collect(),
         },
         last_error: engine
             .last_error
@@ -253,6 +281,32 @@ fn status(engine: &Engine, socket: &std::path::Path) -> RpcResult<wire::StatusRe
             .map(|(at, message)| wire::LastError { at: humantime::format_rfc3339_seconds(at).to_string(), message }),
         healthy: index_state == IndexState::Ready,
     })
+}
+
+fn hook_config(params: Option<&wire::HookConfigParams>) -> RpcResult<HookConfig> {
+    let mut config = HookConfig::default();
+    let Some(params) = params else { return Ok(config) };
+    if let Some(mode) = params.reminder_mode.as_deref() {
+        config.reminder_mode = ReminderMode::parse(mode).ok_or_else(|| {
+            invalid("config.reminderMode", format!("must be off, minimal, normal or aggressive, got {mode:?}"))
+        })?;
+    }
+    if let Some(auto_recall) = params.auto_recall {
+        config.auto_recall = auto_recall;
+    }
+    if let Some(trigger) = params.extraction_trigger.as_deref() {
+        config.extraction_trigger = match trigger {
+            "agent_end" => ExtractionTrigger::AgentEnd,
+            "before_compaction" => ExtractionTrigger::BeforeCompaction,
+            other => {
+                return Err(invalid(
+                    "config.extractionTrigger",
+                    format!("must be agent_end or before_compaction, got {other:?}"),
+                ));
+            }
+        };
+    }
+    Ok(config)
 }
 
 fn parse<T: serde::de::DeserializeOwned>(params: &Params<'_>) -> RpcResult<T> {

@@ -1,0 +1,140 @@
+//! End-to-end tests of the `kbctl` binary against a real daemon: what a user types and sees.
+
+mod common;
+
+use common::{TestDaemon, kbctl_with_socket, stderr, stdout};
+use serde_json::Value;
+
+#[test]
+fn status_is_the_health_check() {
+    let daemon = TestDaemon::start();
+    let output = daemon.kbctl(&["status"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("healthy") && text.contains("experiences: 0"), "{text}");
+
+    let output = daemon.kbctl(&["status", "--json"]);
+    assert!(output.status.success());
+    let status: Value = serde_json::from_slice(&output.stdout).expect("status --json is JSON");
+    assert_eq!(status["protocol"], kb_proto::PROTOCOL_VERSION);
+    assert_eq!(status["healthy"], true);
+    assert_eq!(status["socket"], daemon.socket.display().to_string());
+
+    // No daemon: a non-zero exit and a message that says how to start it.
+    let nowhere = daemon.home.path().join("nobody-listens.sock");
+    let output = kbctl_with_socket(&nowhere, &["status"]);
+    assert!(!output.status.success());
+    let message = stderr(&output);
+    assert!(message.contains("knowhubd is not running") && message.contains("kbctl service install"), "{message}");
+    assert!(message.contains(&nowhere.display().to_string()), "names the socket: {message}");
+}
+
+#[test]
+fn submit_search_show_list_delete() {
+    let daemon = TestDaemon::start();
+    let output = daemon.kbctl(&[
+        "submit", "--task", "配置 TypeScript 路径别名", "--resource", "tsconfig.json paths", "--result", "使用 @/ 别名简化导入",
+        "--score", "5", "--content", "{\"compilerOptions\": {\"paths\": {\"@/*\": [\"src/*\"]}}}", "--content-type", "application/json", "--json",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let submitted: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let id = submitted["id"].as_str().unwrap().to_owned();
+
+    let output = daemon.kbctl(&["search", "TypeScript 别名"]);
+    assert!(output.status.success());
+    let text = stdout(&output);
+    assert!(text.contains("1. [配置 TypeScript 路径别名]") && text.contains("score 5/5") && text.contains(&id), "{text}");
+
+    let output = daemon.kbctl(&["search", "tsconfig.json", "--json", "--min-score", "5"]);
+    let found: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(found["results"][0]["id"], id);
+    assert_eq!(found["results"][0]["has_content"], true);
+
+    let output = daemon.kbctl(&["show", &id]);
+    let text = stdout(&output);
+    assert!(text.contains("tsconfig.json paths") && text.contains("\"@/*\"") && text.contains("application/json"), "{text}");
+
+    let output = daemon.kbctl(&["list", "--json"]);
+    let listed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(listed["count"], 1);
+
+    // A bad value is refused with the field named, and nothing is stored.
+    let output = daemon.kbctl(&["submit", "--task", "t", "--resource", "r", "--result", "x", "--score", "7"]);
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("score"), "{}", stderr(&output));
+
+    let output = daemon.kbctl(&["delete", &id]);
+    assert!(output.status.success());
+    assert!(stdout(&output).contains("deleted 1"));
+    let output = daemon.kbctl(&["delete", &id]);
+    assert!(!output.status.success(), "deleting a missing id is reported");
+    let output = daemon.kbctl(&["search", "tsconfig.json"]);
+    assert!(stdout(&output).contains("no matching experiences"));
+}
+
+#[test]
+fn export_then_import_round_trips_and_bad_lines_are_reported() {
+    let source = TestDaemon::start();
+    for n in 0..120 {
+        source.submit(&format!("导出测试 experience {n}"), &format!("tool-{n}"), &format!("result {n}"), 1 + (n % 5));
+    }
+    source.ok(
+        "kb.submit",
+        serde_json::json!({"task": "with content", "resource": "r", "result": "x", "content": "步骤一\nstep two", "content_type": "text/markdown"}),
+    );
+    let export_path = source.home.path().join("export.jsonl");
+    let output = source.kbctl(&["export", export_path.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("exported 121"));
+    let exported = std::fs::read_to_string(&export_path).unwrap();
+    assert_eq!(exported.lines().count(), 121);
+
+    // Add a broken line and a line the daemon refuses.
+    let import_path = source.home.path().join("import.jsonl");
+    std::fs::write(&import_path, format!("{exported}{{broken json\n{{\"task\":\"t\",\"resource\":\"r\",\"result\":\"x\",\"score\":0}}\n\n")).unwrap();
+
+    let target = TestDaemon::start();
+    let output = target.kbctl(&["import", import_path.to_str().unwrap(), "--batch", "50", "--json"]);
+    assert!(!output.status.success(), "rejected lines make the exit non-zero");
+    let summary: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(summary["imported"], 121);
+    let rejected = summary["rejected"].as_array().unwrap();
+    assert_eq!(rejected.len(), 2);
+    assert_eq!(rejected[0]["line"], 122);
+    assert_eq!(rejected[1]["line"], 123);
+    assert!(rejected[1]["error"].as_str().unwrap().contains("score"));
+
+    // Everything came across: ratings, content, searchability.
+    let status = target.ok("status", serde_json::json!({}));
+    assert_eq!(status["experiences"], 121);
+    let hit = target.ok("kb.search", serde_json::json!({"query": "with content", "min_score": 1}));
+    let id = hit["results"][0]["id"].as_str().unwrap();
+    let content = target.ok("kb.content", serde_json::json!({"experience_id": id}));
+    assert_eq!(content["content"], "步骤一\nstep two");
+    assert_eq!(content["content_type"], "text/markdown");
+    let rated = target.ok("kb.search", serde_json::json!({"query": "导出测试 tool-7", "min_score": 1}));
+    assert_eq!(rated["results"][0]["score"], 3);
+
+    // Importing the same file again only merges duplicates.
+    let output = target.kbctl(&["import", export_path.to_str().unwrap(), "--json"]);
+    assert!(output.status.success());
+    let again: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(again["imported"], 0);
+    assert_eq!(again["duplicates"], 121);
+}
+
+#[test]
+fn closed_pipe_is_not_an_error() {
+    let daemon = TestDaemon::start();
+    for n in 0..50 {
+        daemon.submit(&format!("pipe test {n}"), "head", "closed early", 3);
+    }
+    let output = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{} export | head -n 1", common::bin("kbctl").display()))
+        .env("KNOWHUB_SOCKET", &daemon.socket)
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    assert!(!stderr(&output).contains("Broken pipe"), "{}", stderr(&output));
+}

@@ -26,6 +26,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         print!("{EXAMPLE_CONFIG}");
         return Ok(ExitCode::SUCCESS);
     }
+    if let Command::Service { action } = &cli.command {
+        return crate::service::run(action, &socket, json).await;
+    }
     let mut client = connect(&socket).await?;
     match cli.command {
         Command::Status => status(&mut client, json).await,
@@ -173,7 +176,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Config => unreachable!("handled before connecting"),
+        Command::Config | Command::Service { .. } => unreachable!("handled before connecting"),
     }
 }
 

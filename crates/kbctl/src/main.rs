@@ -3,6 +3,7 @@
 
 mod commands;
 mod output;
+mod service;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -93,6 +94,11 @@ pub enum Command {
     Backup { path: PathBuf },
     /// Print the daemon's example configuration, with comments.
     Config,
+    /// Run KnowHub as a user service (systemd or launchd), started on demand by its socket.
+    Service {
+        #[command(subcommand)]
+        action: service::ServiceCommand,
+    },
 }
 
 fn main() -> ExitCode {

@@ -81,6 +81,16 @@ impl Daemon {
     /// Serves until `shutdown` completes. The index is brought up to date in the background,
     /// so `status` answers at once; searches wait for it.
     pub async fn run(self, shutdown: impl std::future::Future<Output = ()>) -> anyhow::Result<()> {
+        self.run_with_readiness(shutdown, || {}).await
+    }
+
+    /// Like [`Daemon::run`], and calls `ready` once the accept loop is running, so that a
+    /// service manager is told the daemon is ready only when it answers (`sd_notify`).
+    pub async fn run_with_readiness(
+        self,
+        shutdown: impl std::future::Future<Output = ()>,
+        ready: impl FnOnce(),
+    ) -> anyhow::Result<()> {
         let Daemon { engine, listener, socket, _lock, owns_socket_file } = self;
         // Loading the Chinese dictionary takes a moment: do it now, not in the first request.
         let warming = std::thread::spawn(kb_index::warm_up);
@@ -101,7 +111,19 @@ impl Daemon {
             })
         };
         tracing::info!(socket = %socket.display(), pid = std::process::id(), "knowhubd is serving");
-        crate::server::serve(listener, engine.clone(), &engine.config, shutdown).await;
+        let serving = crate::server::serve(listener, engine.clone(), &engine.config, shutdown);
+        tokio::pin!(serving);
+        // The first poll builds the service and enters the accept loop (accepting any
+        // connection already queued); only then is the daemon ready.
+        let mut ready = Some(ready);
+        std::future::poll_fn(|context| {
+            let polled = serving.as_mut().poll(context);
+            if let Some(ready) = ready.take() {
+                ready();
+            }
+            polled
+        })
+        .await;
         flusher.abort();
         let _ = preparing.await;
         let _ = warming.join();

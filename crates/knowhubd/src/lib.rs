@@ -3,6 +3,7 @@
 //! `main.rs` is a thin wrapper that reads the environment, installs signal handlers and calls
 //! [`Daemon::boot`] and [`Daemon::run`]; tests boot the daemon in-process on a temp socket.
 
+pub mod activation;
 pub mod config;
 pub mod daemon;
 pub mod engine;

@@ -2,7 +2,7 @@
 //! signals, and hands over to the library.
 
 use anyhow::Context as _;
-use knowhubd::{Config, Daemon};
+use knowhubd::{Config, Daemon, activation};
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
@@ -18,7 +18,7 @@ fn main() -> anyhow::Result<()> {
             }
             "--help" | "-h" => {
                 println!(
-                    "knowhubd: the KnowHub daemon\n\nUsage: knowhubd [--print-config | --version]\n\nEnvironment: KNOWHUB_HOME, KNOWHUB_SOCKET, KNOWHUB_LOG (see the README)."
+                    "knowhubd: the KnowHub daemon\n\nUsage: knowhubd [--print-config | --version]\n\nEnvironment: KNOWHUB_HOME, KNOWHUB_SOCKET, KNOWHUB_LOG (see the README).\n\nStarted by systemd or launchd (`kbctl service install`), it serves the socket they pass\n(LISTEN_FDS, launch_activate_socket) and reports readiness over NOTIFY_SOCKET."
                 );
                 return Ok(());
             }
@@ -35,13 +35,30 @@ fn main() -> anyhow::Result<()> {
 
     // Everything the daemon creates (database, index, logs of its own) is the user's alone.
     rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
-    let paths = kb_proto::Paths::from_env();
+    // Before any thread starts: this takes the socket systemd or launchd passed, if any, and
+    // clears the environment variables that describe it.
+    let inherited = activation::take_listener().context("cannot use the socket passed by the service manager")?;
+    let mut paths = kb_proto::Paths::from_env();
+    // The manager's socket wins over the default path, so the lock file sits beside it.
+    if let Some(address) = inherited.as_ref().and_then(|listener| listener.local_addr().ok())
+        && let Some(path) = address.as_pathname()
+    {
+        paths.socket = path.to_owned();
+    }
     let config = Config::load(&paths.config)?;
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
     runtime.block_on(async move {
-        let daemon = Daemon::boot(paths, config)?;
-        daemon.run(shutdown_signal()).await
+        let daemon = match inherited {
+            Some(listener) => Daemon::from_listener(paths, config, listener)?,
+            None => Daemon::boot(paths, config)?,
+        };
+        let socket = daemon.socket().to_owned();
+        let shutdown = async {
+            shutdown_signal().await;
+            activation::notify_stopping();
+        };
+        daemon.run_with_readiness(shutdown, || activation::notify_ready(&socket)).await
     })
 }
 

@@ -65,9 +65,15 @@ impl Paths {
             dirs.as_ref().map(|dirs| dirs.data_dir().to_owned()).unwrap_or_else(|| fallback_runtime_dir().join("data"));
         let config =
             dirs.as_ref().map(|dirs| dirs.config_dir().join("config.toml")).unwrap_or_else(|| home.join("config.toml"));
-        // systemd's knowhubd.socket listens on %t/knowhub/knowhubd.sock, the same path.
-        let socket_dir =
-            dirs.as_ref().and_then(|dirs| dirs.runtime_dir().map(Path::to_owned)).unwrap_or_else(fallback_runtime_dir);
+        // systemd's knowhubd.socket listens on %t/knowhub/knowhubd.sock, the same path. macOS
+        // has no runtime dir, and its per-user temp dir is emptied at reboot while launchd does
+        // not create a missing parent for the socket it listens on: there the socket lives in
+        // the data directory, which lasts.
+        let socket_dir = if cfg!(target_os = "macos") {
+            home.clone()
+        } else {
+            dirs.as_ref().and_then(|dirs| dirs.runtime_dir().map(Path::to_owned)).unwrap_or_else(fallback_runtime_dir)
+        };
         Paths {
             database: home.join("knowhub.db"),
             index: home.join("index"),

@@ -1,0 +1,74 @@
+// Generated from index.ts by scripts/build.mjs: do not edit.
+// The OpenClaw entry of the KnowHub plugin: reads the plugin config, registers the three tools
+// and a forwarding handler for every typed hook. All state and logic live in the daemon.
+
+import { KnowhubClient, resolveSocketPath } from "./client.js";
+import { registerHooks } from "./hooks.js";
+import { TOOL_NAMES, contentTool, searchTool, submitTool } from "./tools.js";
+
+const ENUMS = {
+  reminderMode: ["off", "minimal", "normal", "aggressive"],
+  privacyMode: ["strict", "relaxed"],
+  extractionTrigger: ["agent_end", "before_compaction"],
+};
+
+/**
+ * The config with defaults for whatever is missing. OpenClaw validates the config against the
+ * manifest's schema before this runs; this only fills in defaults and ignores what is off.
+ */
+export function resolveConfig(raw) {
+  const value = raw ?? {};
+  const choice = (key, fallback) =>
+    (ENUMS[key]).includes(value[key]) ? (value[key]) : fallback;
+  const flag = (key, fallback) => (typeof value[key] === "boolean" ? (value[key]) : fallback);
+  const whole = (key, fallback, min, max) => {
+    const n = value[key];
+    return typeof n === "number" && Number.isInteger(n) && n >= min && n <= max ? n : fallback;
+  };
+  return {
+    socketPath: typeof value.socketPath === "string" && value.socketPath.trim() !== "" ? value.socketPath : undefined,
+    submittedBy: typeof value.submittedBy === "string" ? value.submittedBy : "",
+    reminderMode: choice("reminderMode", "normal"),
+    autoRecall: flag("autoRecall", true),
+    enableServerExtraction: flag("enableServerExtraction", false),
+    privacyMode: choice("privacyMode", "strict"),
+    extractionTrigger: choice("extractionTrigger", "agent_end"),
+    requireApproval: flag("requireApproval", true),
+    hookTimeoutMs: whole("hookTimeoutMs", 1_000, 10, 15_000),
+    toolTimeoutMs: whole("toolTimeoutMs", 30_000, 100, 600_000),
+  };
+}
+
+/** Registers everything with OpenClaw. Opens no connection: the first tool or hook call does. */
+export function register(api) {
+  const config = resolveConfig(api.pluginConfig);
+  const configured = config.socketPath && api.resolvePath ? api.resolvePath(config.socketPath) : config.socketPath;
+  const client = new KnowhubClient({ socketPath: resolveSocketPath(configured), logger: api.logger });
+
+  const toolOptions = { client, submittedBy: config.submittedBy, timeoutMs: config.toolTimeoutMs };
+  // Factories: OpenClaw builds the tools per run, so kb_submit learns the agent and session.
+  api.registerTool(() => searchTool(toolOptions), { name: TOOL_NAMES[0] });
+  api.registerTool((ctx) => submitTool(toolOptions, { agentId: ctx?.agentId, sessionKey: ctx?.sessionKey }), {
+    name: TOOL_NAMES[1],
+  });
+  api.registerTool(() => contentTool(toolOptions), { name: TOOL_NAMES[2] });
+
+  const hookConfig = {
+    reminderMode: config.reminderMode,
+    autoRecall: config.autoRecall,
+    privacyMode: config.privacyMode,
+    enableServerExtraction: config.enableServerExtraction,
+    extractionTrigger: config.extractionTrigger,
+    requireApproval: config.requireApproval,
+    submittedBy: config.submittedBy,
+  };
+  registerHooks(api, { client, config: hookConfig, hookTimeoutMs: config.hookTimeoutMs, logger: api.logger });
+  api.logger.debug?.(`knowhub: daemon socket ${client.socketPath}`);
+}
+
+export default {
+  id: "knowhub",
+  name: "KnowHub",
+  description: "A shared memory of experiences for agents: kb_search, kb_submit, kb_content, reminders and recall.",
+  register,
+};

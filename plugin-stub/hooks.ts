@@ -1,0 +1,298 @@
+// The hook table: every typed OpenClaw hook, how it runs, and how it is forwarded to the daemon
+// as the uniform envelope `hook.event {hook, timestamp, event, ctx, config}` and answered.
+
+import type { KnowhubClient, Logger } from "./client.ts";
+
+/**
+ * How OpenClaw runs a hook, and so how the stub forwards it:
+ * - observe: run in parallel, return ignored. Sent fire-and-forget; the handler returns at once.
+ * - sync: must return synchronously. Sent fire-and-forget; the handler returns undefined.
+ * - modify: sequential, results merged. Waits for the daemon under the hook deadline and
+ *   returns the answer's fields other than `action`, if any.
+ * - gate: a pure gate (`before_agent_run`). Returns a block only when the daemon says block.
+ * - claim: first `{handled: true}` wins. Returns the answer only when it has `handled: true`.
+ * On a deadline or any error every waiting hook returns undefined: it fails open.
+ */
+export type HookKind = "observe" | "sync" | "modify" | "gate" | "claim";
+
+/** All 42 typed hooks of openclaw@2026.9.6 (src/plugins/hook-types.ts), with their kind. */
+export const HOOKS: Readonly<Record<string, HookKind>> = {
+  before_model_resolve: "modify",
+  agent_turn_prepare: "modify",
+  before_prompt_build: "modify",
+  before_agent_run: "gate",
+  before_agent_reply: "claim",
+  before_agent_finalize: "modify",
+  agent_end: "observe",
+  heartbeat_prompt_contribution: "modify",
+  model_call_started: "observe",
+  model_call_ended: "observe",
+  llm_input: "observe",
+  llm_output: "observe",
+  before_tool_call: "modify",
+  after_tool_call: "observe",
+  resolve_exec_env: "modify",
+  tool_result_persist: "sync",
+  before_message_write: "sync",
+  inbound_claim: "claim",
+  before_dispatch: "claim",
+  reply_dispatch: "claim",
+  channel_pairing_requested: "observe",
+  message_received: "observe",
+  message_sending: "modify",
+  reply_payload_sending: "modify",
+  message_sent: "observe",
+  session_start: "observe",
+  session_end: "observe",
+  before_reset: "observe",
+  before_compaction: "observe",
+  after_compaction: "observe",
+  subagent_spawned: "observe",
+  subagent_progress: "observe",
+  subagent_ended: "observe",
+  subagent_delivery_target: "modify",
+  gateway_start: "observe",
+  gateway_stop: "observe",
+  cron_reconciled: "observe",
+  cron_changed: "observe",
+  before_install: "modify",
+  skill_proposal_evaluate: "modify",
+  skill_proposal_changed: "observe",
+  skill_changed: "observe",
+};
+
+/** What a blocking answer becomes, for the hooks that can block (or cancel). */
+const BLOCK_SHAPES: Readonly<Record<string, (reason: string, answer: Answer) => object>> = {
+  before_agent_run: (reason, answer) => ({
+    outcome: "block",
+    reason,
+    ...(typeof answer.message === "string" ? { message: answer.message } : {}),
+  }),
+  before_tool_call: (reason) => ({ block: true, blockReason: reason }),
+  message_sending: (reason) => ({ cancel: true, cancelReason: reason }),
+  reply_payload_sending: (reason) => ({ cancel: true, reason }),
+  before_install: (reason, answer) => ({
+    block: true,
+    blockReason: reason,
+    ...(Array.isArray(answer.findings) ? { findings: answer.findings } : {}),
+  }),
+};
+
+type Answer = Record<string, unknown> & { action?: unknown };
+
+/** Maps the daemon's answer to what the hook returns to OpenClaw (undefined: nothing). */
+export function mapAnswer(hook: string, kind: HookKind, answer: unknown): object | undefined {
+  if (!answer || typeof answer !== "object" || Array.isArray(answer)) return undefined;
+  const reply = answer as Answer;
+  const block = BLOCK_SHAPES[hook];
+  if (reply.action === "block" && block) {
+    const reason =
+      [reply.reason, reply.blockReason, reply.cancelReason].find((text) => typeof text === "string" && text !== "") ??
+      "blocked by KnowHub";
+    return block(reason as string, reply);
+  }
+  if (kind === "gate") return undefined;
+  const { action: _action, ...fields } = reply;
+  if (kind === "claim") return fields.handled === true ? fields : undefined;
+  if (kind === "modify") return Object.keys(fields).length > 0 ? fields : undefined;
+  return undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The envelope
+
+/** Keys never forwarded: configuration can hold secrets; signals are process-local. */
+const STRIPPED_KEYS = new Set(["config", "runtimeConfig", "pluginConfig", "abortSignal"]);
+
+export type Limits = {
+  /** Characters kept of one string; the rest is replaced by a marker. */
+  maxString: number;
+  /** Items kept of one array: the most recent (last) ones. */
+  maxArray: number;
+  /** Keys kept of one object. */
+  maxKeys: number;
+  /** Nesting kept; deeper values become a marker. */
+  maxDepth: number;
+  /** Characters of strings kept in one envelope in all; later strings become markers. */
+  budget: number;
+};
+
+/** Caps for one envelope: about 1 MB of text at most, however large the event. */
+export const DEFAULT_LIMITS: Limits = { maxString: 16_384, maxArray: 200, maxKeys: 256, maxDepth: 12, budget: 1_000_000 };
+
+/**
+ * A JSON-safe copy of `value` for the envelope: functions, symbols, AbortSignals and the keys
+ * in STRIPPED_KEYS are left out; dates, bigints, errors, maps, sets and binary data become plain
+ * JSON; cycles, depth, long strings, long arrays and the total size are capped. Arrays keep
+ * their most recent items, and recent items get the size budget first.
+ */
+export function sanitize(value: unknown, limits: Limits = DEFAULT_LIMITS): unknown {
+  const state = { budget: limits.budget, seen: new WeakSet<object>() };
+  return copy(value, 0, limits, state);
+}
+
+function copy(value: unknown, depth: number, limits: Limits, state: { budget: number; seen: WeakSet<object> }): unknown {
+  switch (typeof value) {
+    case "string":
+      return capString(value, limits, state);
+    case "number":
+      return Number.isFinite(value) ? value : null;
+    case "boolean":
+      return value;
+    case "bigint":
+      return value.toString();
+    case "undefined":
+    case "function":
+    case "symbol":
+      return undefined;
+  }
+  if (value === null) return null;
+  const object = value as object;
+  if (object instanceof Date) return Number.isNaN(object.getTime()) ? null : object.toISOString();
+  if (typeof AbortSignal !== "undefined" && object instanceof AbortSignal) return undefined;
+  if (ArrayBuffer.isView(object) || object instanceof ArrayBuffer) return `[${object.byteLength} bytes]`;
+  if (depth >= limits.maxDepth) return "[nested too deep]";
+  if (state.seen.has(object)) return "[circular]";
+  state.seen.add(object);
+  try {
+    if (object instanceof Error) {
+      return { name: capString(object.name, limits, state), message: capString(object.message, limits, state) };
+    }
+    if (Array.isArray(object) || object instanceof Set) {
+      const items = Array.isArray(object) ? object : [...object];
+      const start = Math.max(0, items.length - limits.maxArray);
+      const out: unknown[] = new Array(items.length - start);
+      // Newest first, so the most recent items get the budget when it runs short.
+      for (let i = items.length - 1; i >= start; i--) {
+        const item = copy(items[i], depth + 1, limits, state);
+        out[i - start] = item === undefined ? null : item;
+      }
+      return out;
+    }
+    const entries: Iterable<[unknown, unknown]> =
+      object instanceof Map ? object.entries() : Object.entries(object as Record<string, unknown>);
+    const out: Record<string, unknown> = {};
+    let keys = 0;
+    for (const [key, item] of entries) {
+      if (typeof key !== "string" || STRIPPED_KEYS.has(key)) continue;
+      if (keys >= limits.maxKeys) {
+        out["…"] = "[more keys omitted]";
+        break;
+      }
+      const copied = copy(item, depth + 1, limits, state);
+      if (copied !== undefined) {
+        out[key] = copied;
+        keys++;
+      }
+    }
+    return out;
+  } catch {
+    return "[unreadable]";
+  } finally {
+    state.seen.delete(object);
+  }
+}
+
+function capString(text: string, limits: Limits, state: { budget: number }): string {
+  const keep = Math.min(limits.maxString, Math.max(0, state.budget));
+  if (text.length <= keep) {
+    state.budget -= text.length;
+    return text;
+  }
+  state.budget -= keep;
+  return `${text.slice(0, keep)}…[truncated ${text.length - keep} chars]`;
+}
+
+/** The plugin config the daemon acts on, sent with every event. */
+export type HookConfig = {
+  reminderMode: string;
+  autoRecall: boolean;
+  privacyMode: string;
+  enableServerExtraction: boolean;
+  extractionTrigger: string;
+  requireApproval: boolean;
+  submittedBy: string;
+};
+
+/** The `hook.event` params for one hook call. */
+export function envelope(hook: string, event: unknown, ctx: unknown, config: HookConfig, limits: Limits = DEFAULT_LIMITS) {
+  const state = { budget: limits.budget, seen: new WeakSet<object>() };
+  return {
+    hook,
+    timestamp: Date.now(),
+    event: asObject(copy(event, 0, limits, state)),
+    ctx: asObject(copy(ctx, 0, limits, state)),
+    config,
+  };
+}
+
+function asObject(value: unknown): object {
+  return value !== null && typeof value === "object" && !Array.isArray(value) ? value : { value: value ?? null };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Registration
+
+export type HookApi = {
+  on: (hookName: string, handler: (event: unknown, ctx: unknown) => unknown, opts?: { priority?: number }) => void;
+};
+
+export type HookOptions = {
+  client: KnowhubClient;
+  config: HookConfig;
+  /** How long waiting hooks wait for the daemon before returning nothing. */
+  hookTimeoutMs: number;
+  /** How long a fire-and-forget event may stay in flight. */
+  notifyTimeoutMs?: number;
+  /** Told once per kind of error the daemon answers hook events with (e.g. an old daemon). */
+  logger?: Logger;
+};
+
+/** A handler that forwards `hook` as its kind requires. Never throws. */
+export function hookHandler(
+  hook: string,
+  kind: HookKind,
+  options: HookOptions,
+  warned: Set<number> = new Set(),
+): (event: unknown, ctx: unknown) => unknown {
+  const { client, config, hookTimeoutMs, logger } = options;
+  const notifyTimeoutMs = options.notifyTimeoutMs ?? 10_000;
+  // Unreachable and slow daemons are reported by the client, once; this reports the daemon
+  // refusing hook events, once per error code.
+  const onError = (error: unknown) => {
+    const code = (error as { kind?: string } | null)?.kind === "rpc" ? (error as { code: number }).code : undefined;
+    if (code === undefined || warned.has(code)) return;
+    warned.add(code);
+    const why = code === -32601 ? "the daemon is older than this plugin and does not take hook events; update it" : (error as Error).message;
+    logger?.warn(`knowhub: hook events are not handled (${hook}: ${why}); tools still work`);
+  };
+  if (kind === "observe" || kind === "sync") {
+    // Not async: sync hooks must return synchronously, and observers should not wait either.
+    return (event, ctx) => {
+      try {
+        client.notify("hook.event", envelope(hook, event, ctx, config), notifyTimeoutMs, onError);
+      } catch {
+        // Forwarding is best effort; the agent's work must never fail because of it.
+      }
+      return undefined;
+    };
+  }
+  return async (event, ctx) => {
+    try {
+      const answer = await client.call("hook.event", envelope(hook, event, ctx, config), { timeoutMs: hookTimeoutMs });
+      return mapAnswer(hook, kind, answer);
+    } catch (error) {
+      // Fail open: a gate never blocks and a prompt is never held up because KnowHub is down.
+      onError(error);
+      return undefined;
+    }
+  };
+}
+
+/** Registers a forwarding handler for every hook in HOOKS. */
+export function registerHooks(api: HookApi, options: HookOptions): string[] {
+  const names = Object.keys(HOOKS);
+  const warned = new Set<number>();
+  for (const hook of names) api.on(hook, hookHandler(hook, HOOKS[hook]!, options, warned));
+  return names;
+}

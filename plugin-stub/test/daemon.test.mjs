@@ -1,0 +1,168 @@
+// The stub against the real knowhubd (target/debug/knowhubd) on a temp home: tools round-trip,
+// errors read clearly, a dead or hanging daemon costs a clear error or nothing, and the stub
+// reconnects after a restart.
+
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+
+import { register } from "../index.ts";
+import { Daemon, fakeApi, timed } from "./helpers.mjs";
+
+const CTX = { agentId: "coder", sessionKey: "agent:coder:main" };
+
+let daemon;
+before(async () => {
+  daemon = await Daemon.start();
+});
+after(async () => {
+  await daemon?.stop();
+});
+
+function plugin(config = {}) {
+  const api = fakeApi({ socketPath: daemon.socket, submittedBy: "tester@example.com", ...config });
+  register(api);
+  return api;
+}
+
+test("kb_submit, kb_search and kb_content round-trip through the daemon", async () => {
+  const api = plugin();
+  const submit = api.tool("kb_submit", CTX);
+  const submitted = await submit.execute("call-1", {
+    task: "Run the test suite once in CI",
+    resource: "vitest --run",
+    result: "Exits when done instead of watching; use it in CI",
+    score: 4,
+    content: "npx vitest --run --reporter=dot",
+  });
+  assert.equal(submitted.details.error, undefined, submitted.content[0].text);
+  const id = submitted.details.id;
+  assert.match(id, /^[0-9A-Z]{26}$/);
+  assert.equal(submitted.content[0].text, `✅ Experience submitted (ID: ${id})`);
+
+  // Who submitted it, from the tool context and the config, reached the store.
+  const stored = (await daemon.call("kb.get", { experience_id: id })).result;
+  assert.equal(stored.agent_id, "coder");
+  assert.equal(stored.session_key, "agent:coder:main");
+  assert.equal(stored.submitted_by, "tester@example.com");
+  assert.equal(stored.source, "tool");
+
+  const found = await api.tool("kb_search", CTX).execute("call-2", { query: "vitest watch mode" });
+  assert.equal(found.details.error, undefined, found.content[0].text);
+  assert.equal(found.details.results[0].id, id);
+  assert.equal(found.details.count, found.details.results.length);
+  assert.match(found.content[0].text, /^Found 1 relevant experience/);
+  assert.match(found.content[0].text, new RegExp(`1\\. \\[Run the test suite once in CI\\]\\n   resource: vitest --run\\n   result: .*\\n   score: 4/5 \\(id ${id}; details: kb_content\\)`));
+
+  const content = await api.tool("kb_content", CTX).execute("call-3", { experience_id: id });
+  assert.equal(content.content[0].text, "npx vitest --run --reporter=dot");
+  assert.equal(content.details.experience_id, id);
+
+  // Defaults: score 3 when absent, and min_score 3 filters out lower ratings.
+  const low = await submit.execute("call-4", { task: "Try pnpm dlx for vitest", resource: "pnpm dlx vitest", result: "slow", score: 2 });
+  const plain = await submit.execute("call-5", { task: "Vitest coverage report", resource: "vitest --coverage", result: "needs @vitest/coverage-v8" });
+  assert.equal((await daemon.call("kb.get", { experience_id: plain.details.id })).result.score, 3);
+  const defaults = await api.tool("kb_search").execute("call-6", { query: "vitest" });
+  const ids = defaults.details.results.map((hit) => hit.id);
+  assert.ok(!ids.includes(low.details.id), "rated 2 is below the default min_score 3");
+  const all = await api.tool("kb_search").execute("call-7", { query: "vitest", min_score: 1, top_k: 10 });
+  assert.ok(all.details.results.some((hit) => hit.id === low.details.id));
+});
+
+test("daemon errors come back as clear tool errors with details.error", async () => {
+  const api = plugin();
+  const bad = await api.tool("kb_submit", CTX).execute("c", { task: "t", resource: "r", result: "x", score: 9 });
+  assert.match(bad.content[0].text, /^kb_submit failed: invalid `score`/);
+  assert.equal(bad.details.error.code, -32602);
+  assert.equal(bad.details.error.data.field, "score");
+
+  const missing = await api.tool("kb_content", CTX).execute("c", { experience_id: "01ARZ3NDEKTSV4RRFFQ69G5FAV" });
+  assert.match(missing.content[0].text, /^kb_content failed: /);
+  assert.ok(missing.details.error, "details.error is set");
+
+  const empty = await api.tool("kb_search", CTX).execute("c", { query: "   " });
+  assert.match(empty.content[0].text, /^kb_search failed: invalid `query`/);
+  assert.equal(empty.details.error.data.field, "query");
+});
+
+test("a dead daemon: tools say how to start it; hooks return nothing; one warning; reconnect after restart", async () => {
+  const api = plugin();
+  const search = api.tool("kb_search", CTX);
+  assert.equal((await search.execute("c", { query: "vitest" })).details.error, undefined);
+
+  await daemon.kill();
+  const { value: down, ms } = await timed(search.execute("c", { query: "vitest" }));
+  assert.ok(ms < 1_000, `took ${ms.toFixed(0)} ms`);
+  assert.match(down.content[0].text, /^kb_search failed: the KnowHub daemon is not reachable at .*knowhubd\.sock/);
+  assert.match(down.content[0].text, /kbctl service install.*knowhubd/);
+  assert.equal(down.details.error.kind, "unreachable");
+  assert.equal(down.details.error.socketPath, daemon.socket);
+  const submitDown = await api.tool("kb_submit", CTX).execute("c", { task: "t", resource: "r", result: "x" });
+  assert.equal(submitDown.details.error.kind, "unreachable");
+  for (const hook of ["before_prompt_build", "before_agent_run", "before_tool_call"]) {
+    const { value, ms: hookMs } = await timed(api.hooks.get(hook)({ prompt: "p", toolName: "x" }, CTX));
+    assert.equal(value, undefined);
+    assert.ok(hookMs < 500, `${hook} took ${hookMs.toFixed(0)} ms`);
+  }
+  api.hooks.get("after_tool_call")({ toolName: "x" }, CTX);
+  assert.equal(api.warnings().filter((message) => /not reachable/.test(message)).length, 1, JSON.stringify(api.warnings()));
+
+  await daemon.spawn();
+  const back = await search.execute("c", { query: "vitest" });
+  assert.equal(back.details.error, undefined, back.content[0].text);
+  assert.ok(back.details.count >= 1, "the store survived the crash");
+  assert.ok(api.logs.some(([level, message]) => level === "info" && /answering again/.test(message)));
+});
+
+test("a hanging daemon (SIGSTOP): tools fail at their deadline, hooks return nothing at theirs", async () => {
+  const api = plugin({ toolTimeoutMs: 300, hookTimeoutMs: 100 });
+  assert.equal((await api.tool("kb_search").execute("c", { query: "vitest" })).details.error, undefined);
+  daemon.pause();
+  try {
+    const { value: result, ms } = await timed(api.tool("kb_search").execute("c", { query: "vitest" }));
+    assert.match(result.content[0].text, /^kb_search failed: the KnowHub daemon at .* did not answer kb\.search within 300 ms/);
+    assert.equal(result.details.error.kind, "timeout");
+    assert.ok(ms >= 290 && ms < 1_000, `took ${ms.toFixed(0)} ms`);
+    for (const hook of ["before_prompt_build", "before_agent_run", "before_agent_reply"]) {
+      const { value, ms: hookMs } = await timed(api.hooks.get(hook)({ prompt: "p" }, CTX));
+      assert.equal(value, undefined);
+      assert.ok(hookMs >= 90 && hookMs < 500, `${hook} took ${hookMs.toFixed(0)} ms`);
+    }
+  } finally {
+    daemon.resume();
+  }
+  const back = await api.tool("kb_search").execute("c", { query: "vitest" });
+  assert.equal(back.details.error, undefined, back.content[0].text);
+});
+
+test("a cancelled tool call stops waiting", async () => {
+  const api = plugin();
+  const controller = new AbortController();
+  daemon.pause();
+  try {
+    setTimeout(() => controller.abort(), 50);
+    const { value, ms } = await timed(api.tool("kb_search").execute("c", { query: "vitest" }, controller.signal));
+    assert.ok(ms < 1_000, `took ${ms.toFixed(0)} ms`);
+    assert.equal(value.details.error.kind, "aborted");
+    assert.match(value.content[0].text, /^kb_search was cancelled/);
+  } finally {
+    daemon.resume();
+  }
+});
+
+test("before_prompt_build through the stub returns the daemon's intro in prependContext", async (t) => {
+  const probe = await daemon.call("hook.event", { hook: "session_start", event: {}, ctx: {} });
+  if (probe.error?.code === -32601) {
+    t.skip("this knowhubd has no hook.event yet: rebuild it (cargo build -p knowhubd)");
+    return;
+  }
+  const api = plugin({ autoRecall: false });
+  const ctx = { agentId: "main", sessionKey: `agent:main:intro-${Date.now()}` };
+  const first = await api.hooks.get("before_prompt_build")({ prompt: "set up vitest", messages: [] }, ctx);
+  assert.ok(first && typeof first.prependContext === "string", `got ${JSON.stringify(first)}`);
+  assert.match(first.prependContext, /kb_search/);
+  assert.match(first.prependContext, /kb_submit/);
+  // reminderMode reaches the daemon: with "off" a new session gets no intro.
+  const quiet = plugin({ reminderMode: "off", autoRecall: false });
+  const none = await quiet.hooks.get("before_prompt_build")({ prompt: "x" }, { sessionKey: `agent:main:quiet-${Date.now()}` });
+  assert.equal(none, undefined);
+});

@@ -1,0 +1,237 @@
+// Test helpers: the real knowhubd on a temp home, a recording JSON-RPC server on a temp socket,
+// and a stand-in for OpenClaw's plugin API that records what the plugin registers.
+
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync, openSync, readFileSync } from "node:fs";
+import http from "node:http";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const STUB_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+export const REPO_ROOT = path.resolve(STUB_DIR, "..");
+
+/** A temp directory under /tmp (short: Unix socket paths are limited to ~100 bytes). */
+export function tempDir(prefix) {
+  return mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+/** The built daemon binary; fails with what to do when it is not built. */
+export function knowhubdPath() {
+  const binary = process.env.KNOWHUBD_BIN || path.join(REPO_ROOT, "target", "debug", "knowhubd");
+  if (!existsSync(binary)) {
+    throw new Error(`${binary} is not built: run \`cargo build -p knowhubd\` (tests/run does) before the plugin-stub tests`);
+  }
+  return binary;
+}
+
+/** One raw JSON-RPC call over a socket, without the plugin's client. */
+export function rawCall(socketPath, method, params = {}, timeoutMs = 2_000) {
+  return new Promise((resolve, reject) => {
+    const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method, params });
+    const req = http.request(
+      { socketPath, method: "POST", path: "/", headers: { "content-type": "application/json" }, timeout: timeoutMs },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (chunk) => (text += chunk));
+        res.on("end", () => {
+          try {
+            resolve(JSON.parse(text));
+          } catch (error) {
+            reject(error);
+          }
+        });
+      },
+    );
+    req.on("timeout", () => req.destroy(new Error("timeout")));
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+/** The real daemon on a fresh temp home. `stop()` always cleans up. */
+export class Daemon {
+  constructor(home = tempDir("pstub-daemon-")) {
+    this.home = home;
+    this.socket = path.join(home, "knowhubd.sock");
+    this.log = path.join(home, "daemon.log");
+    this.child = null;
+  }
+
+  static async start() {
+    const daemon = new Daemon();
+    await daemon.spawn();
+    return daemon;
+  }
+
+  /** Starts (or restarts) the process on this home and waits until `status` answers. */
+  async spawn() {
+    const log = openSync(this.log, "a");
+    const env = { ...process.env, KNOWHUB_HOME: this.home, KNOWHUB_LOG: process.env.KNOWHUB_LOG || "info" };
+    delete env.KNOWHUB_SOCKET;
+    this.child = spawn(knowhubdPath(), [], { env, stdio: ["ignore", "ignore", log] });
+    const child = this.child;
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      if (child.exitCode !== null || child.signalCode !== null) {
+        throw new Error(`knowhubd exited (${child.exitCode ?? child.signalCode}) before answering; log:\n${this.logText()}`);
+      }
+      try {
+        const answer = await rawCall(this.socket, "status", {}, 1_000);
+        if (answer.result) return answer.result;
+      } catch {
+        // not up yet
+      }
+      if (Date.now() > deadline) throw new Error(`knowhubd did not answer within 30 s; log:\n${this.logText()}`);
+      await sleep(25);
+    }
+  }
+
+  logText() {
+    try {
+      return readFileSync(this.log, "utf8");
+    } catch {
+      return "";
+    }
+  }
+
+  /** SIGKILL and wait: like a crash. */
+  async kill() {
+    const child = this.child;
+    this.child = null;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGKILL");
+    await exited;
+  }
+
+  /** SIGSTOP: the process keeps its socket but answers nothing (a hanging daemon). */
+  pause() {
+    this.child?.kill("SIGSTOP");
+  }
+
+  resume() {
+    this.child?.kill("SIGCONT");
+  }
+
+  call(method, params) {
+    return rawCall(this.socket, method, params);
+  }
+
+  async stop() {
+    this.resume();
+    await this.kill();
+    rmSync(this.home, { recursive: true, force: true });
+  }
+}
+
+/**
+ * A JSON-RPC server on a temp Unix socket that records every request and answers with
+ * `respond(request)`: a result object, `{hang: true}` to never answer, or `{delayMs, result}`.
+ */
+export class RecordingServer {
+  constructor(respond = () => ({ result: { action: "allow" } })) {
+    this.dir = tempDir("pstub-rec-");
+    this.socket = path.join(this.dir, "rec.sock");
+    this.requests = [];
+    this.respond = respond;
+    this.hanging = new Set();
+    this.server = http.createServer((req, res) => {
+      let text = "";
+      req.setEncoding("utf8");
+      req.on("data", (chunk) => (text += chunk));
+      req.on("end", () => {
+        const request = JSON.parse(text);
+        this.requests.push(request);
+        const answer = this.respond(request) ?? { result: { action: "allow" } };
+        if (answer.hang) {
+          this.hanging.add(res);
+          res.on("close", () => this.hanging.delete(res));
+          return;
+        }
+        const send = () => {
+          const body = JSON.stringify({ jsonrpc: "2.0", id: request.id, ...("error" in answer ? { error: answer.error } : { result: answer.result }) });
+          res.writeHead(200, { "content-type": "application/json" }).end(body);
+        };
+        if (answer.delayMs) setTimeout(send, answer.delayMs);
+        else send();
+      });
+    });
+  }
+
+  listen() {
+    return new Promise((resolve) => this.server.listen(this.socket, resolve));
+  }
+
+  /** Requests of `hook.event`, as their params. */
+  get events() {
+    return this.requests.filter((request) => request.method === "hook.event").map((request) => request.params);
+  }
+
+  /** Stops listening and drops every connection (a dead daemon). */
+  async close() {
+    for (const res of this.hanging) res.destroy();
+    this.server.closeAllConnections();
+    await new Promise((resolve) => this.server.close(resolve));
+  }
+
+  async dispose() {
+    if (this.server.listening) await this.close();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** A stand-in for OpenClaw's `api` that records tools, hooks and log lines. */
+export function fakeApi(pluginConfig = {}) {
+  const api = {
+    id: "knowhub",
+    pluginConfig,
+    tools: new Map(),
+    hooks: new Map(),
+    logs: [],
+    logger: {
+      debug: (message) => api.logs.push(["debug", message]),
+      info: (message) => api.logs.push(["info", message]),
+      warn: (message) => api.logs.push(["warn", message]),
+      error: (message) => api.logs.push(["error", message]),
+    },
+    resolvePath: (input) => input,
+    registerTool(factory, opts) {
+      api.tools.set(opts.name, factory);
+    },
+    on(hookName, handler) {
+      api.hooks.set(hookName, handler);
+    },
+    /** The tool `name` as OpenClaw would build it for a run with `ctx`. */
+    tool(name, ctx = {}) {
+      return api.tools.get(name)(ctx);
+    },
+    warnings() {
+      return api.logs.filter(([level]) => level === "warn").map(([, message]) => message);
+    },
+  };
+  return api;
+}
+
+export function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Waits until `check()` is truthy, polling; fails after `timeoutMs`. */
+export async function until(check, timeoutMs = 5_000, what = "condition") {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(10);
+  }
+}
+
+/** Milliseconds `promise` takes, with its value. */
+export async function timed(promise) {
+  const start = performance.now();
+  const value = await promise;
+  return { value, ms: performance.now() - start };
+}

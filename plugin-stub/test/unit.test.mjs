@@ -1,0 +1,204 @@
+// Unit tests of the stub's pure parts: socket path resolution, config defaults against the
+// manifest, the hook table, the envelope's stripping and caps, answer mapping, result text.
+
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { test } from "node:test";
+
+import { resolveSocketPath } from "../client.ts";
+import { HOOKS, envelope, mapAnswer, sanitize } from "../hooks.ts";
+import { resolveConfig, register } from "../index.ts";
+import { TOOL_NAMES, formatSearch, formatSubmit, failure } from "../tools.ts";
+import { STUB_DIR, fakeApi } from "./helpers.mjs";
+
+const manifest = JSON.parse(readFileSync(path.join(STUB_DIR, "openclaw.plugin.json"), "utf8"));
+const pkg = JSON.parse(readFileSync(path.join(STUB_DIR, "package.json"), "utf8"));
+
+// The typed hook names of openclaw@2026.9.6 (src/plugins/hook-types.ts, pluginHookNameSet).
+const OPENCLAW_HOOKS = [
+  "before_model_resolve", "agent_turn_prepare", "before_prompt_build", "before_agent_reply", "model_call_started",
+  "model_call_ended", "llm_input", "llm_output", "before_agent_finalize", "agent_end", "before_compaction",
+  "after_compaction", "before_reset", "inbound_claim", "channel_pairing_requested", "message_received",
+  "message_sending", "reply_payload_sending", "message_sent", "before_tool_call", "after_tool_call",
+  "tool_result_persist", "before_message_write", "session_start", "session_end", "subagent_delivery_target",
+  "subagent_spawned", "subagent_progress", "subagent_ended", "gateway_start", "gateway_stop",
+  "heartbeat_prompt_contribution", "cron_reconciled", "cron_changed", "skill_proposal_evaluate",
+  "skill_proposal_changed", "skill_changed", "before_dispatch", "reply_dispatch", "before_install",
+  "before_agent_run", "resolve_exec_env",
+];
+
+test("the socket path resolves like crates/kb-proto/src/paths.rs", () => {
+  const uid = process.getuid();
+  assert.equal(resolveSocketPath("/run/x.sock", { KNOWHUB_SOCKET: "/env.sock" }), "/run/x.sock");
+  assert.equal(resolveSocketPath("~/kh.sock", { HOME: "/home/u" }), "/home/u/kh.sock");
+  assert.equal(resolveSocketPath(undefined, { KNOWHUB_SOCKET: "/env.sock", KNOWHUB_HOME: "/kh" }), "/env.sock");
+  assert.equal(resolveSocketPath(undefined, { KNOWHUB_HOME: "/kh", XDG_RUNTIME_DIR: "/run/user/1" }), "/kh/knowhubd.sock");
+  assert.equal(resolveSocketPath(undefined, { XDG_RUNTIME_DIR: "/run/user/1" }, "linux"), "/run/user/1/knowhub/knowhubd.sock");
+  assert.equal(resolveSocketPath(undefined, { XDG_RUNTIME_DIR: "relative" }, "linux"), path.join(os.tmpdir(), `knowhub-${uid}`, "knowhubd.sock"));
+  assert.equal(
+    resolveSocketPath(undefined, { XDG_RUNTIME_DIR: "/run/user/1", HOME: "/Users/ada" }, "darwin"),
+    path.join("/Users/ada", "Library", "Application Support", "knowhub", "knowhubd.sock"),
+  );
+  assert.equal(resolveSocketPath(undefined, {}, "linux"), path.join(os.tmpdir(), `knowhub-${uid}`, "knowhubd.sock"));
+});
+
+test("the manifest declares the plugin, its tools and a strict config schema", () => {
+  assert.equal(manifest.id, "knowhub");
+  assert.deepEqual(manifest.contracts.tools, [...TOOL_NAMES]);
+  assert.equal(manifest.activation.onStartup, true);
+  assert.equal(manifest.configSchema.additionalProperties, false);
+  assert.deepEqual(pkg.openclaw.extensions, ["./index.ts"]);
+  assert.equal(pkg.dependencies, undefined, "no npm runtime dependencies");
+});
+
+test("config defaults in code match the manifest's, key for key", () => {
+  const defaults = resolveConfig({});
+  const properties = manifest.configSchema.properties;
+  assert.deepEqual(Object.keys(defaults).sort(), Object.keys(properties).sort());
+  for (const [key, schema] of Object.entries(properties)) {
+    if ("default" in schema) assert.deepEqual(defaults[key], schema.default, key);
+  }
+  assert.equal(defaults.socketPath, undefined);
+  const set = resolveConfig({ reminderMode: "off", autoRecall: false, hookTimeoutMs: 250, socketPath: "/s" });
+  assert.equal(set.reminderMode, "off");
+  assert.equal(set.autoRecall, false);
+  assert.equal(set.hookTimeoutMs, 250);
+  assert.equal(set.socketPath, "/s");
+  // Values the schema would reject fall back to the defaults rather than break the plugin.
+  assert.equal(resolveConfig({ reminderMode: "sometimes", hookTimeoutMs: -1 }).reminderMode, "normal");
+});
+
+test("the hook table covers exactly OpenClaw's typed hooks, and registration registers them all", () => {
+  assert.deepEqual(Object.keys(HOOKS).sort(), [...OPENCLAW_HOOKS].sort());
+  assert.ok(!("before_agent_start" in HOOKS), "before_agent_start no longer exists");
+  const api = fakeApi();
+  register(api);
+  assert.deepEqual([...api.hooks.keys()].sort(), [...OPENCLAW_HOOKS].sort());
+  assert.deepEqual([...api.tools.keys()], [...TOOL_NAMES]);
+  for (const name of TOOL_NAMES) {
+    const tool = api.tool(name, { agentId: "main", sessionKey: "agent:main:main" });
+    assert.equal(tool.name, name);
+    assert.equal(tool.parameters.type, "object");
+    assert.equal(typeof tool.execute, "function");
+  }
+  assert.deepEqual(api.warnings(), [], "registering opens no connection and warns about nothing");
+});
+
+test("tool parameters match the design: query/top_k 5/min_score 3, task/resource/result/score 1-5 default 3, experience_id", () => {
+  const api = fakeApi();
+  register(api);
+  const search = api.tool("kb_search").parameters;
+  assert.deepEqual(search.required, ["query"]);
+  assert.equal(search.properties.top_k.default, 5);
+  assert.equal(search.properties.min_score.default, 3);
+  const submit = api.tool("kb_submit").parameters;
+  assert.deepEqual(submit.required, ["task", "resource", "result"]);
+  assert.deepEqual([submit.properties.score.minimum, submit.properties.score.maximum, submit.properties.score.default], [1, 5, 3]);
+  assert.deepEqual(api.tool("kb_content").parameters.required, ["experience_id"]);
+});
+
+test("the envelope strips config, functions and signals, and keeps the rest as JSON", () => {
+  const controller = new AbortController();
+  const ctx = {
+    agentId: "main",
+    sessionKey: "agent:main:main",
+    config: { apiKey: "sk-secret" },
+    runtimeConfig: { token: "x" },
+    abortSignal: controller.signal,
+    getRuntimeConfig: () => ({}),
+    hookInvocation: { assertActive() {} },
+    when: new Date(0),
+    big: 10n,
+    nested: { config: { secret: 1 }, keep: [1, undefined, () => 1] },
+  };
+  const event = { prompt: "hi", bytes: new Uint8Array(4), err: new Error("boom"), map: new Map([["a", 1]]), set: new Set(["x"]), nan: NaN };
+  const env = envelope("before_prompt_build", event, ctx, resolveConfig({}));
+  assert.equal(env.hook, "before_prompt_build");
+  assert.ok(Math.abs(env.timestamp - Date.now()) < 5_000);
+  assert.deepEqual(env.ctx, {
+    agentId: "main",
+    sessionKey: "agent:main:main",
+    hookInvocation: {},
+    when: "1970-01-01T00:00:00.000Z",
+    big: "10",
+    nested: { keep: [1, null, null] },
+  });
+  assert.deepEqual(env.event, { prompt: "hi", bytes: "[4 bytes]", err: { name: "Error", message: "boom" }, map: { a: 1 }, set: ["x"], nan: null });
+  assert.ok(!JSON.stringify(env).includes("sk-secret"));
+  assert.deepEqual(env.config, resolveConfig({}));
+});
+
+test("very large payloads are capped: long strings, long arrays (recent items kept), depth, cycles, total size", () => {
+  const cyclic = { name: "a" };
+  cyclic.self = cyclic;
+  const messages = Array.from({ length: 1_000 }, (_, i) => ({ role: "user", content: `message ${i} ` + "x".repeat(5_000) }));
+  let deep = { leaf: true };
+  for (let i = 0; i < 50; i++) deep = { deep };
+  const out = sanitize({ messages, huge: "y".repeat(100_000), cyclic, deep });
+  assert.equal(out.messages.length, 200);
+  assert.match(out.messages[199].content, /^message 999 /, "the most recent message is kept");
+  assert.match(out.huge, /…\[truncated \d+ chars\]$/);
+  assert.ok(out.huge.length < 17_000);
+  assert.equal(out.cyclic.self, "[circular]");
+  assert.ok(JSON.stringify(out.deep).includes("[nested too deep]"));
+  const size = JSON.stringify(out).length;
+  assert.ok(size < 1_300_000, `envelope is ${size} bytes`);
+  // The budget goes to the most recent items first.
+  assert.ok(!out.messages[199].content.includes("truncated"));
+  // Same object twice (not a cycle) is copied twice.
+  const shared = { a: 1 };
+  assert.deepEqual(sanitize({ x: shared, y: shared }), { x: { a: 1 }, y: { a: 1 } });
+});
+
+test("answers map to what each kind of hook returns", () => {
+  const allow = { action: "allow" };
+  const block = { action: "block", reason: "not now" };
+  // modify: the fields besides action, or nothing
+  assert.deepEqual(mapAnswer("before_prompt_build", "modify", { action: "allow", prependContext: "intro" }), { prependContext: "intro" });
+  assert.equal(mapAnswer("before_prompt_build", "modify", allow), undefined);
+  // gates block only on block
+  assert.deepEqual(mapAnswer("before_agent_run", "gate", block), { outcome: "block", reason: "not now" });
+  assert.equal(mapAnswer("before_agent_run", "gate", allow), undefined);
+  assert.equal(mapAnswer("before_agent_run", "gate", { action: "allow", outcome: "block" }), undefined);
+  assert.deepEqual(mapAnswer("before_tool_call", "modify", block), { block: true, blockReason: "not now" });
+  assert.deepEqual(mapAnswer("before_tool_call", "modify", { action: "block" }), { block: true, blockReason: "blocked by KnowHub" });
+  assert.equal(mapAnswer("before_tool_call", "modify", allow), undefined);
+  assert.deepEqual(mapAnswer("message_sending", "modify", block), { cancel: true, cancelReason: "not now" });
+  assert.deepEqual(mapAnswer("reply_payload_sending", "modify", block), { cancel: true, reason: "not now" });
+  assert.deepEqual(mapAnswer("before_install", "modify", block), { block: true, blockReason: "not now" });
+  // claims: only a handled answer
+  assert.equal(mapAnswer("before_dispatch", "claim", { action: "allow", handled: false, text: "x" }), undefined);
+  assert.deepEqual(mapAnswer("before_dispatch", "claim", { action: "allow", handled: true, text: "x" }), { handled: true, text: "x" });
+  // junk
+  for (const junk of [null, "allow", [1], 42]) assert.equal(mapAnswer("before_prompt_build", "modify", junk), undefined);
+});
+
+test("search results read like the design's examples", () => {
+  const text = formatSearch("vitest", 3, {
+    count: 2,
+    mode: "hybrid",
+    results: [
+      { id: "01A", task: "使用 Vitest 运行测试", resource: "vitest --run", result: "成功运行测试,避免 watch 模式阻塞", score: 4, relevance: 2, has_content: true },
+      { id: "01B", task: "配置 TypeScript 路径别名", resource: "tsconfig.json paths", result: "使用 @/ 别名简化导入", score: 5, relevance: 1, has_content: false },
+    ],
+  });
+  assert.match(text, /^Found 2 relevant experiences/);
+  assert.match(text, /1\. \[使用 Vitest 运行测试\]\n   resource: vitest --run\n   result: 成功运行测试,避免 watch 模式阻塞\n   score: 4\/5 \(id 01A; details: kb_content\)/);
+  assert.match(text, /2\. \[配置 TypeScript 路径别名\]\n   resource: tsconfig.json paths\n   result: 使用 @\/ 别名简化导入\n   score: 5\/5 \(id 01B\)/);
+  assert.match(formatSearch("nothing", 3, { count: 0, results: [], mode: "bm25", note: "no model" }), /No experiences found.*\n\(Keyword search only: no model\.\)/s);
+  assert.match(formatSubmit({ id: "01C", status: "active" }), /Experience submitted \(ID: 01C\)/);
+  assert.match(formatSubmit({ id: "01C", status: "active", duplicate_of: "01B" }), /merged into 01B/);
+  assert.match(formatSubmit({ id: "01C", status: "pending", flags: ["prompt_injection"] }), /held for review[\s\S]*prompt_injection/);
+  assert.match(formatSubmit({ id: "01C", status: "active", redactions: { api_key: 1 } }), /Redacted before storing: api_key ×1/);
+});
+
+test("tool errors say what failed and carry details.error", () => {
+  const down = failure("kb_search", { kind: "unreachable", message: "the KnowHub daemon is not reachable at /x (ENOENT)" });
+  assert.match(down.content[0].text, /^kb_search failed: .*not reachable.*kbctl service install.*knowhubd/);
+  assert.equal(down.details.error.kind, "unreachable");
+  const invalid = failure("kb_submit", { kind: "rpc", code: -32602, message: "invalid `score`: must be 1-5", data: { field: "score" } });
+  assert.equal(invalid.content[0].text, "kb_submit failed: invalid `score`: must be 1-5");
+  assert.deepEqual(invalid.details.error, { kind: "rpc", message: "invalid `score`: must be 1-5", code: -32602, data: { field: "score" } });
+});

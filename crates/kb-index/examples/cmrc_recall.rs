@@ -238,6 +238,16 @@ fn measure_throughput(corpus: &[CorpusRow]) {
         ms(percentile(&commit_latencies, 0.50)),
         ms(percentile(&commit_latencies, 0.99)),
     );
+
+    // Reopening validates the checksum of every index file, so it scales with the index size.
+    drop(index);
+    let start = Instant::now();
+    let (index, outcome) = ExperienceIndex::open(&dir.path().join("index")).expect("reopen");
+    println!(
+        "reopen of the {}-doc index ({outcome:?}) with checksum validation: {:.1} ms",
+        index.num_docs(),
+        ms(start.elapsed())
+    );
 }
 
 struct XorShift(u64);

@@ -64,6 +64,8 @@ pub fn analyze(text: &str) -> Vec<String> {
 #[derive(Clone, Default)]
 pub(crate) struct MixedTokenizer {
     sink: TokenSink,
+    /// Scratch space for the identifier chunk being read, kept to reuse its allocation.
+    chunk: Vec<(usize, char)>,
 }
 
 impl Tokenizer for MixedTokenizer {
@@ -71,7 +73,7 @@ impl Tokenizer for MixedTokenizer {
 
     fn token_stream<'a>(&'a mut self, text: &'a str) -> MixedTokenStream<'a> {
         self.sink.n_used = 0;
-        split_mixed(text, &mut self.sink);
+        split_mixed(text, &mut self.sink, &mut self.chunk);
         MixedTokenStream { tokens: &mut self.sink.tokens[..self.sink.n_used], n_advanced: 0 }
     }
 }
@@ -163,16 +165,16 @@ impl TokenSink {
     }
 }
 
-fn split_mixed(text: &str, sink: &mut TokenSink) {
+fn split_mixed(text: &str, sink: &mut TokenSink, chunk: &mut Vec<(usize, char)>) {
     // The current run: Han text, or an identifier chunk as (original byte offset, folded char).
     let mut han_start: Option<usize> = None;
-    let mut chunk: Vec<(usize, char)> = Vec::new();
+    chunk.clear();
     for (offset, raw) in text.char_indices() {
         let folded = fold_width(raw);
         match classify(folded) {
             CharClass::Han => {
                 if !chunk.is_empty() {
-                    emit_chunk(&chunk, offset, sink);
+                    emit_chunk(chunk, offset, sink);
                     chunk.clear();
                 }
                 han_start.get_or_insert(offset);
@@ -188,7 +190,7 @@ fn split_mixed(text: &str, sink: &mut TokenSink) {
                     emit_han(text, start, offset, sink);
                 }
                 if !chunk.is_empty() {
-                    emit_chunk(&chunk, offset, sink);
+                    emit_chunk(chunk, offset, sink);
                     chunk.clear();
                 }
             }
@@ -198,7 +200,7 @@ fn split_mixed(text: &str, sink: &mut TokenSink) {
         emit_han(text, start, text.len(), sink);
     }
     if !chunk.is_empty() {
-        emit_chunk(&chunk, text.len(), sink);
+        emit_chunk(chunk, text.len(), sink);
     }
 }
 

@@ -1,0 +1,201 @@
+//! `kb-bench`: measures the real `knowhubd` — import throughput, search latency over the
+//! socket, memory — next to SQLite FTS5 in the same run, and BM25 retrieval quality on
+//! labelled data. A measurement tool, not a test.
+
+mod daemon;
+mod fts5;
+mod generate;
+mod load;
+mod quality;
+mod report;
+mod stats;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use serde::Serialize;
+
+/// The shared data directory (`../shared/data` beside the workspace root), as seen at build time.
+const DEFAULT_DATA_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data");
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "kb-bench",
+    version,
+    about = "Benchmark the KnowHub daemon against SQLite FTS5 and measure BM25 retrieval quality",
+    long_about = "Benchmark the KnowHub daemon against SQLite FTS5 and measure BM25 retrieval quality.\n\n\
+                  Runs the real knowhubd binary as a child process on a fresh temp home for every \
+                  measurement, and stops it with SIGTERM afterwards. Build it first: \
+                  cargo build --release -p knowhubd"
+)]
+struct Cli {
+    /// Print one JSON document on stdout instead of the text report (progress still goes to stderr).
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Import throughput, search latency p50/p99 and RSS at each size, next to SQLite FTS5.
+    Load {
+        #[command(flatten)]
+        daemon: DaemonArgs,
+        #[command(flatten)]
+        load: LoadArgs,
+    },
+    /// Recall@1/5/10, Hit@1/5/10 and MRR@10 of BM25 on labelled data, next to SQLite FTS5.
+    Quality {
+        #[command(flatten)]
+        daemon: DaemonArgs,
+        #[command(flatten)]
+        quality: QualityArgs,
+    },
+    /// `load`, then `quality`.
+    All {
+        #[command(flatten)]
+        daemon: DaemonArgs,
+        #[command(flatten)]
+        load: LoadArgs,
+        #[command(flatten)]
+        quality: QualityArgs,
+    },
+}
+
+#[derive(Debug, Args)]
+struct DaemonArgs {
+    /// The knowhubd binary to run [default: knowhubd beside kb-bench, i.e. target/release/knowhubd].
+    #[arg(long, value_name = "PATH")]
+    daemon: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct LoadArgs {
+    /// Store sizes to measure, in experiences.
+    #[arg(long, value_delimiter = ',', default_value = "10000,100000")]
+    sizes: Vec<usize>,
+    /// Measured search queries per size.
+    #[arg(long, default_value_t = 2_000)]
+    queries: usize,
+    /// Unmeasured queries sent first, per size.
+    #[arg(long, default_value_t = 200)]
+    warmup: usize,
+    /// Experiences per kb.import request (and per FTS5 transaction).
+    #[arg(long, default_value_t = 5_000)]
+    batch_size: usize,
+    /// Seed of the generated experiences and queries.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+}
+
+#[derive(Debug, Args)]
+struct QualityArgs {
+    /// Directory holding the data sets [default: ../shared/data beside the workspace].
+    #[arg(long, value_name = "DIR")]
+    data: Option<PathBuf>,
+    /// Data sets (subdirectories of --data with corpus.jsonl and queries.jsonl).
+    #[arg(long, value_delimiter = ',', default_value = "cmrc-trial,cmrc-trial-chunks")]
+    sets: Vec<String>,
+}
+
+impl LoadArgs {
+    fn options(&self) -> load::LoadOptions {
+        load::LoadOptions {
+            sizes: self.sizes.clone(),
+            n_queries: self.queries,
+            n_warmup: self.warmup,
+            batch_size: self.batch_size,
+            seed: self.seed,
+        }
+    }
+}
+
+impl QualityArgs {
+    fn options(&self) -> quality::QualityOptions {
+        quality::QualityOptions {
+            data_dir: self.data.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR)),
+            sets: self.sets.clone(),
+        }
+    }
+}
+
+/// Everything one run measured, for `--json`.
+#[derive(Debug, Serialize)]
+struct RunReport {
+    daemon: String,
+    daemon_version: String,
+    n_cpus: usize,
+    /// The machine's 1-minute load average before and after the run: other processes
+    /// competing for the CPUs make every figure noisier.
+    load_average_start: Option<f64>,
+    load_average_end: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    load: Option<load::LoadReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    quality: Option<quality::QualityReport>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("kb-bench: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("kb-bench: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let (daemon_args, load_args, quality_args) = match &cli.command {
+        Command::Load { daemon, load } => (daemon, Some(load), None),
+        Command::Quality { daemon, quality } => (daemon, None, Some(quality)),
+        Command::All { daemon, load, quality } => (daemon, Some(load), Some(quality)),
+    };
+    let binary = daemon::resolve_binary(daemon_args.daemon.as_deref())?;
+    let mut run_report = RunReport {
+        daemon: binary.display().to_string(),
+        daemon_version: daemon::version_of(&binary),
+        n_cpus: std::thread::available_parallelism().map(usize::from).unwrap_or(1),
+        load_average_start: daemon::load_average(),
+        load_average_end: None,
+        load: None,
+        quality: None,
+    };
+    if !cli.json {
+        println!(
+            "kb-bench: {} ({}), {} CPUs, no embedding model (BM25 only)",
+            run_report.daemon, run_report.daemon_version, run_report.n_cpus
+        );
+        print_load_average("at the start", run_report.load_average_start);
+    }
+    if let Some(load_args) = load_args {
+        run_report.load = Some(load::run(&binary, &load_args.options(), cli.json).await?);
+    }
+    if let Some(quality_args) = quality_args {
+        run_report.quality = Some(quality::run(&binary, &quality_args.options(), cli.json).await?);
+    }
+    run_report.load_average_end = daemon::load_average();
+    if cli.json {
+        println!("{}", serde_json::to_string_pretty(&run_report)?);
+    } else {
+        println!();
+        print_load_average("at the end", run_report.load_average_end);
+    }
+    Ok(())
+}
+
+fn print_load_average(when: &str, load_average: Option<f64>) {
+    let Some(load_average) = load_average else { return };
+    let caveat = if load_average > 0.5 { ": other processes compete for the CPUs, figures are noisy" } else { "" };
+    println!("machine load average (1 min) {when}: {load_average:.2}{caveat}");
+}

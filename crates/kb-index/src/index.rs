@@ -16,7 +16,9 @@ use tantivy::query::{
     AllQuery, BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, RangeQuery, TermQuery, TermSetQuery,
 };
 use tantivy::schema::{IndexRecordOption, Value};
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, TantivyError, Term};
+use tantivy::{
+    DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, TantivyError, Term,
+};
 
 use crate::analyzer::{ANALYZER_NAME, analyze, text_analyzer};
 use crate::error::{Error, Result};
@@ -59,7 +61,7 @@ pub struct SearchRequest<'a> {
     pub min_score: u8,
     /// Only this agent's experiences, when given.
     pub agent_id: Option<&'a str>,
-    /// Only experiences with this status.
+    /// Only experiences with this status; the index holds active ones only, so any other status finds nothing.
     pub status: Status,
 }
 
@@ -174,7 +176,20 @@ impl ExperienceIndex {
         self.applied_seq.load(Ordering::Acquire)
     }
 
+    /// Adds documents that are known not to be in the index (experiences just created), without
+    /// the delete an upsert needs. Visible after the next commit. Inactive ones are skipped.
+    pub fn add_new(&self, docs: &[IndexDoc<'_>]) -> Result<()> {
+        let writer = self.lock_writer();
+        for doc in docs.iter().filter(|doc| doc.status == Status::Active) {
+            writer
+                .add_document(self.to_document(doc))
+                .map_err(|source| Error::Write { operation: "add documents", source })?;
+        }
+        Ok(())
+    }
+
     /// Adds the documents, replacing any with the same id. Visible after the next commit.
+    /// The index holds active experiences only: a pending or rejected one is removed.
     ///
     /// When `docs` holds the same id more than once, the last one wins.
     pub fn upsert(&self, docs: &[IndexDoc<'_>]) -> Result<()> {
@@ -193,7 +208,8 @@ impl ExperienceIndex {
             .delete_query(Box::new(self.id_set_query(last_idx_by_id.keys().copied())))
             .map_err(|source| Error::Write { operation: "delete replaced documents", source })?;
         for (doc_idx, doc) in docs.iter().enumerate() {
-            if last_idx_by_id.get(doc.id) != Some(&doc_idx) {
+            // The index holds active experiences only: a pending or rejected one is removed.
+            if last_idx_by_id.get(doc.id) != Some(&doc_idx) || doc.status != Status::Active {
                 continue;
             }
             writer
@@ -250,11 +266,12 @@ impl ExperienceIndex {
     /// Searches the committed documents; best first, at most `request.limit` hits.
     ///
     /// The query is analyzed like the documents and each term is looked up in every text field
-    /// (any term may match); the status, rating and agent filters must all hold. A query
+    /// (any term may match); the rating and agent filters must hold. A query
     /// without any word in it (empty, blank, only punctuation) has no hits.
     pub fn search(&self, request: &SearchRequest<'_>) -> Result<Vec<Hit>> {
         let search_error = |source| Error::Search { query: request.query.to_owned(), source };
-        if request.limit == 0 {
+        // The index holds active experiences only.
+        if request.limit == 0 || request.status != Status::Active {
             return Ok(Vec::new());
         }
         let mut seen = HashSet::new();
@@ -291,40 +308,79 @@ impl ExperienceIndex {
                 text_clauses.push((Occur::Should, Box::new(BoostQuery::new(Box::new(term_query), boost))));
             }
         }
-        let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, Box::new(BooleanQuery::new(text_clauses)))];
-        // Filters score zero so the hit's figure is the text relevance alone.
-        let filter = |query: Box<dyn Query>| -> (Occur, Box<dyn Query>) {
-            (Occur::Must, Box::new(ConstScoreQuery::new(query, 0.0)))
-        };
-        clauses.push(filter(Box::new(TermQuery::new(
-            Term::from_field_text(self.fields.status, request.status.as_str()),
-            IndexRecordOption::Basic,
-        ))));
-        if request.min_score > 0 {
-            clauses.push(filter(Box::new(RangeQuery::new(
-                Bound::Included(Term::from_field_u64(self.fields.score, u64::from(request.min_score))),
-                Bound::Unbounded,
-            ))));
-        }
-        if let Some(agent_id) = request.agent_id {
-            clauses.push(filter(Box::new(TermQuery::new(
-                Term::from_field_text(self.fields.agent_id, agent_id),
-                IndexRecordOption::Basic,
-            ))));
-        }
-        let query = BooleanQuery::new(clauses);
+        let text_query = BooleanQuery::new(text_clauses);
+        // Never ask a collector for more than there are documents: the limit sizes its heap.
+        let n_docs = searcher.num_docs().max(1) as usize;
+        let limit = request.limit.min(n_docs);
 
-        // Never ask the collector for more than there are documents: the limit sizes its heap.
-        let limit = request.limit.min(searcher.num_docs().max(1) as usize);
-        let top_docs = searcher.search(&query, &TopDocs::with_limit(limit).order_by_score()).map_err(search_error)?;
-        let mut hits = Vec::with_capacity(top_docs.len());
-        for (bm25, address) in top_docs {
+        // A pure disjunction of terms is what block-max WAND accelerates; a must-clause filter
+        // would make tantivy score every document that matches any term. So the rating filter
+        // is applied to a generous prefix of the unfiltered ranking, which gives the same top
+        // hits whenever enough of that prefix passes (most experiences are rated 3 or more);
+        // only when it does not, the filtered query runs.
+        let top_addresses = if request.agent_id.is_none() {
+            if request.min_score <= 1 {
+                Some(self.top(&searcher, &text_query, limit).map_err(search_error)?)
+            } else {
+                let n_candidates = (limit * 4 + 16).min(n_docs);
+                let candidates = self.top(&searcher, &text_query, n_candidates).map_err(search_error)?;
+                let exhausted = candidates.len() < n_candidates;
+                let mut passing = Vec::with_capacity(limit);
+                for (bm25, address) in candidates {
+                    if passing.len() == limit {
+                        break;
+                    }
+                    if self.score_of(&searcher, address).map_err(search_error)? >= u64::from(request.min_score) {
+                        passing.push((bm25, address));
+                    }
+                }
+                (passing.len() == limit || exhausted).then_some(passing)
+            }
+        } else {
+            None
+        };
+        let top_addresses = match top_addresses {
+            Some(found) => found,
+            None => {
+                let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, Box::new(text_query))];
+                // Filters score zero so the hit's figure is the text relevance alone.
+                let filter = |query: Box<dyn Query>| -> (Occur, Box<dyn Query>) {
+                    (Occur::Must, Box::new(ConstScoreQuery::new(query, 0.0)))
+                };
+                if request.min_score > 1 {
+                    clauses.push(filter(Box::new(RangeQuery::new(
+                        Bound::Included(Term::from_field_u64(self.fields.score, u64::from(request.min_score))),
+                        Bound::Unbounded,
+                    ))));
+                }
+                if let Some(agent_id) = request.agent_id {
+                    clauses.push(filter(Box::new(TermQuery::new(
+                        Term::from_field_text(self.fields.agent_id, agent_id),
+                        IndexRecordOption::Basic,
+                    ))));
+                }
+                self.top(&searcher, &BooleanQuery::new(clauses), limit).map_err(search_error)?
+            }
+        };
+
+        let mut hits = Vec::with_capacity(top_addresses.len());
+        for (bm25, address) in top_addresses {
             let doc: TantivyDocument = searcher.doc(address).map_err(search_error)?;
             if let Some(id) = doc.get_first(self.fields.id).and_then(|value| value.as_str()) {
                 hits.push(Hit { id: id.to_owned(), bm25 });
             }
         }
         Ok(hits)
+    }
+
+    fn top(&self, searcher: &Searcher, query: &dyn Query, limit: usize) -> tantivy::Result<Vec<(f32, DocAddress)>> {
+        searcher.search(query, &TopDocs::with_limit(limit).order_by_score())
+    }
+
+    /// The rating of a committed document, read from its fast field.
+    fn score_of(&self, searcher: &Searcher, address: DocAddress) -> tantivy::Result<u64> {
+        let column = searcher.segment_reader(address.segment_ord).fast_fields().u64("score")?;
+        Ok(column.first(address.doc_id).unwrap_or(0))
     }
 
     /// The number of committed, searchable documents.
@@ -336,14 +392,13 @@ impl ExperienceIndex {
         let fields = &self.fields;
         let mut document = TantivyDocument::default();
         document.add_text(fields.id, doc.id);
-        document.add_text(fields.task, doc.task);
-        document.add_text(fields.resource, doc.resource);
-        document.add_text(fields.result, doc.result);
+        document.add_text(fields.text, doc.task);
+        document.add_text(fields.text, doc.resource);
+        document.add_text(fields.text, doc.result);
         if let Some(content) = doc.content {
             document.add_text(fields.content, content);
         }
         document.add_u64(fields.score, u64::from(doc.score));
-        document.add_text(fields.status, doc.status.as_str());
         if let Some(agent_id) = doc.agent_id {
             document.add_text(fields.agent_id, agent_id);
         }
@@ -730,8 +785,9 @@ mod tests {
             (1, Some("alpha"), Status::Active, &["a"]),
             (3, Some("beta"), Status::Active, &[]),
             (1, Some("nobody"), Status::Active, &[]),
-            (1, None, Status::Pending, &["c"]),
-            (1, Some("alpha"), Status::Rejected, &["d"]),
+            // The index holds active experiences only.
+            (1, None, Status::Pending, &[]),
+            (1, Some("alpha"), Status::Rejected, &[]),
         ];
         for &(min_score, agent_id, status, expected) in cases {
             let request = SearchRequest { query: "deploy", limit: 10, min_score, agent_id, status };
@@ -739,6 +795,47 @@ mod tests {
             ids.sort();
             assert_eq!(ids, expected, "{request:?}");
         }
+    }
+
+    #[test]
+    fn the_rating_filter_finds_a_weak_match_behind_many_strong_low_rated_ones() {
+        // The fast path ranks a prefix without the filter; here every strong match is rated 1,
+        // so the only experience rated 5 lies beyond that prefix and the filtered query must run.
+        let index = ExperienceIndex::open_in_ram().expect("index");
+        let ids: Vec<String> = (0..100).map(|n| format!("low{n:03}")).collect();
+        let mut docs: Vec<IndexDoc<'_>> = ids
+            .iter()
+            .map(|id| IndexDoc { score: 1, ..doc(id, "deploy deploy deploy service", "deploy.sh", "deployed") })
+            .collect();
+        docs.push(IndexDoc {
+            score: 5,
+            ..doc("good", "service notes", "wiki", "mentions deploy once among many other words")
+        });
+        index.upsert(&docs).expect("upsert");
+        index.commit(1).expect("commit");
+        let found = search_ids(&index, &SearchRequest { min_score: 5, limit: 3, ..request("deploy") });
+        assert_eq!(found, ["good"]);
+        let unfiltered = search_ids(&index, &SearchRequest { min_score: 1, limit: 3, ..request("deploy") });
+        assert_eq!(unfiltered.len(), 3);
+        assert!(!unfiltered.contains(&"good".to_owned()));
+    }
+
+    #[test]
+    fn add_new_and_inactive_documents() {
+        let index = ExperienceIndex::open_in_ram().expect("index");
+        index
+            .add_new(&[
+                doc("a", "vitest run", "x", "y"),
+                IndexDoc { status: Status::Pending, ..doc("b", "vitest run", "x", "y") },
+            ])
+            .expect("add");
+        index.commit(1).expect("commit");
+        assert_eq!(search_ids(&index, &request("vitest")), ["a"]);
+        // An upsert that makes an experience inactive removes it.
+        index.upsert(&[IndexDoc { status: Status::Rejected, ..doc("a", "vitest run", "x", "y") }]).expect("upsert");
+        index.commit(2).expect("commit");
+        assert!(search_ids(&index, &request("vitest")).is_empty());
+        assert_eq!(index.num_docs(), 0);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! brought up to the store's sequence number (`sync_index`) and committed, so a search sent
 //! after a write's answer sees it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -27,6 +27,8 @@ use crate::stats::{LastError, LatencyWindow};
 const REBUILD_BATCH: usize = 2_000;
 /// Read connections kept open for searches and listings.
 const N_READERS: usize = 4;
+/// Import batches at least this large are gated on two threads.
+const PARALLEL_GATE_MIN_ITEMS: usize = 256;
 /// Queries longer than this are cut: search needs the gist, not a whole log.
 pub const MAX_QUERY_CHARS: usize = 4_096;
 
@@ -189,7 +191,7 @@ impl Engine {
             let applied = self.index.applied_seq();
             if applied > 0 && applied <= store_seq {
                 // Behind only: apply the changes since the index's last commit.
-                return self.sync_index(&mut store).map(|_| store_seq);
+                return self.sync_index(&mut store, &HashSet::new()).map(|_| store_seq);
             }
             let counts = store.counts()?;
             self.rebuild_total.store(counts.total, Ordering::Relaxed);
@@ -222,15 +224,19 @@ impl Engine {
     }
 
     /// Applies the store's changes since the index's last commit, then commits the index.
-    fn sync_index(&self, store: &mut Store) -> anyhow::Result<()> {
+    /// `new_ids` are experiences the last write created: they cannot be in the index yet, so
+    /// they are added without the delete an update needs.
+    fn sync_index(&self, store: &mut Store, new_ids: &HashSet<String>) -> anyhow::Result<()> {
         let changes = store.changes_since(self.index.applied_seq())?;
         if changes.upserts.is_empty() && changes.deleted_ids.is_empty() && changes.seq == self.index.applied_seq() {
             return Ok(());
         }
         let deleted: Vec<&str> = changes.deleted_ids.iter().map(String::as_str).collect();
         self.index.delete(&deleted)?;
-        let docs: Vec<IndexDoc<'_>> = changes.upserts.iter().map(index_doc).collect();
-        self.index.upsert(&docs)?;
+        let (created, updated): (Vec<IndexDoc<'_>>, Vec<IndexDoc<'_>>) =
+            changes.upserts.iter().map(index_doc).partition(|doc| new_ids.contains(doc.id));
+        self.index.add_new(&created)?;
+        self.index.upsert(&updated)?;
         self.index.commit(changes.seq)?;
         if !changes.deleted_ids.is_empty() {
             store.prune_tombstones(changes.seq)?;
@@ -240,14 +246,14 @@ impl Engine {
 
     /// Runs after every store write, under the writer lock. A failure here does not undo the
     /// write (the store is the truth): it is reported, and the next write or a restart retries.
-    fn after_write(&self, store: &mut Store) {
+    fn after_write(&self, store: &mut Store, new_ids: &HashSet<String>) {
         if !matches!(*self.index_state.borrow(), IndexState::Ready) {
             // A rebuild in progress will pick the write up; a failed index is retried below.
             if !matches!(*self.index_state.borrow(), IndexState::Failed { .. }) {
                 return;
             }
         }
-        match self.sync_index(store) {
+        match self.sync_index(store, new_ids) {
             Ok(()) => {
                 if matches!(*self.index_state.borrow(), IndexState::Failed { .. }) {
                     self.index_state.send_replace(IndexState::Ready);
@@ -284,7 +290,7 @@ impl Engine {
         let flags = gated.flags.clone();
         let mut store = self.lock_writer();
         let (mut outcomes, _) = store.write(std::slice::from_ref(&gated), now_ms())?;
-        self.after_write(&mut store);
+        self.after_write(&mut store, &created_ids(&outcomes));
         drop(store);
         let outcome = outcomes.pop().context("the store returned no outcome")?;
         Ok(Submitted { id: outcome.id.to_string(), status: outcome.status, merged: outcome.merged, redactions, flags })
@@ -296,19 +302,11 @@ impl Engine {
     /// experience stays held, and nothing is promoted past what the gate decides.
     pub fn import(&self, items: Vec<Result<(NewExperience, Option<Status>), String>>) -> EngineResult<Imported> {
         let mut imported = Imported { ids: vec![None; items.len()], ..Imported::default() };
-        let mut gated = Vec::with_capacity(items.len());
-        let mut positions = Vec::with_capacity(items.len());
-        for (index, item) in items.into_iter().enumerate() {
-            let gated_item = item.and_then(|(new, held)| {
-                let mut gated = kb_core::gate(new, &self.policy).map_err(|error| error.to_string())?;
-                if let Some(held @ (Status::Pending | Status::Rejected)) = held {
-                    if gated.status == Status::Active || held == Status::Rejected {
-                        gated.status = held;
-                    }
-                }
-                Ok(gated)
-            });
-            match gated_item {
+        let results = self.gate_all(items);
+        let mut gated = Vec::with_capacity(results.len());
+        let mut positions = Vec::with_capacity(results.len());
+        for (index, result) in results.into_iter().enumerate() {
+            match result {
                 Ok(item) => {
                     gated.push(item);
                     positions.push(index);
@@ -321,7 +319,7 @@ impl Engine {
         }
         let mut store = self.lock_writer();
         let (outcomes, _) = store.write(&gated, now_ms())?;
-        self.after_write(&mut store);
+        self.after_write(&mut store, &created_ids(&outcomes));
         drop(store);
         for (position, outcome) in positions.into_iter().zip(outcomes) {
             if outcome.merged {
@@ -332,6 +330,33 @@ impl Engine {
             imported.ids[position] = Some(outcome.id.to_string());
         }
         Ok(imported)
+    }
+
+    /// Runs import items through the gate, on two threads for large batches: the gate is pure
+    /// CPU work (redaction and injection patterns) and a sizeable share of an import's cost.
+    fn gate_all(&self, items: Vec<Result<(NewExperience, Option<Status>), String>>) -> Vec<Result<kb_core::Gated, String>> {
+        let gate_one = |item: Result<(NewExperience, Option<Status>), String>| {
+            item.and_then(|(new, held)| {
+                let mut gated = kb_core::gate(new, &self.policy).map_err(|error| error.to_string())?;
+                if let Some(held @ (Status::Pending | Status::Rejected)) = held {
+                    if gated.status == Status::Active || held == Status::Rejected {
+                        gated.status = held;
+                    }
+                }
+                Ok(gated)
+            })
+        };
+        if items.len() < PARALLEL_GATE_MIN_ITEMS {
+            return items.into_iter().map(gate_one).collect();
+        }
+        let mut items = items;
+        let second_half = items.split_off(items.len() / 2);
+        std::thread::scope(|scope| {
+            let second = scope.spawn(|| second_half.into_iter().map(gate_one).collect::<Vec<_>>());
+            let mut results: Vec<_> = items.into_iter().map(gate_one).collect();
+            results.extend(second.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+            results
+        })
     }
 
     /// Searches active experiences, best first. Waits for the index when it is rebuilding.
@@ -435,7 +460,7 @@ impl Engine {
         let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
         let mut store = self.lock_writer();
         let (existed, _) = store.delete(&ids)?;
-        self.after_write(&mut store);
+        self.after_write(&mut store, &HashSet::new());
         drop(store);
         let missing: Vec<String> =
             ids.iter().zip(&existed).filter(|(_, existed)| !**existed).map(|(id, _)| (*id).to_owned()).collect();
@@ -508,6 +533,11 @@ impl Engine {
     pub fn index_dir(&self) -> PathBuf {
         self.paths.index.clone()
     }
+}
+
+/// Ids of the experiences a write created (not merged into existing ones).
+fn created_ids(outcomes: &[kb_store::WriteOutcome]) -> HashSet<String> {
+    outcomes.iter().filter(|outcome| !outcome.merged).map(|outcome| outcome.id.to_string()).collect()
 }
 
 fn index_doc(row: &IndexRow) -> IndexDoc<'_> {

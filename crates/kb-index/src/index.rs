@@ -15,7 +15,7 @@ use tantivy::directory::{Directory, INDEX_WRITER_LOCK, MmapDirectory};
 use tantivy::query::{
     AllQuery, BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, RangeQuery, TermQuery, TermSetQuery,
 };
-use tantivy::schema::{IndexRecordOption, Value};
+use tantivy::schema::IndexRecordOption;
 use tantivy::{
     DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, TantivyError, Term,
 };
@@ -35,6 +35,12 @@ const WRITER_MEMORY_BYTES: usize = 2 * 20_000_000;
 /// Queries with more distinct terms than this (a whole prompt used as a query, say) keep only the
 /// rarest terms: they carry the BM25 weight, and hundreds of clauses would only cost latency.
 const MAX_QUERY_TERMS: usize = 64;
+
+/// Common-term pruning applies to indexes at least this large: below it, posting lists are
+/// short and every term may matter.
+const COMMON_TERM_MIN_DOCS: u64 = 1_000;
+/// A query term found in more than this share of the documents is left out of the query.
+const COMMON_TERM_SHARE: f64 = 0.25;
 
 /// One experience as the index sees it: the searchable text and the filterable attributes.
 #[derive(Debug, Clone, Copy)]
@@ -275,30 +281,36 @@ impl ExperienceIndex {
             return Ok(Vec::new());
         }
         let mut seen = HashSet::new();
-        let mut terms: Vec<String> =
-            analyze(request.query).into_iter().filter(|term| seen.insert(term.clone())).collect();
+        let terms: Vec<String> = analyze(request.query).into_iter().filter(|term| seen.insert(term.clone())).collect();
         if terms.is_empty() {
             return Ok(Vec::new());
         }
         let searcher = self.reader.searcher();
         let text_fields = self.fields.text_fields_with_boosts();
-        if terms.len() > MAX_QUERY_TERMS {
-            let mut by_doc_freq = Vec::with_capacity(terms.len());
-            for term in terms {
-                let mut doc_freq = 0;
-                for (field, _) in text_fields {
-                    doc_freq += searcher.doc_freq(&Term::from_field_text(field, &term)).map_err(search_error)?;
-                }
+        let mut by_doc_freq = Vec::with_capacity(terms.len());
+        for term in terms {
+            let mut doc_freq = 0;
+            for (field, _) in text_fields {
+                doc_freq += searcher.doc_freq(&Term::from_field_text(field, &term)).map_err(search_error)?;
+            }
+            // A term in no document cannot match.
+            if doc_freq > 0 {
                 by_doc_freq.push((doc_freq, term));
             }
-            // A term in no document cannot match; keep the rarest of those that can.
-            by_doc_freq.retain(|(doc_freq, _)| *doc_freq > 0);
-            by_doc_freq.sort_by_key(|(doc_freq, _)| *doc_freq);
-            by_doc_freq.truncate(MAX_QUERY_TERMS);
-            terms = by_doc_freq.into_iter().map(|(_, term)| term).collect();
-            if terms.is_empty() {
-                return Ok(Vec::new());
-            }
+        }
+        by_doc_freq.sort_by_key(|(doc_freq, _)| *doc_freq);
+        // A term found in a large share of a big index carries little BM25 weight but costs a
+        // long posting list: it is left out, as a stop word would be, when rarer terms remain.
+        let n_docs_total = searcher.num_docs();
+        if n_docs_total >= COMMON_TERM_MIN_DOCS {
+            let common_from = (n_docs_total as f64 * COMMON_TERM_SHARE) as u64;
+            let n_rare = by_doc_freq.iter().filter(|(doc_freq, _)| *doc_freq < common_from).count();
+            by_doc_freq.truncate(n_rare.max(1));
+        }
+        by_doc_freq.truncate(MAX_QUERY_TERMS);
+        let terms: Vec<String> = by_doc_freq.into_iter().map(|(_, term)| term).collect();
+        if terms.is_empty() {
+            return Ok(Vec::new());
         }
 
         let mut text_clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
@@ -365,12 +377,25 @@ impl ExperienceIndex {
 
         let mut hits = Vec::with_capacity(top_addresses.len());
         for (bm25, address) in top_addresses {
-            let doc: TantivyDocument = searcher.doc(address).map_err(search_error)?;
-            if let Some(id) = doc.get_first(self.fields.id).and_then(|value| value.as_str()) {
-                hits.push(Hit { id: id.to_owned(), bm25 });
+            if let Some(id) = self.id_of(&searcher, address).map_err(search_error)? {
+                hits.push(Hit { id, bm25 });
             }
         }
         Ok(hits)
+    }
+
+    /// The experience id of a committed document, read from its fast field.
+    fn id_of(&self, searcher: &Searcher, address: DocAddress) -> tantivy::Result<Option<String>> {
+        let Some(column) = searcher.segment_reader(address.segment_ord).fast_fields().str("id")? else {
+            return Ok(None);
+        };
+        let mut id = String::new();
+        for term_ord in column.term_ords(address.doc_id) {
+            if column.ord_to_str(term_ord, &mut id)? {
+                return Ok(Some(id));
+            }
+        }
+        Ok(None)
     }
 
     fn top(&self, searcher: &Searcher, query: &dyn Query, limit: usize) -> tantivy::Result<Vec<(f32, DocAddress)>> {
@@ -818,6 +843,19 @@ mod tests {
         let unfiltered = search_ids(&index, &SearchRequest { min_score: 1, limit: 3, ..request("deploy") });
         assert_eq!(unfiltered.len(), 3);
         assert!(!unfiltered.contains(&"good".to_owned()));
+    }
+
+    #[test]
+    fn common_terms_are_pruned_but_a_query_of_only_common_terms_still_finds() {
+        let index = ExperienceIndex::open_in_ram().expect("index");
+        let ids: Vec<String> = (0..1_200).map(|n| format!("doc{n:04}")).collect();
+        let mut docs: Vec<IndexDoc<'_>> =
+            ids.iter().map(|id| doc(id, "common words everywhere", "tool", "done")).collect();
+        docs.push(doc("rare", "common words and a zebra", "tool", "done"));
+        index.add_new(&docs).expect("add");
+        index.commit(1).expect("commit");
+        assert_eq!(search_ids(&index, &SearchRequest { limit: 1, ..request("common zebra") }), ["rare"]);
+        assert_eq!(search_ids(&index, &SearchRequest { limit: 3, ..request("common words") }).len(), 3);
     }
 
     #[test]

@@ -1,15 +1,13 @@
 //! The tantivy schema of the experience index, its version, and the commit payload.
 
 use serde::{Deserialize, Serialize};
-use tantivy::schema::{
-    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
-};
+use tantivy::schema::{FAST, Field, INDEXED, IndexRecordOption, STRING, Schema, TextFieldIndexing, TextOptions};
 
 use crate::analyzer::ANALYZER_NAME;
 
 /// Version of the schema *and* of the analyzer. An index written with another version is wiped
 /// and rebuilt from the store, so bump this whenever fields or tokenization change.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Handles to the fields of [`build_schema`]'s schema.
 #[derive(Clone, Copy, Debug)]
@@ -46,7 +44,9 @@ pub(crate) fn build_schema() -> (Schema, Fields) {
         TextFieldIndexing::default().set_tokenizer(ANALYZER_NAME).set_index_option(IndexRecordOption::WithFreqs),
     );
     let fields = Fields {
-        id: builder.add_text_field("id", STRING | STORED),
+        // A fast field, not a stored one: reading a hit's id from the column costs a dictionary
+        // lookup, where the document store would decompress a whole block per hit.
+        id: builder.add_text_field("id", STRING | FAST),
         text: builder.add_text_field("text", text.clone()),
         content: builder.add_text_field("content", text),
         score: builder.add_u64_field("score", INDEXED | FAST),

@@ -221,7 +221,12 @@ impl BenchDaemon {
     }
 
     /// SIGTERM, then waits for the daemon to exit; the temp home is removed afterwards.
-    pub async fn stop(mut self) -> anyhow::Result<()> {
+    pub async fn stop(self) -> anyhow::Result<()> {
+        self.stop_keeping_home().await.map(drop)
+    }
+
+    /// SIGTERM, waits for the daemon to exit, and hands over its home (removed when dropped).
+    pub async fn stop_keeping_home(mut self) -> anyhow::Result<tempfile::TempDir> {
         let pid = self.pid()?;
         let raw_pid = rustix::process::Pid::from_raw(pid as i32).context("knowhubd has an invalid pid")?;
         rustix::process::kill_process(raw_pid, rustix::process::Signal::TERM).context("cannot signal knowhubd")?;
@@ -232,7 +237,8 @@ impl BenchDaemon {
                 if !exit.success() {
                     bail!("knowhubd exited with {exit} after SIGTERM; its log:\n{}", self.log_tail());
                 }
-                return Ok(());
+                let placeholder = tempfile::Builder::new().prefix("kb-bench-spent-").tempdir()?;
+                return Ok(std::mem::replace(&mut self.home, placeholder));
             }
             if Instant::now() > deadline {
                 bail!("knowhubd did not exit within {STOP_TIMEOUT:?} of SIGTERM");

@@ -2,6 +2,7 @@
 //! socket, memory — next to SQLite FTS5 in the same run, and BM25 retrieval quality on
 //! labelled data. A measurement tool, not a test.
 
+mod activation;
 mod daemon;
 mod fts5;
 mod generate;
@@ -53,7 +54,15 @@ enum Command {
         #[command(flatten)]
         quality: QualityArgs,
     },
-    /// `load`, then `quality`.
+    /// Time from the first connection on a socket-activated, not-yet-running daemon to its
+    /// first answer (uses systemd-socket-activate).
+    Activation {
+        #[command(flatten)]
+        daemon: DaemonArgs,
+        #[command(flatten)]
+        activation: ActivationArgs,
+    },
+    /// `load`, then `quality`, then `activation`.
     All {
         #[command(flatten)]
         daemon: DaemonArgs,
@@ -61,7 +70,19 @@ enum Command {
         load: LoadArgs,
         #[command(flatten)]
         quality: QualityArgs,
+        #[command(flatten)]
+        activation: ActivationArgs,
     },
+}
+
+#[derive(Debug, Args)]
+struct ActivationArgs {
+    /// Start-ups measured in each case.
+    #[arg(long, default_value_t = 20)]
+    runs: usize,
+    /// Experiences in the existing store.
+    #[arg(long, default_value_t = 10_000)]
+    seeded: usize,
 }
 
 #[derive(Debug, Args)]
@@ -135,6 +156,8 @@ struct RunReport {
     load: Option<load::LoadReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     quality: Option<quality::QualityReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    activation: Option<activation::ActivationReport>,
 }
 
 fn main() -> ExitCode {
@@ -156,10 +179,11 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
-    let (daemon_args, load_args, quality_args) = match &cli.command {
-        Command::Load { daemon, load } => (daemon, Some(load), None),
-        Command::Quality { daemon, quality } => (daemon, None, Some(quality)),
-        Command::All { daemon, load, quality } => (daemon, Some(load), Some(quality)),
+    let (daemon_args, load_args, quality_args, activation_args) = match &cli.command {
+        Command::Load { daemon, load } => (daemon, Some(load), None, None),
+        Command::Quality { daemon, quality } => (daemon, None, Some(quality), None),
+        Command::Activation { daemon, activation } => (daemon, None, None, Some(activation)),
+        Command::All { daemon, load, quality, activation } => (daemon, Some(load), Some(quality), Some(activation)),
     };
     let binary = daemon::resolve_binary(daemon_args.daemon.as_deref())?;
     let mut run_report = RunReport {
@@ -170,6 +194,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         load_average_end: None,
         load: None,
         quality: None,
+        activation: None,
     };
     if !cli.json {
         println!(
@@ -183,6 +208,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     if let Some(quality_args) = quality_args {
         run_report.quality = Some(quality::run(&binary, &quality_args.options(), cli.json).await?);
+    }
+    if let Some(activation_args) = activation_args {
+        let options =
+            activation::ActivationOptions { runs: activation_args.runs.max(1), seeded: activation_args.seeded };
+        run_report.activation = Some(activation::run(&binary, &options, cli.json).await?);
     }
     run_report.load_average_end = daemon::load_average();
     if cli.json {

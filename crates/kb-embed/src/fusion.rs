@@ -1,0 +1,227 @@
+//! Pure helpers for hybrid search: two ways to fuse a BM25 ranking with a vector ranking, and a
+//! measure of how Chinese a query is (the English model is weak on Chinese, so its ranking
+//! should count for less there). Which fusion the daemon uses is decided by measurement.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+
+/// The customary constant of reciprocal-rank fusion (Cormack et al., 2009): large enough that
+/// the first few ranks of one list do not drown out agreement between lists.
+pub const RRF_K: f32 = 60.0;
+
+/// Reciprocal-rank fusion: each id scores `Σ weight / (k + rank)` over the rankings it appears
+/// in, ranks starting at 1. Only the order of each ranking matters, not its scores. Best first;
+/// ties keep the order in which ids were first seen (earlier rankings, higher ranks first).
+pub fn reciprocal_rank_fusion<I: Clone + Eq + Hash>(k: f32, rankings: &[(f32, &[I])]) -> Vec<(I, f32)> {
+    let mut fused = Fused::default();
+    for &(weight, ranking) in rankings {
+        for (rank_idx, id) in ranking.iter().enumerate() {
+            fused.add(id, weight / (k + (rank_idx + 1) as f32));
+        }
+    }
+    fused.into_sorted()
+}
+
+/// Weighted sum of min-max normalised scores: each list's scores are mapped onto 0..=1 (its
+/// best to 1, its worst to 0; a list whose scores are all equal maps them all to 1), then each
+/// id scores `Σ weight × normalised score`, an absent id contributing 0. Best first; ties keep
+/// the order in which ids were first seen.
+pub fn weighted_score_fusion<I: Clone + Eq + Hash>(lists: &[(f32, &[(I, f32)])]) -> Vec<(I, f32)> {
+    let mut fused = Fused::default();
+    for &(weight, list) in lists {
+        for (id, normalised) in min_max_normalize(list) {
+            fused.add(&id, weight * normalised);
+        }
+    }
+    fused.into_sorted()
+}
+
+/// Scores mapped linearly onto 0..=1, best to 1; all to 1 when they are all equal.
+pub fn min_max_normalize<I: Clone>(list: &[(I, f32)]) -> Vec<(I, f32)> {
+    let (min, max) = list
+        .iter()
+        .fold((f32::INFINITY, f32::NEG_INFINITY), |(min, max), &(_, score)| (min.min(score), max.max(score)));
+    let range = max - min;
+    list.iter().map(|(id, score)| (id.clone(), if range > 0.0 { (score - min) / range } else { 1.0 })).collect()
+}
+
+/// Sums per id, remembering the order ids were first seen in.
+struct Fused<I> {
+    order: Vec<(I, f32)>,
+    index_by_id: HashMap<I, usize>,
+}
+
+impl<I> Default for Fused<I> {
+    fn default() -> Self {
+        Fused { order: Vec::new(), index_by_id: HashMap::new() }
+    }
+}
+
+impl<I: Clone + Eq + Hash> Fused<I> {
+    fn add(&mut self, id: &I, score: f32) {
+        match self.index_by_id.get(id) {
+            Some(&entry_idx) => self.order[entry_idx].1 += score,
+            None => {
+                self.index_by_id.insert(id.clone(), self.order.len());
+                self.order.push((id.clone(), score));
+            }
+        }
+    }
+
+    fn into_sorted(self) -> Vec<(I, f32)> {
+        let mut fused = self.order;
+        // A stable sort keeps first-seen order among equal scores.
+        fused.sort_by(|a, b| b.1.total_cmp(&a.1));
+        fused
+    }
+}
+
+/// Whether `c` is a Han character (CJK Unified Ideographs, extensions A to H, compatibility
+/// ideographs): the characters of Chinese text, one token each in BERT-style tokenizers.
+pub fn is_han(c: char) -> bool {
+    matches!(c as u32,
+        0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x20000..=0x2A6DF | 0x2A700..=0x2EBEF
+        | 0x2F800..=0x2FA1F | 0x30000..=0x323AF)
+}
+
+/// The share of Han characters among the letters and digits of `text`, in 0..=1 (0 when it
+/// has none). Spaces, punctuation and symbols do not count.
+pub fn han_share(text: &str) -> f32 {
+    let (n_han, n_alphanumeric) = text
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .fold((0usize, 0usize), |(n_han, n_all), c| (n_han + usize::from(is_han(c)), n_all + 1));
+    if n_alphanumeric == 0 { 0.0 } else { n_han as f32 / n_alphanumeric as f32 }
+}
+
+/// What a query is written in, as far as choosing fusion weights is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueryScript {
+    /// Fewer than [`QueryScript::MIXED_FROM`] of its letters are Han (English, identifiers,
+    /// other alphabets, or no letters at all).
+    NonHan,
+    /// Chinese and other letters, neither clearly dominating.
+    Mixed,
+    /// More than [`QueryScript::HAN_FROM`] of its letters are Han.
+    Han,
+}
+
+impl QueryScript {
+    pub const MIXED_FROM: f32 = 0.2;
+    pub const HAN_FROM: f32 = 0.8;
+
+    /// Classifies `query` by its [`han_share`].
+    pub fn detect(query: &str) -> QueryScript {
+        let share = han_share(query);
+        if share > QueryScript::HAN_FROM {
+            QueryScript::Han
+        } else if share >= QueryScript::MIXED_FROM {
+            QueryScript::Mixed
+        } else {
+            QueryScript::NonHan
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids<T: Clone>(fused: &[(T, f32)]) -> Vec<T> {
+        fused.iter().map(|(id, _)| id.clone()).collect()
+    }
+
+    #[test]
+    fn rrf_rewards_agreement_between_rankings() {
+        let bm25 = ["a", "b", "c"];
+        let vectors = ["c", "d", "a"];
+        let fused = reciprocal_rank_fusion(RRF_K, &[(1.0, &bm25[..]), (1.0, &vectors[..])]);
+        // a: 1/61 + 1/63, c: 1/63 + 1/61 (equal, a seen first), then b: 1/62, d: 1/62.
+        assert_eq!(ids(&fused), ["a", "c", "b", "d"]);
+        assert!((fused[0].1 - (1.0 / 61.0 + 1.0 / 63.0)).abs() < 1e-7);
+        assert_eq!(fused[0].1, fused[1].1);
+    }
+
+    #[test]
+    fn rrf_weights_scale_a_rankings_say() {
+        let bm25 = ["a", "b"];
+        let vectors = ["b", "a"];
+        let vectors_count_more = reciprocal_rank_fusion(RRF_K, &[(1.0, &bm25[..]), (2.0, &vectors[..])]);
+        assert_eq!(ids(&vectors_count_more), ["b", "a"]);
+        let vectors_ignored = reciprocal_rank_fusion(RRF_K, &[(1.0, &bm25[..]), (0.0, &vectors[..])]);
+        assert_eq!(ids(&vectors_ignored), ["a", "b"]);
+    }
+
+    #[test]
+    fn rrf_of_nothing_is_empty() {
+        let empty: [&str; 0] = [];
+        assert!(reciprocal_rank_fusion(RRF_K, &[(1.0, &empty[..])]).is_empty());
+        assert!(reciprocal_rank_fusion::<&str>(RRF_K, &[]).is_empty());
+    }
+
+    #[test]
+    fn min_max_maps_best_to_one_and_worst_to_zero() {
+        assert_eq!(min_max_normalize(&[("a", 12.0), ("b", 7.0), ("c", 2.0)]), [("a", 1.0), ("b", 0.5), ("c", 0.0)]);
+        assert_eq!(min_max_normalize(&[("a", 3.0), ("b", 3.0)]), [("a", 1.0), ("b", 1.0)]);
+        assert_eq!(min_max_normalize(&[("only", -0.2)]), [("only", 1.0)]);
+        assert!(min_max_normalize::<&str>(&[]).is_empty());
+    }
+
+    #[test]
+    fn weighted_sum_combines_normalised_scores() {
+        let bm25 = [("a", 10.0), ("b", 5.0), ("c", 0.0)];
+        let vectors = [("c", 0.9), ("a", 0.5), ("d", 0.1)];
+        let fused = weighted_score_fusion(&[(0.5, &bm25[..]), (0.5, &vectors[..])]);
+        // a: 0.5*1 + 0.5*0.5 = 0.75; c: 0 + 0.5 = 0.5; b: 0.25; d: 0.
+        assert_eq!(ids(&fused), ["a", "c", "b", "d"]);
+        let scores: Vec<f32> = fused.iter().map(|(_, score)| *score).collect();
+        assert_eq!(scores, [0.75, 0.5, 0.25, 0.0]);
+    }
+
+    #[test]
+    fn weighted_sum_with_one_list_keeps_its_order() {
+        let bm25 = [("x", 3.0), ("y", 2.0), ("z", 1.0)];
+        assert_eq!(ids(&weighted_score_fusion(&[(1.0, &bm25[..])])), ["x", "y", "z"]);
+    }
+
+    #[test]
+    fn han_characters_are_recognised() {
+        for c in ['中', '文', '㐀', '龥', '𠀀', '﨎'] {
+            assert!(is_han(c), "{c}");
+        }
+        for c in ['a', 'Z', '1', 'あ', 'カ', '한', '，', '。', ' '] {
+            assert!(!is_han(c), "{c}");
+        }
+    }
+
+    #[test]
+    fn han_share_counts_letters_and_digits_only() {
+        let cases: [(&str, f32); 7] = [
+            ("", 0.0),
+            ("  ,.!  ", 0.0),
+            ("make the tests stop watching", 0.0),
+            ("如何停止监视模式", 1.0),
+            ("如何停止监视模式？", 1.0),
+            ("vitest 停止监视", 4.0 / 10.0),
+            ("tsconfig.json 配置", 2.0 / 14.0),
+        ];
+        for (query, expected) in cases {
+            assert!((han_share(query) - expected).abs() < 1e-6, "{query:?}: {} != {expected}", han_share(query));
+        }
+    }
+
+    #[test]
+    fn queries_are_classified_by_their_han_share() {
+        let cases = [
+            ("vitest --run avoids watch mode", QueryScript::NonHan),
+            ("", QueryScript::NonHan),
+            ("tsconfig.json 配置", QueryScript::NonHan),
+            ("vitest 停止监视", QueryScript::Mixed),
+            ("怎么让 vitest 停止监视模式", QueryScript::Mixed),
+            ("测试一直在监视模式下不退出", QueryScript::Han),
+        ];
+        for (query, expected) in cases {
+            assert_eq!(QueryScript::detect(query), expected, "{query:?} (share {})", han_share(query));
+        }
+    }
+}

@@ -395,11 +395,11 @@ impl Store {
 
     /// Calls `each_batch` with every experience, in batches of `batch_size`, for a full
     /// rebuild. Returns the sequence number the rows reflect.
-    pub fn for_each_index_row(
+    pub fn for_each_index_row<E: From<Error>>(
         &self,
         batch_size: usize,
-        mut each_batch: impl FnMut(&[IndexRow]) -> Result<()>,
-    ) -> Result<u64> {
+        mut each_batch: impl FnMut(&[IndexRow]) -> std::result::Result<(), E>,
+    ) -> std::result::Result<u64, E> {
         let tx = self.conn.unchecked_transaction().doing("starting a read")?;
         let current = read_seq(&tx)?;
         {

@@ -65,7 +65,7 @@ fn changes_since_reports_upserts_and_deletes_until_pruned() {
 
     let mut n_rows = 0;
     let rebuilt_seq = store
-        .for_each_index_row(1, |rows| {
+        .for_each_index_row(1, |rows| -> kb_store::Result<()> {
             n_rows += rows.len();
             Ok(())
         })

@@ -197,11 +197,10 @@ impl Engine {
             self.rebuild_total.store(counts.total, Ordering::Relaxed);
             self.rebuild_done.store(0, Ordering::Relaxed);
             self.index.clear()?;
-            let seq = store.for_each_index_row(REBUILD_BATCH, |rows| {
+            // The index was just cleared, so every row is new to it.
+            let seq = store.for_each_index_row(REBUILD_BATCH, |rows| -> anyhow::Result<()> {
                 let docs: Vec<IndexDoc<'_>> = rows.iter().map(index_doc).collect();
-                self.index
-                    .upsert(&docs)
-                    .map_err(|error| kb_store::Error::Malformed { id: String::new(), reason: error.to_string() })?;
+                self.index.add_new(&docs)?;
                 self.rebuild_done.fetch_add(rows.len() as u64, Ordering::Relaxed);
                 Ok(())
             })?;
@@ -334,7 +333,10 @@ impl Engine {
 
     /// Runs import items through the gate, on two threads for large batches: the gate is pure
     /// CPU work (redaction and injection patterns) and a sizeable share of an import's cost.
-    fn gate_all(&self, items: Vec<Result<(NewExperience, Option<Status>), String>>) -> Vec<Result<kb_core::Gated, String>> {
+    fn gate_all(
+        &self,
+        items: Vec<Result<(NewExperience, Option<Status>), String>>,
+    ) -> Vec<Result<kb_core::Gated, String>> {
         let gate_one = |item: Result<(NewExperience, Option<Status>), String>| {
             item.and_then(|(new, held)| {
                 let mut gated = kb_core::gate(new, &self.policy).map_err(|error| error.to_string())?;

@@ -18,7 +18,9 @@ export function tempDir(prefix) {
 
 /** The built daemon binary; fails with what to do when it is not built. */
 export function knowhubdPath() {
-  const binary = process.env.KNOWHUBD_BIN || path.join(REPO_ROOT, "target", "debug", "knowhubd");
+  // Cargo's target directory, relocated like cargo does by CARGO_TARGET_DIR.
+  const targetDir = path.resolve(REPO_ROOT, process.env.CARGO_TARGET_DIR || "target");
+  const binary = process.env.KNOWHUBD_BIN || path.join(targetDir, "debug", "knowhubd");
   if (!existsSync(binary)) {
     throw new Error(`${binary} is not built: run \`cargo build -p knowhubd\` (tests/run does) before the plugin-stub tests`);
   }

@@ -12,6 +12,7 @@ use kb_core::Status;
 use tantivy::collector::TopDocs;
 use tantivy::directory::error::LockError;
 use tantivy::directory::{Directory, INDEX_WRITER_LOCK, MmapDirectory};
+use tantivy::indexer::LogMergePolicy;
 use tantivy::query::{
     AllQuery, BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, RangeQuery, TermQuery, TermSetQuery,
 };
@@ -35,6 +36,9 @@ const WRITER_MEMORY_BYTES: usize = 2 * 20_000_000;
 /// Queries with more distinct terms than this (a whole prompt used as a query, say) keep only the
 /// rarest terms: they carry the BM25 weight, and hundreds of clauses would only cost latency.
 const MAX_QUERY_TERMS: usize = 64;
+
+/// Segments of a size level merged together (tantivy's default is 8).
+const MERGE_MIN_SEGMENTS: usize = 4;
 
 /// Common-term pruning applies to indexes at least this large: below it, posting lists are
 /// short and every term may matter.
@@ -456,10 +460,17 @@ fn new_reader(index: &Index) -> tantivy::Result<IndexReader> {
 }
 
 fn new_writer(index: &Index, dir: &Path) -> Result<IndexWriter> {
-    index.writer_with_num_threads(WRITER_THREADS, WRITER_MEMORY_BYTES).map_err(|source| match source {
+    let writer = index.writer_with_num_threads(WRITER_THREADS, WRITER_MEMORY_BYTES).map_err(|source| match source {
         TantivyError::LockFailure(LockError::LockBusy, _) => Error::Locked { path: dir.to_owned() },
         source => Error::Create { path: dir.to_owned(), source },
-    })
+    })?;
+    // Every commit (each submit, each import batch) makes new segments, and a query pays a
+    // term lookup per term, field and segment: merging sooner than tantivy's default of 8
+    // segments per level keeps the count, and so the per-query cost, low.
+    let mut merge_policy = LogMergePolicy::default();
+    merge_policy.set_min_num_segments(MERGE_MIN_SEGMENTS);
+    writer.set_merge_policy(Box::new(merge_policy));
+    Ok(writer)
 }
 
 fn lock_error(dir: &Path, err: LockError) -> Error {

@@ -11,20 +11,12 @@ import { performance } from "node:perf_hooks";
 
 import { KnowhubClient, resolveSocketPath } from "../client.ts";
 import { envelope, hookHandler } from "../hooks.ts";
-import { resolveConfig } from "../index.ts";
+import { hookConfigOf, resolveConfig } from "../index.ts";
 
 const events = Number(process.argv[2] ?? 10_000);
 const socketPath = resolveSocketPath(process.env.KNOWHUB_SOCKET);
 const config = resolveConfig({ autoRecall: false, reminderMode: "normal" });
-const hookConfig = {
-  reminderMode: config.reminderMode,
-  autoRecall: config.autoRecall,
-  privacyMode: config.privacyMode,
-  enableServerExtraction: config.enableServerExtraction,
-  extractionTrigger: config.extractionTrigger,
-  requireApproval: config.requireApproval,
-  submittedBy: config.submittedBy,
-};
+const hookConfig = hookConfigOf(config);
 const client = new KnowhubClient({ socketPath, logger: console });
 const options = { client, config: hookConfig, hookTimeoutMs: 1_000, logger: console };
 

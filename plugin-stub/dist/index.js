@@ -16,6 +16,19 @@ const ENUMS = {
  * The config with defaults for whatever is missing. OpenClaw validates the config against the
  * manifest's schema before this runs; this only fills in defaults and ignores what is off.
  */
+/** The part of the plugin's config that travels with every hook event to the daemon. */
+export function hookConfigOf(config) {
+  return {
+    reminderMode: config.reminderMode,
+    autoRecall: config.autoRecall,
+    privacyMode: config.privacyMode,
+    enableServerExtraction: config.enableServerExtraction,
+    extractionTrigger: config.extractionTrigger,
+    requireApproval: config.requireApproval,
+    submittedBy: config.submittedBy,
+  };
+}
+
 export function resolveConfig(raw) {
   const value = raw ?? {};
   const choice = (key, fallback) =>
@@ -53,16 +66,7 @@ export function register(api) {
   });
   api.registerTool(() => contentTool(toolOptions), { name: TOOL_NAMES[2] });
 
-  const hookConfig = {
-    reminderMode: config.reminderMode,
-    autoRecall: config.autoRecall,
-    privacyMode: config.privacyMode,
-    enableServerExtraction: config.enableServerExtraction,
-    extractionTrigger: config.extractionTrigger,
-    requireApproval: config.requireApproval,
-    submittedBy: config.submittedBy,
-  };
-  registerHooks(api, { client, config: hookConfig, hookTimeoutMs: config.hookTimeoutMs, logger: api.logger });
+  registerHooks(api, { client, config: hookConfigOf(config), hookTimeoutMs: config.hookTimeoutMs, logger: api.logger });
   api.logger.debug?.(`knowhub: daemon socket ${client.socketPath}`);
 }
 

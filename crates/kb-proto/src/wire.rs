@@ -36,27 +36,35 @@ pub fn parse_params<T: DeserializeOwned>(raw: Option<&str>) -> Result<T, ParamEr
     parse_value_str(raw)
 }
 
-/// Parses one JSON value into `T`, naming the field at fault on error.
+/// Parses one JSON text into `T`, naming the field at fault on error.
 pub fn parse_value_str<T: DeserializeOwned>(raw: &str) -> Result<T, ParamError> {
     let mut deserializer = serde_json::Deserializer::from_str(raw);
-    serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
-        let path = error.path().to_string();
-        let inner = error.into_inner();
-        // serde_json appends " at line L column C", which means nothing to a caller of a
-        // JSON-RPC method; the field path says where instead.
-        let mut message = inner.to_string();
-        if let Some(position) = message.rfind(" at line ") {
-            message.truncate(position);
-        }
-        // For a missing field serde reports the parent's path, so name the field from the message.
-        let field = match (path.as_str(), missing_field(&message)) {
-            (".", Some(missing)) => missing.to_owned(),
-            (parent, Some(missing)) => format!("{parent}.{missing}"),
-            (".", None) => String::new(),
-            (path, None) => path.to_owned(),
-        };
-        ParamError { field, message }
-    })
+    serde_path_to_error::deserialize(&mut deserializer).map_err(param_error)
+}
+
+/// Parses an already-decoded JSON value into `T` (no re-serialization), naming the field at
+/// fault on error.
+pub fn parse_value<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, ParamError> {
+    serde_path_to_error::deserialize(value).map_err(param_error)
+}
+
+fn param_error(error: serde_path_to_error::Error<serde_json::Error>) -> ParamError {
+    let path = error.path().to_string();
+    let inner = error.into_inner();
+    // serde_json appends " at line L column C", which means nothing to a caller of a
+    // JSON-RPC method; the field path says where instead.
+    let mut message = inner.to_string();
+    if let Some(position) = message.rfind(" at line ") {
+        message.truncate(position);
+    }
+    // For a missing field serde reports the parent's path, so name the field from the message.
+    let field = match (path.as_str(), missing_field(&message)) {
+        (".", Some(missing)) => missing.to_owned(),
+        (parent, Some(missing)) => format!("{parent}.{missing}"),
+        (".", None) => String::new(),
+        (path, None) => path.to_owned(),
+    };
+    ParamError { field, message }
 }
 
 fn missing_field(message: &str) -> Option<&str> {
@@ -526,6 +534,12 @@ mod tests {
             "merge_count":0,"recall_count":2,"content":"body","content_type":"text/markdown"}"#;
         let item: ImportItem = parse_value_str(line).unwrap();
         assert_eq!(item.content.as_deref(), Some("body"));
+        let from_value: ImportItem = parse_value(serde_json::from_str(line).unwrap()).unwrap();
+        assert_eq!(from_value, item);
+        let bad =
+            parse_value::<ImportItem>(serde_json::json!({"task": "t", "resource": "r", "result": "x", "score": "5"}))
+                .unwrap_err();
+        assert_eq!(bad.field, "score");
         assert_eq!(item.score, Some(4));
     }
 }

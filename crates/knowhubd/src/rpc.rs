@@ -109,15 +109,9 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
             let params: wire::ImportParams = parse(&params)?;
             let items = params
                 .items
-                .iter()
+                .into_iter()
                 .map(|item| {
-                    let item: wire::ImportItem = serde_json::from_value(item.clone()).map_err(|error| {
-                        // Re-parse through the field-naming parser for a useful message.
-                        wire::parse_value_str::<wire::ImportItem>(&item.to_string())
-                            .err()
-                            .map(|error| error.to_string())
-                            .unwrap_or_else(|| error.to_string())
-                    })?;
+                    let item: wire::ImportItem = wire::parse_value(item).map_err(|error| error.to_string())?;
                     import_item(item).map_err(|error| error.message().to_owned())
                 })
                 .collect();

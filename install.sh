@@ -24,7 +24,7 @@ echo "==> installing knowhubd and kbctl into $BIN_DIR"
 mkdir -p "$BIN_DIR"
 install -m 0755 target/release/knowhubd target/release/kbctl "$BIN_DIR/"
 
-# Embeddings (coming) use ONNX Runtime, loaded at run time from PyPI's onnxruntime wheel.
+# Embeddings use ONNX Runtime, loaded at run time from PyPI's onnxruntime wheel.
 # Optional: without it the daemon searches by BM25 alone, so nothing here may fail the install.
 echo "==> obtaining ONNX Runtime $ORT_VERSION"
 if command -v python3 >/dev/null 2>&1 && python3 -m pip --version >/dev/null 2>&1; then
@@ -61,6 +61,12 @@ if [ ! -f "$CONFIG" ]; then
   echo "==> writing the default config to $CONFIG"
   mkdir -p "$(dirname "$CONFIG")"
   "$BIN_DIR/knowhubd" --print-config > "$CONFIG"
+  if [ -n "${ort_lib:-}" ]; then
+    # The service does not see this shell's environment: the config names the library.
+    sed "s|^# onnxruntime = .*|onnxruntime = \"$ort_lib\"|" "$CONFIG" > "$CONFIG.tmp" && mv "$CONFIG.tmp" "$CONFIG"
+  fi
+elif [ -n "${ort_lib:-}" ] && ! grep -q '^onnxruntime' "$CONFIG"; then
+  echo "note: to use embeddings, set onnxruntime = \"$ort_lib\" under [embedding] in $CONFIG"
 fi
 
 echo "==> installing the service"

@@ -33,8 +33,20 @@ fn status_is_the_health_check() {
 fn submit_search_show_list_delete() {
     let daemon = TestDaemon::start();
     let output = daemon.kbctl(&[
-        "submit", "--task", "配置 TypeScript 路径别名", "--resource", "tsconfig.json paths", "--result", "使用 @/ 别名简化导入",
-        "--score", "5", "--content", "{\"compilerOptions\": {\"paths\": {\"@/*\": [\"src/*\"]}}}", "--content-type", "application/json", "--json",
+        "submit",
+        "--task",
+        "配置 TypeScript 路径别名",
+        "--resource",
+        "tsconfig.json paths",
+        "--result",
+        "使用 @/ 别名简化导入",
+        "--score",
+        "5",
+        "--content",
+        "{\"compilerOptions\": {\"paths\": {\"@/*\": [\"src/*\"]}}}",
+        "--content-type",
+        "application/json",
+        "--json",
     ]);
     assert!(output.status.success(), "{}", stderr(&output));
     let submitted: Value = serde_json::from_slice(&output.stdout).unwrap();
@@ -43,7 +55,10 @@ fn submit_search_show_list_delete() {
     let output = daemon.kbctl(&["search", "TypeScript 别名"]);
     assert!(output.status.success());
     let text = stdout(&output);
-    assert!(text.contains("1. [配置 TypeScript 路径别名]") && text.contains("score 5/5") && text.contains(&id), "{text}");
+    assert!(
+        text.contains("1. [配置 TypeScript 路径别名]") && text.contains("score 5/5") && text.contains(&id),
+        "{text}"
+    );
 
     let output = daemon.kbctl(&["search", "tsconfig.json", "--json", "--min-score", "5"]);
     let found: Value = serde_json::from_slice(&output.stdout).unwrap();
@@ -52,7 +67,10 @@ fn submit_search_show_list_delete() {
 
     let output = daemon.kbctl(&["show", &id]);
     let text = stdout(&output);
-    assert!(text.contains("tsconfig.json paths") && text.contains("\"@/*\"") && text.contains("application/json"), "{text}");
+    assert!(
+        text.contains("tsconfig.json paths") && text.contains("\"@/*\"") && text.contains("application/json"),
+        "{text}"
+    );
 
     let output = daemon.kbctl(&["list", "--json"]);
     let listed: Value = serde_json::from_slice(&output.stdout).unwrap();
@@ -91,7 +109,11 @@ fn export_then_import_round_trips_and_bad_lines_are_reported() {
 
     // Add a broken line and a line the daemon refuses.
     let import_path = source.home.path().join("import.jsonl");
-    std::fs::write(&import_path, format!("{exported}{{broken json\n{{\"task\":\"t\",\"resource\":\"r\",\"result\":\"x\",\"score\":0}}\n\n")).unwrap();
+    std::fs::write(
+        &import_path,
+        format!("{exported}{{broken json\n{{\"task\":\"t\",\"resource\":\"r\",\"result\":\"x\",\"score\":0}}\n\n"),
+    )
+    .unwrap();
 
     let target = TestDaemon::start();
     let output = target.kbctl(&["import", import_path.to_str().unwrap(), "--batch", "50", "--json"]);

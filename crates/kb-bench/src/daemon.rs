@@ -85,6 +85,12 @@ pub struct BenchDaemon {
 impl BenchDaemon {
     /// Starts `binary` with `KNOWHUB_HOME` set to a fresh temp dir and waits until it answers.
     pub async fn start(binary: &Path) -> anyhow::Result<BenchDaemon> {
+        BenchDaemon::start_with(binary, &[]).await
+    }
+
+    /// [`BenchDaemon::start`] with extra environment variables, e.g. `KNOWHUB_MODEL_DIR` and
+    /// `ORT_DYLIB_PATH` to measure with embeddings.
+    pub async fn start_with(binary: &Path, env: &[(&str, &Path)]) -> anyhow::Result<BenchDaemon> {
         let home = tempfile::Builder::new().prefix("kb-bench-").tempdir().context("cannot create a temp home")?;
         let socket = home.path().join(kb_proto::paths::SOCKET_FILE_NAME);
         let log = home.path().join("daemon.log");
@@ -94,11 +100,12 @@ impl BenchDaemon {
         let child = Command::new(binary)
             .env("KNOWHUB_HOME", home.path())
             .env("KNOWHUB_LOG", log_filter)
-            // Nothing may point the daemon at the user's socket or an embedding model: this
-            // measures BM25 alone, on a home of its own.
+            // Nothing of the user's may point the daemon at their socket or an embedding model:
+            // it runs on a home of its own, with embeddings only when `env` asks for them.
             .env_remove("KNOWHUB_SOCKET")
             .env_remove("KNOWHUB_MODEL_DIR")
             .env_remove("ORT_DYLIB_PATH")
+            .envs(env.iter().map(|(name, value)| (*name, *value)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log_file)

@@ -277,8 +277,13 @@ async fn measure_knowhub(
 }
 
 async fn knowhub_search(client: &mut Client, query: &str) -> anyhow::Result<SearchResult> {
-    let params =
-        SearchParams { query: query.to_owned(), top_k: Some(TOP_K), min_score: Some(MIN_SCORE), agent_id: None };
+    let params = SearchParams {
+        query: query.to_owned(),
+        top_k: Some(TOP_K),
+        min_score: Some(MIN_SCORE),
+        agent_id: None,
+        mode: None,
+    };
     client.call(kb_proto::method::SEARCH, &params).await.with_context(|| format!("kb.search {query:?} failed"))
 }
 

@@ -19,6 +19,10 @@ use serde::Serialize;
 
 /// The shared data directory (`../shared/data` beside the workspace root), as seen at build time.
 const DEFAULT_DATA_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data");
+/// The English set built for this project, inside this crate.
+const BENCH_DATA_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data");
+/// The real MiniLM model in `../shared/models`.
+const DEFAULT_MODEL_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/models/all-minilm-l6-v2-onnx");
 
 #[derive(Debug, Parser)]
 #[command(
@@ -117,8 +121,21 @@ struct QualityArgs {
     #[arg(long, value_name = "DIR")]
     data: Option<PathBuf>,
     /// Data sets (subdirectories of --data with corpus.jsonl and queries.jsonl).
-    #[arg(long, value_delimiter = ',', default_value = "cmrc-trial,cmrc-trial-chunks")]
+    #[arg(long, value_delimiter = ',', default_value = "cmrc-trial,cmrc-trial-chunks,english-experiences")]
     sets: Vec<String>,
+    /// The embedding model directory [default: ../shared/models/all-minilm-l6-v2-onnx].
+    #[arg(long, value_name = "DIR")]
+    model: Option<PathBuf>,
+    /// The ONNX Runtime library [default: ORT_DYLIB_PATH, else python3's onnxruntime package].
+    #[arg(long, value_name = "FILE")]
+    onnxruntime: Option<PathBuf>,
+    /// Measure BM25 alone, without a model.
+    #[arg(long)]
+    no_embeddings: bool,
+    /// Write each set's BM25 and vector candidates per question to DIR/<set>.jsonl, for
+    /// studying fusions offline.
+    #[arg(long, value_name = "DIR")]
+    dump_candidates: Option<PathBuf>,
 }
 
 impl LoadArgs {
@@ -135,9 +152,14 @@ impl LoadArgs {
 
 impl QualityArgs {
     fn options(&self) -> quality::QualityOptions {
+        let embeddings = !self.no_embeddings;
         quality::QualityOptions {
             data_dir: self.data.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR)),
+            bench_data_dir: PathBuf::from(BENCH_DATA_DIR),
             sets: self.sets.clone(),
+            dump_dir: self.dump_candidates.clone(),
+            model_dir: embeddings.then(|| self.model.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_MODEL_DIR))),
+            onnxruntime: embeddings.then(|| self.onnxruntime.clone().or_else(quality::find_onnxruntime)).flatten(),
         }
     }
 }
@@ -197,10 +219,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         activation: None,
     };
     if !cli.json {
-        println!(
-            "kb-bench: {} ({}), {} CPUs, no embedding model (BM25 only)",
-            run_report.daemon, run_report.daemon_version, run_report.n_cpus
-        );
+        println!("kb-bench: {} ({}), {} CPUs", run_report.daemon, run_report.daemon_version, run_report.n_cpus);
         print_load_average("at the start", run_report.load_average_start);
     }
     if let Some(load_args) = load_args {

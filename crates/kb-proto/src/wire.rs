@@ -103,9 +103,12 @@ pub struct SubmitResult {
     pub id: String,
     /// active, or pending when the experience was held for review.
     pub status: String,
-    /// Set when the submission was an exact duplicate and merged into this experience.
+    /// Set when the submission was a duplicate and merged into this experience.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duplicate_of: Option<String>,
+    /// Set when it merged as near-identical rather than identical: the cosine similarity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub similarity: Option<f32>,
     /// What strict-mode redaction replaced, by kind.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub redactions: BTreeMap<String, usize>,
@@ -127,15 +130,18 @@ pub struct SearchParams {
     pub min_score: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
+    /// `hybrid` (the default), `bm25` or `vector`: which retrievers to ask.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SearchResult {
     pub count: usize,
     pub results: Vec<SearchHit>,
-    /// `bm25` or `hybrid`: which retrievers answered.
+    /// `hybrid`, `bm25` or `vector`: which retrievers answered.
     pub mode: String,
-    /// Why the mode is not hybrid, when it is not.
+    /// Why the mode is not the one asked for, or what the answer may miss.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
@@ -471,6 +477,14 @@ pub struct EmbedderStatus {
     pub model: Option<String>,
     /// Experiences not yet embedded.
     pub backlog: u64,
+    /// Vectors in the vector index (active experiences embedded by `model`).
+    #[serde(default)]
+    pub vectors: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dimensions: Option<usize>,
+    /// The ONNX Runtime library in use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
 }

@@ -1,7 +1,7 @@
 //! KnowHub's experience store: SQLite in WAL mode, the single source of truth.
 //!
 //! Architecture Invariant: every change that matters to a derived structure (the BM25 index,
-//! later the vectors) bumps the store's sequence number inside the same transaction, and
+//! the vectors) bumps the store's sequence number inside the same transaction, and
 //! records the new `seq` on the changed row (or on a tombstone for a delete). A derived
 //! structure that remembers the last `seq` it applied can therefore catch up with
 //! `changes_since`, or be rebuilt from scratch with `for_each_index_row`.
@@ -12,7 +12,11 @@
 mod error;
 mod migrations;
 mod store;
+mod vectors;
 
 pub use error::{Error, Result};
 pub use migrations::SCHEMA_VERSION;
-pub use store::{Changes, Counts, ExportRow, IndexRow, ListFilter, Store, StoredContent, WriteOutcome};
+pub use store::{
+    Changes, Counts, ExportRow, IndexRow, ListFilter, Store, StoredContent, VectorRef, WriteItem, WriteOutcome,
+};
+pub use vectors::{EmbeddingSource, VectorChanges, VectorRow};

@@ -53,6 +53,15 @@ const MIGRATIONS: &[&str] = &[
     ) STRICT;
     CREATE INDEX tombstones_seq ON tombstones (seq);
     "#,
+    // Version 2: one embedding per experience, tagged with the model that made it. Vectors are
+    // derived data: a vector of another model is simply replaced when the new one is computed.
+    r#"
+    CREATE TABLE vectors (
+        experience_id TEXT PRIMARY KEY REFERENCES experiences (id) ON DELETE CASCADE,
+        model_id      TEXT NOT NULL,
+        vector        BLOB NOT NULL
+    ) STRICT;
+    "#,
 ];
 
 /// The schema version this build writes.

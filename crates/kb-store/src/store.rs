@@ -11,7 +11,7 @@ use crate::{Error, Result, migrations};
 /// One connection to the experience database. The daemon keeps one writer and a few readers;
 /// SQLite in WAL mode lets readers run while the writer commits.
 pub struct Store {
-    conn: Connection,
+    pub(crate) conn: Connection,
     path: PathBuf,
 }
 
@@ -21,8 +21,34 @@ pub struct WriteOutcome {
     /// The new id, or the existing one when the experience merged into a duplicate.
     pub id: ExperienceId,
     pub status: Status,
-    /// Set when the experience was an exact duplicate of `id` and merged into it.
+    /// Set when the experience merged into `id`: an exact duplicate of it, or near-identical.
     pub merged: bool,
+    /// Set when it merged into `id` as near-identical (`WriteItem::similar_to`), not exact.
+    pub similar: bool,
+}
+
+/// One experience to store, with what the daemon computed for it beforehand.
+#[derive(Debug, Clone, Copy)]
+pub struct WriteItem<'a> {
+    pub gated: &'a Gated,
+    /// Its embedding, stored with it when it is inserted (a merge keeps the stored one's).
+    pub vector: Option<VectorRef<'a>>,
+    /// A stored experience found near-identical to this one: the item merges into it, unless it
+    /// is an exact duplicate of another or that experience is gone by the time of the write.
+    pub similar_to: Option<&'a str>,
+}
+
+impl<'a> WriteItem<'a> {
+    pub fn plain(gated: &'a Gated) -> WriteItem<'a> {
+        WriteItem { gated, vector: None, similar_to: None }
+    }
+}
+
+/// An embedding as stored: the model that made it and its bytes (`kb_embed::to_bytes`).
+#[derive(Debug, Clone, Copy)]
+pub struct VectorRef<'a> {
+    pub model_id: &'a str,
+    pub bytes: &'a [u8],
 }
 
 /// What the BM25 index needs of one experience.
@@ -122,6 +148,13 @@ impl Store {
     /// count goes up, it keeps the better rating, and it gains content it lacked.
     /// Returns one outcome per item and the sequence number after the write.
     pub fn write(&mut self, items: &[Gated], now_ms: i64) -> Result<(Vec<WriteOutcome>, u64)> {
+        let items: Vec<WriteItem<'_>> = items.iter().map(WriteItem::plain).collect();
+        self.write_items(&items, now_ms)
+    }
+
+    /// [`Store::write`] with vectors to store beside new experiences and near-identical
+    /// experiences to merge into.
+    pub fn write_items(&mut self, items: &[WriteItem<'_>], now_ms: i64) -> Result<(Vec<WriteOutcome>, u64)> {
         let tx = self.conn.transaction().doing("starting a write")?;
         let mut seq = read_seq(&tx)?;
         let mut outcomes = Vec::with_capacity(items.len());
@@ -147,19 +180,28 @@ impl Store {
                      score = max(score, ?3), seq = CASE WHEN ?4 THEN ?5 ELSE seq END WHERE id = ?1",
                 )
                 .doing("preparing the merge")?;
-            for gated in items {
+            let mut find_similar = tx
+                .prepare_cached("SELECT id, score, status, EXISTS (SELECT 1 FROM contents WHERE experience_id = id) FROM experiences WHERE id = ?1")
+                .doing("preparing the similar lookup")?;
+            let mut insert_vector = tx
+                .prepare_cached("INSERT OR REPLACE INTO vectors (experience_id, model_id, vector) VALUES (?1, ?2, ?3)")
+                .doing("preparing the vector insert")?;
+            let merge_target = |row: &Row<'_>| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?, row.get::<_, String>(2)?, row.get::<_, bool>(3)?))
+            };
+            for item in items {
+                let gated = item.gated;
                 let new = &gated.experience;
-                let duplicate = find_duplicate
-                    .query_row([&gated.dedup_key], |row| {
-                        Ok((
-                            row.get::<_, String>(0)?,
-                            row.get::<_, i64>(1)?,
-                            row.get::<_, String>(2)?,
-                            row.get::<_, bool>(3)?,
-                        ))
-                    })
+                let mut similar = false;
+                let mut duplicate = find_duplicate
+                    .query_row([&gated.dedup_key], merge_target)
                     .optional()
                     .doing("looking up duplicates")?;
+                if let (None, Some(similar_id)) = (&duplicate, item.similar_to) {
+                    duplicate =
+                        find_similar.query_row([similar_id], merge_target).optional().doing("looking up duplicates")?;
+                    similar = duplicate.is_some();
+                }
                 match duplicate {
                     Some((id, stored_score, stored_status, has_content)) => {
                         let adds_content = !has_content && new.content.is_some();
@@ -179,7 +221,12 @@ impl Store {
                             id: id.clone(),
                             reason: format!("unknown status {stored_status:?}"),
                         })?;
-                        outcomes.push(WriteOutcome { id: ExperienceId::from_stored(id), status, merged: true });
+                        outcomes.push(WriteOutcome {
+                            id: ExperienceId::from_stored(id),
+                            status,
+                            merged: true,
+                            similar,
+                        });
                     }
                     None => {
                         seq += 1;
@@ -208,7 +255,12 @@ impl Store {
                                 .execute(params![id.as_str(), new.content, content_type_of(gated)])
                                 .doing("storing content")?;
                         }
-                        outcomes.push(WriteOutcome { id, status: gated.status, merged: false });
+                        if let Some(vector) = item.vector {
+                            insert_vector
+                                .execute(params![id.as_str(), vector.model_id, vector.bytes])
+                                .doing("storing a vector")?;
+                        }
+                        outcomes.push(WriteOutcome { id, status: gated.status, merged: false, similar: false });
                     }
                 }
             }
@@ -516,7 +568,7 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
-fn read_seq(conn: &Connection) -> Result<u64> {
+pub(crate) fn read_seq(conn: &Connection) -> Result<u64> {
     conn.query_row("SELECT value FROM meta WHERE key = 'seq'", [], |row| row.get::<_, i64>(0))
         .doing("reading the sequence number")
         .map(|seq| seq as u64)

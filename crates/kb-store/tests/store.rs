@@ -1,7 +1,7 @@
 //! Tests of the store on real SQLite files: merging, sequence numbers, tombstones, migrations.
 
 use kb_core::{GatePolicy, NewExperience, Status, gate};
-use kb_store::{Error, ListFilter, Store, StoredContent};
+use kb_store::{Error, ListFilter, SCHEMA_VERSION, Store, StoredContent, VectorRef, WriteItem};
 
 fn gated(task: &str, score: i64, content: Option<&str>) -> kb_core::Gated {
     let new = NewExperience {
@@ -119,4 +119,97 @@ fn a_file_that_is_not_a_database_is_an_error_not_a_panic() {
     std::fs::write(&path, &junk).unwrap();
     assert!(Store::open(&path).is_err());
     assert_eq!(std::fs::read(&path).unwrap(), junk, "the file is left as it was");
+}
+
+#[test]
+fn a_version_1_database_is_migrated_with_its_data_intact() {
+    // schema-v1.sqlite was written by the first release's schema (see tests/fixtures).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kb.db");
+    std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/schema-v1.sqlite"), &path).unwrap();
+    let mut store = Store::open(&path).unwrap();
+    let version: i64 =
+        rusqlite::Connection::open(&path).unwrap().query_row("PRAGMA user_version", [], |row| row.get(0)).unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    assert_eq!(store.seq().unwrap(), 3);
+    let counts = store.counts().unwrap();
+    assert_eq!((counts.total, counts.active, counts.pending), (3, 2, 1));
+    let chinese = store.get("01JA0000000000000000000002").unwrap().unwrap();
+    assert_eq!((chinese.task.as_str(), chinese.score, chinese.has_content), ("配置 TypeScript 路径别名", 4, true));
+    // The new table works on the migrated file: every active experience lacks a vector.
+    let mut missing = Vec::new();
+    store
+        .for_each_vector_row("model-a", 10, |rows| -> kb_store::Result<()> {
+            missing.extend(rows.iter().filter(|row| row.vector.is_none()).map(|row| row.id.clone()));
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(missing.len(), 2);
+    assert_eq!(store.put_vectors("model-a", &[("01JA0000000000000000000001", &[0, 0, 128, 63])]).unwrap(), 1);
+    assert_eq!(store.vector_counts("model-a").unwrap(), (1, 1));
+}
+
+#[test]
+fn vectors_belong_to_a_model_follow_changes_and_go_with_their_experience() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("kb.db")).unwrap();
+    let first = gated("first task", 4, None);
+    let second = gated("second task", 2, None);
+    let vector = VectorRef { model_id: "model-a", bytes: &[1, 2, 3, 4] };
+    let items = [WriteItem { vector: Some(vector), ..WriteItem::plain(&first) }, WriteItem::plain(&second)];
+    let (outcomes, seq) = store.write_items(&items, 1).unwrap();
+    let (a, b) = (outcomes[0].id.to_string(), outcomes[1].id.to_string());
+
+    let changes = store.vector_changes_since(0, "model-a").unwrap();
+    assert_eq!(changes.seq, seq);
+    let by_id = |id: &str| changes.rows.iter().find(|row| row.id == id).unwrap().clone();
+    assert_eq!(by_id(&a).vector.as_deref(), Some(&[1u8, 2, 3, 4][..]));
+    assert_eq!(by_id(&b).vector, None);
+    // Another model's vectors are missing vectors to this one.
+    assert!(store.vector_changes_since(0, "model-b").unwrap().rows.iter().all(|row| row.vector.is_none()));
+
+    // Texts to embed come back in the order asked; a vector of a deleted experience is skipped.
+    let sources = store.embedding_sources(&[&b, &a]).unwrap();
+    assert_eq!(sources.iter().map(|source| source.id.as_str()).collect::<Vec<_>>(), vec![b.as_str(), a.as_str()]);
+    assert_eq!(sources[0].task, "second task");
+    assert_eq!(store.put_vectors("model-b", &[(&b, &[9, 9, 9, 9]), ("01ARZ3NDEKTSV4RRFFQ69G5FAV", &[1])]).unwrap(), 1);
+    assert_eq!(store.vector_counts("model-b").unwrap(), (1, 2));
+
+    store.delete(&[&a]).unwrap();
+    assert_eq!(store.vector_counts("model-a").unwrap(), (0, 1), "the vector went with its experience");
+    let changes = store.vector_changes_since(seq, "model-b").unwrap();
+    assert_eq!(changes.deleted_ids, vec![a.clone()]);
+}
+
+#[test]
+fn a_near_identical_experience_merges_into_the_one_named_unless_it_is_gone() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("kb.db")).unwrap();
+    let (outcomes, _) = store.write(&[gated("run vitest once in CI", 3, None)], 1).unwrap();
+    let stored = outcomes[0].id.to_string();
+
+    let similar = gated("run vitest just once in CI", 5, Some("use --run"));
+    let (outcomes, _) =
+        store.write_items(&[WriteItem { similar_to: Some(&stored), ..WriteItem::plain(&similar) }], 2).unwrap();
+    assert!(outcomes[0].merged && outcomes[0].similar);
+    assert_eq!(outcomes[0].id.as_str(), stored);
+    let merged = store.get(&stored).unwrap().unwrap();
+    assert_eq!(
+        (merged.task.as_str(), merged.score, merged.merge_count, merged.has_content),
+        ("run vitest once in CI", 5, 1, true)
+    );
+
+    // An exact duplicate wins over the similar one named.
+    let exact = gated("run vitest once in CI", 1, None);
+    let (outcomes, _) = store
+        .write_items(&[WriteItem { similar_to: Some("01ARZ3NDEKTSV4RRFFQ69G5FAV"), ..WriteItem::plain(&exact) }], 3)
+        .unwrap();
+    assert!(outcomes[0].merged && !outcomes[0].similar);
+
+    // A similar experience deleted meanwhile: the item is stored as new.
+    store.delete(&[&stored]).unwrap();
+    let (outcomes, _) =
+        store.write_items(&[WriteItem { similar_to: Some(&stored), ..WriteItem::plain(&similar) }], 4).unwrap();
+    assert!(!outcomes[0].merged);
+    assert_ne!(outcomes[0].id.as_str(), stored);
 }

@@ -32,8 +32,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let mut client = connect(&socket).await?;
     match cli.command {
         Command::Status => status(&mut client, json).await,
-        Command::Search { query, top_k, min_score, agent_id } => {
-            let params = SearchParams { query, top_k, min_score, agent_id };
+        Command::Search { query, top_k, min_score, agent_id, mode } => {
+            let params = SearchParams { query, top_k, min_score, agent_id, mode };
             let result: SearchResult = call(&mut client, method::SEARCH, &params).await?;
             if json {
                 output::json(&result)?;

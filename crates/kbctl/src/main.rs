@@ -37,6 +37,9 @@ pub enum Command {
         min_score: Option<i64>,
         #[arg(long)]
         agent_id: Option<String>,
+        /// Which retrievers to ask: hybrid (default), bm25 or vector.
+        #[arg(long)]
+        mode: Option<String>,
     },
     /// Submit an experience.
     Submit {

@@ -1,6 +1,6 @@
 //! The daemon's configuration: defaults, then `config.toml`, then environment variables.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use kb_core::{GatePolicy, Limits, PrivacyMode};
@@ -16,6 +16,7 @@ pub struct Config {
     pub search: SearchConfig,
     pub limits: LimitsConfig,
     pub server: ServerConfig,
+    pub embedding: EmbeddingConfig,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -80,6 +81,50 @@ impl Default for ServerConfig {
     }
 }
 
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EmbeddingConfig {
+    pub enabled: bool,
+    /// A local model directory; `KNOWHUB_MODEL_DIR` wins over it.
+    pub model_dir: Option<PathBuf>,
+    /// The model downloaded (once, into the cache) when no local directory is given.
+    pub model: String,
+    pub download: bool,
+    /// The ONNX Runtime library file; `ORT_DYLIB_PATH` when unset.
+    pub onnxruntime: Option<PathBuf>,
+    pub precision: PrecisionConfig,
+    /// Cosine similarity at or above which a submitted experience merges into a stored one.
+    pub similar_threshold: f32,
+    /// Vector matches less similar than this are not results (they would be noise).
+    pub min_similarity: f32,
+    /// Seconds between attempts to load a model that could not be loaded.
+    pub retry_seconds: u64,
+}
+
+impl Default for EmbeddingConfig {
+    fn default() -> EmbeddingConfig {
+        EmbeddingConfig {
+            enabled: true,
+            model_dir: None,
+            model: kb_embed::DEFAULT_DOWNLOAD_MODEL.to_owned(),
+            download: true,
+            onnxruntime: None,
+            precision: PrecisionConfig::Int8,
+            similar_threshold: 0.97,
+            min_similarity: 0.25,
+            retry_seconds: 60,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PrecisionConfig {
+    F32,
+    #[default]
+    Int8,
+}
+
 impl Config {
     /// Reads `path`; a missing file means the defaults. A malformed file is an error that
     /// names the file and the key, so a typo is never silently ignored.
@@ -104,6 +149,11 @@ impl Config {
             "search.default_min_score must be from 1 to 5"
         );
         anyhow::ensure!(config.server.max_connections >= 1, "server.max_connections must be at least 1");
+        anyhow::ensure!(
+            config.embedding.similar_threshold > 0.0 && config.embedding.similar_threshold <= 1.01,
+            "embedding.similar_threshold must be above 0 and at most 1.01 (above 1 turns merging off)"
+        );
+        anyhow::ensure!(config.embedding.retry_seconds >= 1, "embedding.retry_seconds must be at least 1");
         Ok(config)
     }
 

@@ -98,6 +98,17 @@ impl Daemon {
             let engine = engine.clone();
             tokio::task::spawn_blocking(move || engine.prepare_index())
         };
+        // The model loads and the backlog is embedded on a thread of its own: searches are
+        // answered by BM25 meanwhile.
+        let stop_embedder = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let embedding = {
+            let engine = engine.clone();
+            let stop = stop_embedder.clone();
+            std::thread::Builder::new()
+                .name("knowhub-embedder".to_owned())
+                .spawn(move || engine.run_embedder(&stop))
+                .context("cannot start the embedding thread")?
+        };
         let flusher = {
             let engine = engine.clone();
             tokio::spawn(async move {
@@ -125,7 +136,12 @@ impl Daemon {
         })
         .await;
         flusher.abort();
+        stop_embedder.store(true, std::sync::atomic::Ordering::Relaxed);
         let _ = preparing.await;
+        // A model still loading (a download, say) is not waited for: the process is ending.
+        if embedding.is_finished() {
+            let _ = embedding.join();
+        }
         let _ = warming.join();
         if owns_socket_file {
             let _ = std::fs::remove_file(&socket);

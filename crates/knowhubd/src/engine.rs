@@ -16,11 +16,12 @@ use kb_core::redact::Redaction;
 use kb_core::{Experience, GatePolicy, NewExperience, Status, ValidationError};
 use kb_index::{ExperienceIndex, IndexDoc, OpenOutcome, SearchRequest};
 use kb_proto::Paths;
-use kb_store::{Counts, ExportRow, IndexRow, ListFilter, Store, StoredContent};
+use kb_store::{Counts, ExportRow, IndexRow, ListFilter, Store, StoredContent, VectorRef, WriteItem};
 use tokio::sync::watch;
 
 use crate::config::Config;
 use crate::hooks::Hooks;
+use crate::semantic::{self, ModelChoice, Semantic, VectorFilter};
 use crate::stats::{LastError, LatencyWindow};
 
 /// Rows per batch when the index is rebuilt from the store.
@@ -79,6 +80,8 @@ pub struct Submitted {
     pub id: String,
     pub status: Status,
     pub merged: bool,
+    /// Set when the experience merged into a near-identical one: their cosine similarity.
+    pub similarity: Option<f32>,
     pub redactions: Vec<Redaction>,
     pub flags: Vec<String>,
 }
@@ -104,6 +107,44 @@ pub struct SearchQuery<'a> {
     pub top_k: Option<i64>,
     pub min_score: Option<i64>,
     pub agent_id: Option<&'a str>,
+    pub mode: SearchMode,
+}
+
+/// Which retrievers a search asks for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SearchMode {
+    /// BM25 and vectors fused; BM25 alone (with a note) while there is no model.
+    #[default]
+    Hybrid,
+    Bm25,
+    /// Vectors alone; an error while there is no model.
+    Vector,
+}
+
+impl SearchMode {
+    pub fn parse(text: &str) -> Option<SearchMode> {
+        match text {
+            "hybrid" => Some(SearchMode::Hybrid),
+            "bm25" => Some(SearchMode::Bm25),
+            "vector" => Some(SearchMode::Vector),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SearchMode::Hybrid => "hybrid",
+            SearchMode::Bm25 => "bm25",
+            SearchMode::Vector => "vector",
+        }
+    }
+}
+
+/// How a search was answered: the retrievers used and, when it matters, why not others.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answered {
+    pub mode: SearchMode,
+    pub note: Option<String>,
 }
 
 pub struct Engine {
@@ -124,6 +165,7 @@ pub struct Engine {
     pub hook_latency: LatencyWindow,
     pub last_error: LastError,
     pub hooks: Hooks,
+    pub semantic: Semantic,
 }
 
 impl Engine {
@@ -156,7 +198,10 @@ impl Engine {
             }
         }
         let (index_state, _) = watch::channel(state);
+        let env_model_dir = std::env::var_os(semantic::ENV_MODEL_DIR).filter(|dir| !dir.is_empty()).map(PathBuf::from);
+        let choice = ModelChoice::from_config(&config.embedding, paths.models.clone(), env_model_dir);
         Ok(Arc::new(Engine {
+            semantic: Semantic::new(choice),
             policy: config.gate_policy(),
             paths,
             config,
@@ -246,6 +291,12 @@ impl Engine {
     /// Runs after every store write, under the writer lock. A failure here does not undo the
     /// write (the store is the truth): it is reported, and the next write or a restart retries.
     fn after_write(&self, store: &mut Store, new_ids: &HashSet<String>) {
+        // Vectors first: the BM25 sync below may prune the tombstones this one reads.
+        if let Err(error) = self.semantic.sync(store) {
+            let message = format!("stored, but the vector index could not be updated: {error:#}");
+            tracing::error!("{message}");
+            self.last_error.set(message);
+        }
         if !matches!(*self.index_state.borrow(), IndexState::Ready) {
             // A rebuild in progress will pick the write up; a failed index is retried below.
             if !matches!(*self.index_state.borrow(), IndexState::Failed { .. }) {
@@ -267,11 +318,11 @@ impl Engine {
         }
     }
 
-    fn lock_writer(&self) -> MutexGuard<'_, Store> {
+    pub(crate) fn lock_writer(&self) -> MutexGuard<'_, Store> {
         self.writer.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn reader(&self) -> MutexGuard<'_, Store> {
+    pub(crate) fn reader(&self) -> MutexGuard<'_, Store> {
         // Take a free connection if there is one; otherwise queue on one in turn.
         for reader in &self.readers {
             if let Ok(guard) = reader.try_lock() {
@@ -287,12 +338,35 @@ impl Engine {
         let gated = kb_core::gate(new, &self.policy)?;
         let redactions = gated.redactions.clone();
         let flags = gated.flags.clone();
+        // Embedded before taking the writer (it is the slow part), stored in the same
+        // transaction as the experience, and used to find a near-identical one to merge into.
+        let new = &gated.experience;
+        let embedded = self.semantic.embed_now(&semantic::embedding_text(&new.task, &new.resource, &new.result));
+        let bytes = embedded.as_ref().map(|(_, vector)| kb_embed::to_bytes(vector));
         let mut store = self.lock_writer();
-        let (mut outcomes, _) = store.write(std::slice::from_ref(&gated), now_ms())?;
+        let similar = match &embedded {
+            Some((model_id, vector)) if gated.status == Status::Active => {
+                self.semantic.near_duplicate(model_id, vector)
+            }
+            _ => None,
+        };
+        let item = WriteItem {
+            gated: &gated,
+            vector: embedded.as_ref().zip(bytes.as_deref()).map(|((model_id, _), bytes)| VectorRef { model_id, bytes }),
+            similar_to: similar.as_ref().map(|hit| hit.id.as_str()),
+        };
+        let (mut outcomes, _) = store.write_items(&[item], now_ms())?;
         self.after_write(&mut store, &created_ids(&outcomes));
         drop(store);
         let outcome = outcomes.pop().context("the store returned no outcome")?;
-        Ok(Submitted { id: outcome.id.to_string(), status: outcome.status, merged: outcome.merged, redactions, flags })
+        Ok(Submitted {
+            id: outcome.id.to_string(),
+            status: outcome.status,
+            merged: outcome.merged,
+            similarity: similar.filter(|_| outcome.similar).map(|hit| hit.score),
+            redactions,
+            flags,
+        })
     }
 
     /// Stores many experiences in one transaction; items that fail the gate are reported
@@ -361,8 +435,9 @@ impl Engine {
         })
     }
 
-    /// Searches active experiences, best first. Waits for the index when it is rebuilding.
-    pub async fn search(&self, query: SearchQuery<'_>) -> EngineResult<(Vec<Found>, &'static str)> {
+    /// Searches active experiences, best first. BM25 waits for the index when it is
+    /// rebuilding; vectors join in when a model is ready, and their absence is noted.
+    pub async fn search(&self, query: SearchQuery<'_>) -> EngineResult<(Vec<Found>, Answered)> {
         let top_k = match query.top_k {
             None => self.config.search.default_top_k,
             Some(top_k) if top_k < 1 => {
@@ -381,23 +456,66 @@ impl Engine {
             return Err(EngineError::invalid("query", "must not be empty"));
         }
         let text = truncate_chars(query.query, MAX_QUERY_CHARS);
-        self.wait_for_index().await?;
-        let hits = self
-            .index
-            .search(&SearchRequest {
-                query: text,
-                limit: top_k,
-                min_score,
-                agent_id: query.agent_id,
-                status: Status::Active,
-            })
-            .context("search failed")?;
-        let ids: Vec<&str> = hits.iter().map(|hit| hit.id.as_str()).collect();
+        // Fusion looks deeper than the answer: an experience ranked low by one retriever and
+        // high by the other must be in both candidate lists to be rewarded.
+        let n_candidates = match query.mode {
+            SearchMode::Hybrid => (top_k * 3).max(kb_embed::fusion::MIN_CANDIDATES),
+            SearchMode::Bm25 | SearchMode::Vector => top_k,
+        };
+
+        let filter = VectorFilter { min_score, agent_id: query.agent_id };
+        let (vector_hits, mut note) = match query.mode {
+            SearchMode::Bm25 => (None, None),
+            mode => match on_blocking_thread(|| self.vector_search(text, n_candidates, filter)) {
+                Ok(hits) => (Some(hits), self.backlog_note()),
+                Err(why) if mode == SearchMode::Vector => return Err(EngineError::Unavailable(why)),
+                Err(why) => (None, Some(format!("searched by BM25 alone: {why}"))),
+            },
+        };
+        let bm25_hits: Vec<(String, f32)> = if query.mode == SearchMode::Vector {
+            Vec::new()
+        } else {
+            self.wait_for_index().await?;
+            let hits = self
+                .index
+                .search(&SearchRequest {
+                    query: text,
+                    limit: n_candidates,
+                    min_score,
+                    agent_id: query.agent_id,
+                    status: Status::Active,
+                })
+                .context("search failed")?;
+            hits.into_iter().map(|hit| (hit.id, hit.bm25)).collect()
+        };
+        let (ranked, mode): (Vec<(String, f32)>, SearchMode) = match (query.mode, vector_hits) {
+            (SearchMode::Hybrid, Some(vector_hits)) => {
+                let vector_hits: Vec<(String, f32)> = vector_hits.into_iter().map(|hit| (hit.id, hit.score)).collect();
+                (kb_embed::fusion::hybrid(text, &bm25_hits, &vector_hits), SearchMode::Hybrid)
+            }
+            (SearchMode::Vector, Some(vector_hits)) => {
+                (vector_hits.into_iter().map(|hit| (hit.id, hit.score)).collect(), SearchMode::Vector)
+            }
+            _ => (bm25_hits, SearchMode::Bm25),
+        };
+        if mode == SearchMode::Bm25 && query.mode == SearchMode::Bm25 {
+            note = None;
+        }
+
+        let ranked = &ranked[..ranked.len().min(top_k)];
+        let ids: Vec<&str> = ranked.iter().map(|(id, _)| id.as_str()).collect();
         let experiences = self.reader().get_many(&ids)?;
         let mut found = Vec::with_capacity(experiences.len());
         for experience in experiences {
-            let relevance = hits.iter().find(|hit| hit.id == experience.id.as_str()).map(|hit| hit.bm25).unwrap_or(0.0);
-            found.push(Found { experience, relevance });
+            let relevance =
+                ranked.iter().find(|(id, _)| id == experience.id.as_str()).map(|(_, score)| *score).unwrap_or(0.0);
+            // The store is the truth: a vector hit of an experience changed since is dropped.
+            if experience.status == Status::Active
+                && experience.score >= min_score
+                && query.agent_id.is_none_or(|agent| experience.agent_id.as_deref() == Some(agent))
+            {
+                found.push(Found { experience, relevance });
+            }
         }
         if !found.is_empty() {
             let mut recalls = self.recalls.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -405,7 +523,101 @@ impl Engine {
                 *recalls.entry(item.experience.id.to_string()).or_default() += 1;
             }
         }
-        Ok((found, "bm25"))
+        Ok((found, Answered { mode, note }))
+    }
+
+    /// Embeds the query and searches the vectors; `Err` says why vectors cannot answer.
+    fn vector_search(&self, text: &str, k: usize, filter: VectorFilter<'_>) -> Result<Vec<kb_embed::Hit>, String> {
+        match self.semantic.state() {
+            kb_embed::EmbedderState::Ready { .. } => {}
+            kb_embed::EmbedderState::Loading => return Err("the embedding model is still loading".to_owned()),
+            kb_embed::EmbedderState::Unavailable { reason } => return Err(format!("no embedding model ({reason})")),
+        }
+        let (model_id, vector) =
+            self.semantic.embed_now(text).ok_or("the query could not be embedded (see the log)")?;
+        let mut hits = self
+            .semantic
+            .search(&model_id, &vector, k, filter)
+            .ok_or_else(|| "the vector index is not loaded yet".to_owned())?;
+        hits.retain(|hit| hit.score >= self.semantic.choice().min_similarity);
+        Ok(hits)
+    }
+
+    fn backlog_note(&self) -> Option<String> {
+        let (_, backlog) = self.semantic.coverage();
+        (backlog > 0).then(|| {
+            format!("{backlog} experiences are not embedded yet; until they are, only their words can find them")
+        })
+    }
+
+    /// Keeps the embedding model's background work going: loads the model (retrying while it
+    /// cannot), fills the vector index, then embeds the backlog in batches until `stop` is set.
+    pub fn run_embedder(&self, stop: &std::sync::atomic::AtomicBool) {
+        use kb_embed::Embedder as _;
+        let stopping = || stop.load(Ordering::Relaxed);
+        let embedder = loop {
+            if self.semantic.choice().spec.is_none() || stopping() {
+                return;
+            }
+            if let Some(embedder) = self.semantic.load_model() {
+                break embedder;
+            }
+            let retry_at = Instant::now() + self.semantic.choice().retry;
+            while Instant::now() < retry_at {
+                if stopping() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        };
+        if let Err(error) = self.semantic.attach(&self.lock_writer(), &embedder) {
+            let message = format!("cannot load the stored vectors: {error:#}");
+            tracing::error!("{message}");
+            self.last_error.set(message);
+            return;
+        }
+        let model_id = embedder.model_id().to_owned();
+        while !stopping() {
+            let ids = self.semantic.take_backlog(semantic::BACKLOG_BATCH, Duration::from_millis(500));
+            if ids.is_empty() {
+                continue;
+            }
+            let embedded = self.embed_batch(&embedder, &model_id, &ids);
+            if let Err(error) = &embedded {
+                let message = format!("cannot embed experiences (will retry): {error:#}");
+                tracing::warn!("{message}");
+                self.last_error.set(message);
+                self.semantic.requeue(&ids);
+            }
+            self.semantic.batch_done();
+            if embedded.is_err() {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+    }
+
+    fn embed_batch(&self, embedder: &kb_embed::FastEmbedder, model_id: &str, ids: &[String]) -> anyhow::Result<()> {
+        use kb_embed::Embedder as _;
+        let id_refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let sources = self.reader().embedding_sources(&id_refs)?;
+        if sources.is_empty() {
+            return Ok(());
+        }
+        let texts: Vec<String> = sources
+            .iter()
+            .map(|source| semantic::embedding_text(&source.task, &source.resource, &source.result))
+            .collect();
+        let text_refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        self.semantic.yield_to_queries();
+        let vectors = embedder.embed(&text_refs)?;
+        let embedded: Vec<(String, Vec<f32>)> = sources.into_iter().map(|source| source.id).zip(vectors).collect();
+        let blobs: Vec<Vec<u8>> = embedded.iter().map(|(_, vector)| kb_embed::to_bytes(vector)).collect();
+        let rows: Vec<(&str, &[u8])> =
+            embedded.iter().zip(&blobs).map(|((id, _), blob)| (id.as_str(), blob.as_slice())).collect();
+        let mut store = self.lock_writer();
+        store.put_vectors(model_id, &rows)?;
+        self.semantic.store_batch(model_id, &embedded);
+        Ok(())
     }
 
     async fn wait_for_index(&self) -> EngineResult<()> {
@@ -557,6 +769,17 @@ fn index_doc(row: &IndexRow) -> IndexDoc<'_> {
 
 pub fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|elapsed| elapsed.as_millis() as i64).unwrap_or(0)
+}
+
+/// Runs `work`, which blocks (it runs the embedding model), without stalling the other tasks
+/// of a multi-threaded runtime.
+fn on_blocking_thread<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(work)
+        }
+        _ => work(),
+    }
 }
 
 fn truncate_chars(text: &str, max_chars: usize) -> &str {

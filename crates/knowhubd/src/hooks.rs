@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use kb_core::injection::{escape_for_prompt, looks_like_injection};
 
-use crate::engine::{Engine, Found, SearchQuery};
+use crate::engine::{Engine, Found, SearchMode, SearchQuery};
 
 /// Sessions tracked at once; past this, the longest idle ones are forgotten.
 const MAX_SESSIONS: usize = 10_000;
@@ -216,7 +216,13 @@ impl Hooks {
 /// Experiences are shared across agents, so recall does not filter by the asking agent.
 async fn recall(engine: &Engine, prompt: &str) -> Option<(String, Vec<String>)> {
     let query = cut(prompt, RECALL_QUERY_CHARS);
-    let search = SearchQuery { query: &query, top_k: Some(RECALL_TOP_K as i64), min_score: None, agent_id: None };
+    let search = SearchQuery {
+        query: &query,
+        top_k: Some(RECALL_TOP_K as i64),
+        min_score: None,
+        agent_id: None,
+        mode: SearchMode::Hybrid,
+    };
     let found = match engine.search(search).await {
         Ok((found, _)) => found,
         Err(error) => {

@@ -9,6 +9,7 @@ pub mod daemon;
 pub mod engine;
 pub mod hooks;
 mod rpc;
+pub mod semantic;
 pub mod server;
 pub mod stats;
 

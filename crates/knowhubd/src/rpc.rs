@@ -14,7 +14,7 @@ use kb_proto::wire::{self, ParamError};
 use kb_proto::{ErrorCode, PROTOCOL_VERSION, method};
 use kb_store::ListFilter;
 
-use crate::engine::{Engine, EngineError, IndexState, SearchQuery};
+use crate::engine::{Engine, EngineError, IndexState, SearchMode, SearchQuery};
 use crate::hooks::{ExtractionTrigger, HookConfig, HookInput, ReminderMode};
 
 /// The most experiences one `kb.list` or `kb.export` page returns.
@@ -39,6 +39,7 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
             engine.submit_latency.record(started.elapsed());
             RpcResult::Ok(wire::SubmitResult {
                 duplicate_of: submitted.merged.then(|| submitted.id.clone()),
+                similarity: submitted.similarity.map(|similarity| (similarity * 1000.0).round() / 1000.0),
                 id: submitted.id,
                 status: submitted.status.as_str().to_owned(),
                 redactions: submitted
@@ -54,13 +55,19 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
         .register_async_method(method::SEARCH, |params, engine, _| async move {
             let started = Instant::now();
             let params: wire::SearchParams = parse(&params)?;
+            let mode = match params.mode.as_deref() {
+                None => SearchMode::Hybrid,
+                Some(mode) => SearchMode::parse(mode)
+                    .ok_or_else(|| invalid("mode", format!("must be hybrid, bm25 or vector, got {mode:?}")))?,
+            };
             let query = SearchQuery {
                 query: &params.query,
                 top_k: params.top_k,
                 min_score: params.min_score,
                 agent_id: params.agent_id.as_deref(),
+                mode,
             };
-            let (found, mode) = engine.search(query).await.map_err(|error| to_rpc_error(&engine, error))?;
+            let (found, answered) = engine.search(query).await.map_err(|error| to_rpc_error(&engine, error))?;
             engine.search_latency.record(started.elapsed());
             let results: Vec<wire::SearchHit> = found
                 .into_iter()
@@ -83,8 +90,8 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
             RpcResult::Ok(wire::SearchResult {
                 count: results.len(),
                 results,
-                mode: mode.to_owned(),
-                note: Some("no embedding model in this build: searched by BM25 alone".to_owned()),
+                mode: answered.mode.as_str().to_owned(),
+                note: answered.note,
             })
         })
         .expect("method names are unique");
@@ -216,6 +223,36 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
     module
 }
 
+fn embedder_status(engine: &Engine) -> wire::EmbedderStatus {
+    use kb_embed::EmbedderState;
+    let status = engine.semantic.status();
+    let (state, model, dimensions, detail) = match status.state {
+        EmbedderState::Unavailable { reason } if status.disabled => ("disabled", None, None, Some(reason)),
+        EmbedderState::Loading => {
+            ("loading", None, None, Some("loading the model; searching by BM25 meanwhile".to_owned()))
+        }
+        EmbedderState::Ready { model_id, dimensions } => {
+            let detail = (status.backlog > 0).then(|| format!("embedding: {} experiences to go", status.backlog));
+            ("ready", Some(model_id), Some(dimensions), detail)
+        }
+        EmbedderState::Unavailable { reason } => {
+            let retry = status
+                .next_retry
+                .map_or(String::new(), |due| format!("; next attempt in {} s (or restart the daemon)", due.as_secs()));
+            ("unavailable", None, None, Some(format!("{reason}; searching by BM25 alone{retry}")))
+        }
+    };
+    wire::EmbedderStatus {
+        state: state.to_owned(),
+        model,
+        backlog: status.backlog,
+        vectors: status.vectors,
+        dimensions,
+        runtime: kb_embed::runtime::loaded_library().map(|path| path.display().to_string()),
+        detail,
+    }
+}
+
 fn status(engine: &Engine, socket: &std::path::Path) -> RpcResult<wire::StatusResult> {
     let counts = engine.counts().map_err(|error| to_rpc_error(engine, error))?;
     let store_seq = engine.store_seq().map_err(|error| to_rpc_error(engine, error))?;
@@ -253,12 +290,7 @@ fn status(engine: &Engine, socket: &std::path::Path) -> RpcResult<wire::StatusRe
             store_seq,
             detail,
         },
-        embedder: wire::EmbedderStatus {
-            state: "disabled".to_owned(),
-            model: None,
-            backlog: 0,
-            detail: Some("this build searches by BM25 alone".to_owned()),
-        },
+        embedder: embedder_status(engine),
         queue_depth: 0,
         latencies: wire::Latencies {
             search: latency(engine.search_latency.figures()),

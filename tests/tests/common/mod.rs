@@ -4,6 +4,7 @@
 //! `tests/run` builds them before running the tests.
 #![allow(dead_code)]
 
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -34,6 +35,8 @@ pub struct TestDaemon {
     pub socket: PathBuf,
     pub child: Option<Child>,
     pub log: PathBuf,
+    /// Extra environment for the daemon process.
+    pub env: Vec<(OsString, OsString)>,
 }
 
 impl TestDaemon {
@@ -43,10 +46,23 @@ impl TestDaemon {
         Self::start_in(home)
     }
 
+    /// Starts a daemon on `home`. Without a `config.toml` there, it gets one turning embeddings
+    /// off, so that these tests see BM25 alone whatever the machine has (and never download a
+    /// model); the embedding tests write their own.
     pub fn start_in(home: tempfile::TempDir) -> TestDaemon {
+        TestDaemon::start_in_with(home, &[])
+    }
+
+    /// [`TestDaemon::start_in`] with extra environment variables for the daemon.
+    pub fn start_in_with(home: tempfile::TempDir, env: &[(&str, &OsStr)]) -> TestDaemon {
+        let config = home.path().join("config.toml");
+        if !config.exists() {
+            std::fs::write(&config, "[embedding]\nenabled = false\n").expect("config written");
+        }
         let socket = home.path().join("knowhubd.sock");
         let log = home.path().join("daemon.log");
-        let mut daemon = TestDaemon { home, socket, child: None, log };
+        let env = env.iter().map(|(name, value)| (OsString::from(name), value.to_os_string())).collect();
+        let mut daemon = TestDaemon { home, socket, child: None, log, env };
         daemon.spawn();
         daemon
     }
@@ -57,6 +73,8 @@ impl TestDaemon {
         let child = Command::new(bin("knowhubd"))
             .env("KNOWHUB_HOME", self.home.path())
             .env_remove("KNOWHUB_SOCKET")
+            .env_remove("KNOWHUB_MODEL_DIR")
+            .envs(self.env.iter().map(|(name, value)| (name, value)))
             .env("KNOWHUB_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -1,0 +1,164 @@
+//! The vectors table: one embedding per experience, tagged with the model that made it.
+//!
+//! Vectors are derived data, like the BM25 index: writing one does not bump the sequence
+//! number, and a vector of another model is just a missing vector to the current one.
+
+use kb_core::Status;
+use rusqlite::{Row, params, params_from_iter};
+
+use crate::error::Context;
+use crate::store::read_seq;
+use crate::{Error, Result, Store};
+
+/// What the in-memory vector index needs of one experience.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VectorRow {
+    pub id: String,
+    pub score: u8,
+    pub status: Status,
+    pub agent_id: Option<String>,
+    /// The stored vector, when the model asked for made it.
+    pub vector: Option<Vec<u8>>,
+}
+
+/// Changes after a sequence number, as the vector index sees them.
+#[derive(Debug, Default)]
+pub struct VectorChanges {
+    pub rows: Vec<VectorRow>,
+    pub deleted_ids: Vec<String>,
+    /// The store's sequence number the changes lead up to.
+    pub seq: u64,
+}
+
+/// The text of an experience that is embedded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmbeddingSource {
+    pub id: String,
+    pub task: String,
+    pub resource: String,
+    pub result: String,
+}
+
+const VECTOR_ROW_SELECT: &str = "SELECT e.id, e.score, e.status, e.agent_id, v.vector FROM experiences e \
+    LEFT JOIN vectors v ON v.experience_id = e.id AND v.model_id = ?1";
+
+impl Store {
+    /// What changed after `seq`, with the vectors `model_id` made.
+    pub fn vector_changes_since(&self, seq: u64, model_id: &str) -> Result<VectorChanges> {
+        let tx = self.conn.unchecked_transaction().doing("starting a read")?;
+        let current = read_seq(&tx)?;
+        let mut rows = Vec::new();
+        {
+            let mut statement = tx
+                .prepare_cached(&format!("{VECTOR_ROW_SELECT} WHERE e.seq > ?2 ORDER BY e.seq"))
+                .doing("preparing the vector change scan")?;
+            let mut found = statement.query(params![model_id, seq as i64]).doing("scanning changes")?;
+            while let Some(row) = found.next().doing("scanning changes")? {
+                rows.push(vector_row(row).doing("scanning changes")??);
+            }
+        }
+        let deleted_ids = {
+            let mut statement =
+                tx.prepare_cached("SELECT id FROM tombstones WHERE seq > ?1").doing("preparing the tombstone scan")?;
+            statement
+                .query_map([seq as i64], |row| row.get::<_, String>(0))
+                .doing("scanning tombstones")?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .doing("scanning tombstones")?
+        };
+        tx.finish().doing("ending a read")?;
+        Ok(VectorChanges { rows, deleted_ids, seq: current })
+    }
+
+    /// Calls `each_batch` with every active experience and its vector from `model_id`, in
+    /// batches, to fill the vector index. Returns the sequence number the rows reflect.
+    pub fn for_each_vector_row<E: From<Error>>(
+        &self,
+        model_id: &str,
+        batch_size: usize,
+        mut each_batch: impl FnMut(&[VectorRow]) -> std::result::Result<(), E>,
+    ) -> std::result::Result<u64, E> {
+        let tx = self.conn.unchecked_transaction().doing("starting a read")?;
+        let current = read_seq(&tx)?;
+        {
+            let mut statement = tx
+                .prepare(&format!("{VECTOR_ROW_SELECT} WHERE e.status = 'active'"))
+                .doing("preparing the vector scan")?;
+            let mut rows = statement.query([model_id]).doing("scanning vectors")?;
+            let mut batch = Vec::with_capacity(batch_size);
+            while let Some(row) = rows.next().doing("scanning vectors")? {
+                batch.push(vector_row(row).doing("scanning vectors")??);
+                if batch.len() == batch_size {
+                    each_batch(&batch)?;
+                    batch.clear();
+                }
+            }
+            if !batch.is_empty() {
+                each_batch(&batch)?;
+            }
+        }
+        tx.finish().doing("ending a read")?;
+        Ok(current)
+    }
+
+    /// The texts to embed of those `ids` that are still active, in the order asked.
+    pub fn embedding_sources(&self, ids: &[&str]) -> Result<Vec<EmbeddingSource>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let placeholders = vec!["?"; ids.len()].join(",");
+        let sql = format!(
+            "SELECT id, task, resource, result FROM experiences WHERE status = 'active' AND id IN ({placeholders})"
+        );
+        let mut statement = self.conn.prepare_cached(&sql).doing("preparing the text lookup")?;
+        let mut found = statement
+            .query_map(params_from_iter(ids.iter()), |row| {
+                Ok(EmbeddingSource { id: row.get(0)?, task: row.get(1)?, resource: row.get(2)?, result: row.get(3)? })
+            })
+            .doing("reading texts to embed")?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .doing("reading texts to embed")?;
+        let order: std::collections::HashMap<&str, usize> =
+            ids.iter().enumerate().map(|(position, id)| (*id, position)).collect();
+        found.sort_by_key(|source| order.get(source.id.as_str()).copied().unwrap_or(usize::MAX));
+        Ok(found)
+    }
+
+    /// Stores vectors made by `model_id`, replacing any earlier vector of those experiences.
+    /// Experiences deleted since their text was read are skipped. Returns the vectors stored.
+    pub fn put_vectors(&mut self, model_id: &str, vectors: &[(&str, &[u8])]) -> Result<usize> {
+        let tx = self.conn.transaction().doing("starting a vector write")?;
+        let mut stored = 0;
+        {
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO vectors (experience_id, model_id, vector) \
+                     SELECT id, ?2, ?3 FROM experiences WHERE id = ?1",
+                )
+                .doing("preparing the vector insert")?;
+            for (id, bytes) in vectors {
+                stored += insert.execute(params![id, model_id, bytes]).doing("storing a vector")?;
+            }
+        }
+        tx.commit().doing("committing vectors")?;
+        Ok(stored)
+    }
+
+    /// Stored vectors made by `model_id`, and by any model.
+    pub fn vector_counts(&self, model_id: &str) -> Result<(u64, u64)> {
+        self.conn
+            .query_row("SELECT count(*) FILTER (WHERE model_id = ?1), count(*) FROM vectors", [model_id], |row| {
+                Ok((row.get::<_, i64>(0)? as u64, row.get::<_, i64>(1)? as u64))
+            })
+            .doing("counting vectors")
+    }
+}
+
+fn vector_row(row: &Row<'_>) -> rusqlite::Result<Result<VectorRow>> {
+    let id: String = row.get(0)?;
+    let status: String = row.get(2)?;
+    let Some(status) = Status::parse(&status) else {
+        return Ok(Err(Error::Malformed { id, reason: format!("unknown status {status:?}") }));
+    };
+    Ok(Ok(VectorRow { id, score: row.get::<_, i64>(1)? as u8, status, agent_id: row.get(3)?, vector: row.get(4)? }))
+}

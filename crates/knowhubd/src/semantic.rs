@@ -1,0 +1,427 @@
+//! Vector search in the daemon: the embedding model, loaded in the background; the in-memory
+//! vector index of active experiences, kept in step with the store; and the backlog of
+//! experiences still to embed, worked off in batches that step aside for queries.
+//!
+//! Architecture Invariant: the vector index changes only under the engine's writer lock
+//! (`attach`, `sync`, `store_batch`), after the store, so it never shows a vector the store
+//! does not hold. Vectors are derived: when anything goes wrong here, search falls back to BM25
+//! and says why; no write ever fails because of an embedding.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
+use std::time::{Duration, Instant};
+
+use kb_core::Status;
+use kb_embed::{Embedder, EmbedderState, FastEmbedder, Hit, LoadOptions, ModelSpec, Precision, VectorIndex};
+use kb_store::{Store, VectorRow};
+
+use crate::config::{EmbeddingConfig, PrecisionConfig};
+
+/// The environment variable naming a local model directory; wins over the config.
+pub const ENV_MODEL_DIR: &str = "KNOWHUB_MODEL_DIR";
+/// Experiences embedded per model run when working off the backlog: small enough that a query
+/// waits at most one such run for the model.
+pub const BACKLOG_BATCH: usize = 16;
+/// Rows per batch when the vector index is filled from the store.
+const LOAD_BATCH: usize = 4_096;
+
+/// The text of an experience that is embedded: what it was for, with what, and what happened.
+pub fn embedding_text(task: &str, resource: &str, result: &str) -> String {
+    format!("{task}\n{resource}\n{result}")
+}
+
+/// Where the model comes from, decided once at start.
+#[derive(Debug, Clone)]
+pub struct ModelChoice {
+    pub spec: Option<ModelSpec>,
+    /// Why there is no spec, when there is none.
+    pub off_reason: Option<String>,
+    pub onnxruntime: Option<PathBuf>,
+    pub precision: Precision,
+    pub retry: Duration,
+    pub similar_threshold: f32,
+    pub min_similarity: f32,
+}
+
+impl ModelChoice {
+    /// `KNOWHUB_MODEL_DIR`, else the config's `model_dir`, else the download of `model`.
+    pub fn from_config(config: &EmbeddingConfig, models_dir: PathBuf, env_model_dir: Option<PathBuf>) -> ModelChoice {
+        let (spec, off_reason) = if !config.enabled {
+            (None, Some("embeddings are turned off in the config (embedding.enabled = false)".to_owned()))
+        } else if let Some(dir) = env_model_dir.or_else(|| config.model_dir.clone()) {
+            (Some(ModelSpec::LocalDir(dir)), None)
+        } else if config.download {
+            (Some(ModelSpec::Download { name: config.model.clone(), cache_dir: models_dir }), None)
+        } else {
+            (None, Some(format!("no model: set {ENV_MODEL_DIR} or embedding.model_dir, or allow embedding.download")))
+        };
+        ModelChoice {
+            spec,
+            off_reason,
+            onnxruntime: config.onnxruntime.clone(),
+            precision: match config.precision {
+                PrecisionConfig::F32 => Precision::F32,
+                PrecisionConfig::Int8 => Precision::Int8,
+            },
+            retry: Duration::from_secs(config.retry_seconds),
+            similar_threshold: config.similar_threshold,
+            min_similarity: config.min_similarity,
+        }
+    }
+}
+
+/// Filters a vector search applies, like the BM25 index's.
+#[derive(Debug, Clone, Copy)]
+pub struct VectorFilter<'a> {
+    pub min_score: u8,
+    pub agent_id: Option<&'a str>,
+}
+
+/// What `status` shows of the embedder.
+#[derive(Debug, Clone)]
+pub struct SemanticStatus {
+    pub state: EmbedderState,
+    pub disabled: bool,
+    pub backlog: u64,
+    pub vectors: u64,
+    pub next_retry: Option<Duration>,
+}
+
+/// The active experiences the vector index knows, with what its filters need.
+struct Loaded {
+    model_id: String,
+    vectors: VectorIndex,
+    meta: HashMap<String, Meta>,
+    applied_seq: u64,
+}
+
+struct Meta {
+    score: u8,
+    agent_id: Option<Box<str>>,
+}
+
+/// Ids of active experiences without a vector of the current model, oldest first.
+#[derive(Default)]
+struct Backlog {
+    queue: VecDeque<String>,
+    members: HashSet<String>,
+    /// Taken by the worker and not yet stored: still backlog to anyone asking.
+    in_flight: usize,
+}
+
+impl Backlog {
+    fn push(&mut self, id: &str) -> bool {
+        if self.members.insert(id.to_owned()) {
+            self.queue.push_back(id.to_owned());
+            return true;
+        }
+        false
+    }
+
+    fn remove(&mut self, id: &str) {
+        // The queue keeps the id; `take` skips ids that are no longer members.
+        self.members.remove(id);
+    }
+
+    fn take(&mut self, n: usize) -> Vec<String> {
+        let mut taken = Vec::with_capacity(n);
+        while taken.len() < n {
+            let Some(id) = self.queue.pop_front() else { break };
+            if self.members.remove(&id) {
+                taken.push(id);
+            }
+        }
+        taken
+    }
+}
+
+pub struct Semantic {
+    choice: ModelChoice,
+    state: RwLock<EmbedderState>,
+    embedder: RwLock<Option<Arc<FastEmbedder>>>,
+    loaded: RwLock<Option<Loaded>>,
+    backlog: Mutex<Backlog>,
+    backlog_changed: Condvar,
+    /// Queries waiting for the model: the backlog worker lets them go first.
+    queries_waiting: AtomicUsize,
+    /// When the next attempt to load a model is due, as milliseconds since `started`.
+    next_retry_ms: AtomicU64,
+    started: Instant,
+}
+
+impl Semantic {
+    pub fn new(choice: ModelChoice) -> Semantic {
+        let state = match &choice.off_reason {
+            Some(reason) => EmbedderState::Unavailable { reason: reason.clone() },
+            None => EmbedderState::Loading,
+        };
+        Semantic {
+            choice,
+            state: RwLock::new(state),
+            embedder: RwLock::new(None),
+            loaded: RwLock::new(None),
+            backlog: Mutex::new(Backlog::default()),
+            backlog_changed: Condvar::new(),
+            queries_waiting: AtomicUsize::new(0),
+            next_retry_ms: AtomicU64::new(0),
+            started: Instant::now(),
+        }
+    }
+
+    pub fn choice(&self) -> &ModelChoice {
+        &self.choice
+    }
+
+    pub fn state(&self) -> EmbedderState {
+        self.state.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    fn set_state(&self, state: EmbedderState) {
+        *self.state.write().unwrap_or_else(PoisonError::into_inner) = state;
+    }
+
+    /// Loads the model (blocking: reads files, maybe downloads, starts ONNX Runtime). On failure
+    /// the state says why and when the next attempt is.
+    pub fn load_model(&self) -> Option<Arc<FastEmbedder>> {
+        let spec = self.choice.spec.as_ref()?;
+        self.set_state(EmbedderState::Loading);
+        let started = Instant::now();
+        match FastEmbedder::load_with(spec, self.choice.onnxruntime.as_deref(), &LoadOptions::default()) {
+            Ok(embedder) => {
+                tracing::info!(
+                    model_id = embedder.model_id(),
+                    took_ms = started.elapsed().as_millis() as u64,
+                    "embedding model ready"
+                );
+                let embedder = Arc::new(embedder);
+                *self.embedder.write().unwrap_or_else(PoisonError::into_inner) = Some(embedder.clone());
+                Some(embedder)
+            }
+            Err(error) => {
+                let state = EmbedderState::unavailable(&error);
+                if let EmbedderState::Unavailable { reason } = &state {
+                    tracing::warn!("no embedding model, searching by BM25 alone: {reason}");
+                }
+                self.set_state(state);
+                let due = self.started.elapsed() + self.choice.retry;
+                self.next_retry_ms.store(due.as_millis() as u64, Ordering::Relaxed);
+                None
+            }
+        }
+    }
+
+    /// Fills the vector index from the store's vectors of `embedder`'s model and queues every
+    /// active experience without one. Runs under the writer lock, so no write slips between
+    /// the scan and the first `sync`.
+    pub fn attach(&self, store: &Store, embedder: &FastEmbedder) -> kb_store::Result<()> {
+        let model_id = embedder.model_id().to_owned();
+        let mut vectors = VectorIndex::new(embedder.dimensions(), self.choice.precision);
+        let mut meta = HashMap::new();
+        let mut missing = Vec::new();
+        let applied_seq = store.for_each_vector_row(&model_id, LOAD_BATCH, |rows| -> kb_store::Result<()> {
+            for row in rows {
+                if !insert_row(&mut vectors, &mut meta, row) {
+                    missing.push(row.id.clone());
+                }
+            }
+            Ok(())
+        })?;
+        let n_vectors = vectors.len();
+        *self.loaded.write().unwrap_or_else(PoisonError::into_inner) =
+            Some(Loaded { model_id: model_id.clone(), vectors, meta, applied_seq });
+        {
+            let mut backlog = self.lock_backlog();
+            *backlog = Backlog::default();
+            for id in &missing {
+                backlog.push(id);
+            }
+        }
+        self.backlog_changed.notify_all();
+        tracing::info!(%model_id, vectors = n_vectors, backlog = missing.len(), "vector index loaded");
+        self.set_state(EmbedderState::ready(embedder));
+        Ok(())
+    }
+
+    /// Applies the store's changes since the last sync. Runs under the writer lock after every
+    /// write.
+    pub fn sync(&self, store: &Store) -> kb_store::Result<()> {
+        let mut guard = self.loaded.write().unwrap_or_else(PoisonError::into_inner);
+        let Some(loaded) = guard.as_mut() else { return Ok(()) };
+        let changes = store.vector_changes_since(loaded.applied_seq, &loaded.model_id)?;
+        let mut backlog = self.lock_backlog();
+        let mut queued = false;
+        for id in &changes.deleted_ids {
+            loaded.vectors.remove(id);
+            loaded.meta.remove(id);
+            backlog.remove(id);
+        }
+        for row in &changes.rows {
+            if row.status != Status::Active {
+                loaded.vectors.remove(&row.id);
+                loaded.meta.remove(&row.id);
+                backlog.remove(&row.id);
+            } else if !insert_row(&mut loaded.vectors, &mut loaded.meta, row) && !loaded.vectors.contains(&row.id) {
+                queued |= backlog.push(&row.id);
+            }
+        }
+        loaded.applied_seq = changes.seq;
+        drop(backlog);
+        if queued {
+            self.backlog_changed.notify_all();
+        }
+        Ok(())
+    }
+
+    fn lock_backlog(&self) -> MutexGuard<'_, Backlog> {
+        self.backlog.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits up to `timeout` for backlog work, then takes up to `n` ids.
+    pub fn take_backlog(&self, n: usize, timeout: Duration) -> Vec<String> {
+        let backlog = self.lock_backlog();
+        let (mut backlog, _) = self
+            .backlog_changed
+            .wait_timeout_while(backlog, timeout, |backlog| backlog.members.is_empty())
+            .unwrap_or_else(PoisonError::into_inner);
+        let taken = backlog.take(n);
+        backlog.in_flight = taken.len();
+        taken
+    }
+
+    /// The worker is done with the ids it took last (stored, or put back with `requeue`).
+    pub fn batch_done(&self) {
+        self.lock_backlog().in_flight = 0;
+    }
+
+    /// Puts ids back at the front of the backlog (their batch failed and will be retried).
+    pub fn requeue(&self, ids: &[String]) {
+        let mut backlog = self.lock_backlog();
+        for id in ids.iter().rev() {
+            if backlog.members.insert(id.clone()) {
+                backlog.queue.push_front(id.clone());
+            }
+        }
+    }
+
+    /// Adds freshly computed vectors to the index, for experiences still active. Runs under the
+    /// writer lock, after the store has them.
+    pub fn store_batch(&self, model_id: &str, vectors: &[(String, Vec<f32>)]) {
+        let mut guard = self.loaded.write().unwrap_or_else(PoisonError::into_inner);
+        let Some(loaded) = guard.as_mut() else { return };
+        if loaded.model_id != model_id {
+            return;
+        }
+        for (id, vector) in vectors {
+            if loaded.meta.contains_key(id)
+                && let Err(error) = loaded.vectors.upsert(id, vector)
+            {
+                tracing::warn!(%id, "vector not indexed: {error}");
+            }
+        }
+    }
+
+    /// Lets queries waiting for the model go first: the backlog worker calls this before each
+    /// batch.
+    pub fn yield_to_queries(&self) {
+        while self.queries_waiting.load(Ordering::Acquire) > 0 {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
+    /// The loaded model, when there is one.
+    pub fn embedder(&self) -> Option<Arc<FastEmbedder>> {
+        self.embedder.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Embeds one text for a query or a near-duplicate check, ahead of the backlog. `None`
+    /// when no model is ready or the model fails (logged: search goes on by BM25).
+    pub fn embed_now(&self, text: &str) -> Option<(String, Vec<f32>)> {
+        let embedder = self.embedder()?;
+        if !self.state().is_ready() {
+            return None;
+        }
+        self.queries_waiting.fetch_add(1, Ordering::AcqRel);
+        let embedded = embedder.embed(&[text]);
+        self.queries_waiting.fetch_sub(1, Ordering::AcqRel);
+        match embedded {
+            Ok(mut vectors) => vectors.pop().map(|vector| (embedder.model_id().to_owned(), vector)),
+            Err(error) => {
+                tracing::warn!("embedding failed: {}", kb_embed::error_chain(&error));
+                None
+            }
+        }
+    }
+
+    /// The `k` active experiences nearest to `vector` under `filter`, when the vector index
+    /// holds vectors of `model_id`.
+    pub fn search(&self, model_id: &str, vector: &[f32], k: usize, filter: VectorFilter<'_>) -> Option<Vec<Hit>> {
+        let guard = self.loaded.read().unwrap_or_else(PoisonError::into_inner);
+        let loaded = guard.as_ref().filter(|loaded| loaded.model_id == model_id)?;
+        let accept = |id: &str| {
+            loaded.meta.get(id).is_some_and(|meta| {
+                meta.score >= filter.min_score
+                    && filter.agent_id.is_none_or(|agent| meta.agent_id.as_deref() == Some(agent))
+            })
+        };
+        match loaded.vectors.search_filtered(vector, k, accept) {
+            Ok(hits) => Some(hits),
+            Err(error) => {
+                tracing::warn!("vector search failed: {error}");
+                None
+            }
+        }
+    }
+
+    /// The stored experience most similar to `vector`, when it is at least as similar as the
+    /// near-duplicate threshold.
+    pub fn near_duplicate(&self, model_id: &str, vector: &[f32]) -> Option<Hit> {
+        let threshold = self.choice.similar_threshold;
+        if threshold > 1.0 {
+            return None;
+        }
+        let nearest = self.search(model_id, vector, 1, VectorFilter { min_score: 1, agent_id: None })?;
+        nearest.into_iter().next().filter(|hit| hit.score >= threshold)
+    }
+
+    /// Vectors in the index and experiences waiting for one.
+    pub fn coverage(&self) -> (u64, u64) {
+        let vectors = self
+            .loaded
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .map_or(0, |loaded| loaded.vectors.len());
+        let backlog = self.lock_backlog();
+        (vectors as u64, (backlog.members.len() + backlog.in_flight) as u64)
+    }
+
+    pub fn status(&self) -> SemanticStatus {
+        let (vectors, backlog) = self.coverage();
+        let state = self.state();
+        let next_retry = match (&state, self.choice.spec.is_some()) {
+            (EmbedderState::Unavailable { .. }, true) => {
+                let due = Duration::from_millis(self.next_retry_ms.load(Ordering::Relaxed));
+                Some(due.saturating_sub(self.started.elapsed()))
+            }
+            _ => None,
+        };
+        SemanticStatus { state, disabled: self.choice.off_reason.is_some(), backlog, vectors, next_retry }
+    }
+}
+
+/// Adds an active experience to the index's metadata, and its vector when it has one of the
+/// index's model. Returns whether it has a vector.
+fn insert_row(vectors: &mut VectorIndex, meta: &mut HashMap<String, Meta>, row: &VectorRow) -> bool {
+    meta.insert(row.id.clone(), Meta { score: row.score, agent_id: row.agent_id.as_deref().map(Box::from) });
+    let Some(bytes) = &row.vector else { return false };
+    match kb_embed::from_bytes(bytes).and_then(|vector| vectors.upsert(&row.id, &vector)) {
+        Ok(()) => true,
+        Err(error) => {
+            // A damaged or foreign-sized blob: embed the experience again.
+            tracing::warn!(id = %row.id, "stored vector unusable, re-embedding: {error}");
+            false
+        }
+    }
+}

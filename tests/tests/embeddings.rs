@@ -1,0 +1,242 @@
+//! End to end with embeddings: the real daemon loading a real ONNX model through ONNX Runtime
+//! (the tiny fixture model for speed, all-MiniLM-L6-v2 from `../shared/models` for meaning),
+//! driven over its socket: vectors on submit and import, vector and hybrid search, near-duplicate
+//! merging, re-embedding when the model changes, and BM25 fallback without a model or runtime.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{TestDaemon, ids_of};
+use serde_json::{Value, json};
+
+const TINY_MODEL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../crates/kb-embed/tests/fixtures/tiny-model");
+const MINILM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/models/all-minilm-l6-v2-onnx");
+const ENGLISH_CORPUS: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../crates/kb-bench/data/english-experiences/corpus.jsonl");
+
+/// The ONNX Runtime library: `ORT_DYLIB_PATH`, else python3's onnxruntime package (tests/run
+/// installs it). Missing is a failure, not a skip.
+fn ort_library() -> PathBuf {
+    if let Some(path) = std::env::var_os("ORT_DYLIB_PATH").filter(|path| !path.is_empty()) {
+        return PathBuf::from(path);
+    }
+    let output = Command::new("python3")
+        .args(["-c", "import onnxruntime, os; print(os.path.join(os.path.dirname(onnxruntime.__file__), 'capi'))"])
+        .output()
+        .expect("python3 runs");
+    assert!(output.status.success(), "no onnxruntime: `python3 -m pip install onnxruntime==1.31.1` (tests/run does)");
+    let capi = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
+    let mut libraries: Vec<PathBuf> = std::fs::read_dir(&capi)
+        .expect("onnxruntime's capi directory")
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.file_name().is_some_and(|name| name.to_string_lossy().starts_with("libonnxruntime.so.")))
+        .collect();
+    libraries.sort();
+    libraries.pop().unwrap_or_else(|| panic!("no libonnxruntime.so.* in {}", capi.display()))
+}
+
+/// A daemon whose config.toml is `config` and whose environment points at `model` and `ort`.
+fn start(config: &str, model: &Path, ort: &Path) -> TestDaemon {
+    let home = tempfile::Builder::new().prefix("kh-emb-").tempdir().expect("temp dir");
+    std::fs::write(home.path().join("config.toml"), config).expect("config");
+    start_on(home, model, ort)
+}
+
+fn start_on(home: tempfile::TempDir, model: &Path, ort: &Path) -> TestDaemon {
+    TestDaemon::start_in_with(home, &[("KNOWHUB_MODEL_DIR", model.as_os_str()), ("ORT_DYLIB_PATH", ort.as_os_str())])
+}
+
+fn status(daemon: &TestDaemon) -> Value {
+    daemon.ok("status", json!({}))
+}
+
+/// Waits until the embedder is `state` with nothing left to embed; returns the status.
+fn wait_for_embedder(daemon: &TestDaemon, state: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let status = status(daemon);
+        let embedder = &status["embedder"];
+        if embedder["state"] == state && (state != "ready" || embedder["backlog"] == 0) {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "embedder never became {state}: {embedder}\nlog:\n{}", daemon.log_text());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn search(daemon: &TestDaemon, query: &str, mode: &str) -> Value {
+    daemon.ok("kb.search", json!({"query": query, "top_k": 5, "min_score": 1, "mode": mode}))
+}
+
+#[test]
+fn the_tiny_model_embeds_on_submit_and_import_and_answers_vector_and_hybrid_searches() {
+    let daemon = start("", Path::new(TINY_MODEL), &ort_library());
+    let ready = wait_for_embedder(&daemon, "ready");
+    assert_eq!(ready["embedder"]["dimensions"], 64);
+    assert!(ready["embedder"]["model"].as_str().unwrap().starts_with("tiny-model@"), "{ready}");
+    assert!(ready["embedder"]["runtime"].as_str().unwrap().contains("libonnxruntime"), "{ready}");
+
+    let vitest = daemon.submit("make vitest exit after one run", "vitest --run", "watch mode is the default", 5);
+    daemon.submit(
+        "speed up docker image builds",
+        "BuildKit cache mounts",
+        "pip install went from minutes to seconds",
+        4,
+    );
+    // Embedded on submit: the vector is there as soon as the answer is.
+    assert_eq!(status(&daemon)["embedder"]["vectors"], 2);
+
+    let items: Vec<Value> = (0..40)
+        .map(|n| json!({"task": format!("import item {n} about database migrations"), "resource": "sqlx migrate", "result": format!("worked on try {n}"), "score": 3}))
+        .collect();
+    let imported = daemon.ok("kb.import", json!({"items": items}));
+    assert_eq!(imported["imported"], 40);
+    let ready = wait_for_embedder(&daemon, "ready");
+    assert_eq!(ready["embedder"]["vectors"], 42, "imports are embedded in the background");
+
+    let vector = search(&daemon, "vitest run watch", "vector");
+    assert_eq!(vector["mode"], "vector");
+    assert_eq!(ids_of(&vector)[0], vitest);
+    let hybrid = search(&daemon, "vitest watch mode", "hybrid");
+    assert_eq!(hybrid["mode"], "hybrid");
+    assert!(hybrid.get("note").is_none(), "nothing missing, nothing to note: {hybrid}");
+    assert_eq!(ids_of(&hybrid)[0], vitest);
+    // Filters hold for vector results too.
+    let filtered = daemon.ok("kb.search", json!({"query": "vitest run watch", "min_score": 5, "mode": "vector"}));
+    assert!(ids_of(&filtered).iter().all(|id| *id == vitest), "{filtered}");
+    // A bad mode names the field.
+    let error = daemon.call("kb.search", json!({"query": "x", "mode": "semantic"})).unwrap_err().to_string();
+    assert!(error.contains("mode") && error.contains("semantic"), "{error}");
+
+    // Deleted experiences leave the vector index with their rows.
+    daemon.ok("kb.delete", json!({"ids": [vitest.clone()]}));
+    assert!(!ids_of(&search(&daemon, "vitest run watch", "vector")).contains(&vitest));
+    assert_eq!(status(&daemon)["embedder"]["vectors"], 41);
+}
+
+#[test]
+fn a_near_identical_submission_merges_and_a_different_one_does_not() {
+    let daemon = start("[embedding]\nsimilar_threshold = 0.9\n", Path::new(TINY_MODEL), &ort_library());
+    wait_for_embedder(&daemon, "ready");
+    let first = daemon.submit("make vitest exit after one run in CI", "vitest --run", "watch mode is the default", 3);
+    let again = daemon.ok(
+        "kb.submit",
+        json!({"task": "make vitest exit after a single run in CI", "resource": "vitest --run", "result": "watch mode is the default", "score": 5}),
+    );
+    assert_eq!(again["id"], first.as_str(), "{again}");
+    assert_eq!(again["duplicate_of"], first.as_str());
+    assert!(again["similarity"].as_f64().unwrap() >= 0.9, "{again}");
+    let stored = daemon.ok("kb.get", json!({"experience_id": first}));
+    assert_eq!((stored["score"].as_i64(), stored["merge_count"].as_i64()), (Some(5), Some(1)), "{stored}");
+
+    let other = daemon.ok(
+        "kb.submit",
+        json!({"task": "pin the node version in CI", "resource": ".nvmrc", "result": "setup-node reads it", "score": 4}),
+    );
+    assert_ne!(other["id"], first.as_str());
+    assert!(other.get("similarity").is_none());
+}
+
+#[test]
+fn a_new_model_re_embeds_everything_in_the_background() {
+    let ort = ort_library();
+    let home = tempfile::Builder::new().prefix("kh-emb-").tempdir().expect("temp dir");
+    std::fs::write(home.path().join("config.toml"), "").expect("config");
+    let models = tempfile::tempdir().expect("temp dir");
+    let tiny_copy = models.path().join("tiny-copy");
+    copy_dir(Path::new(TINY_MODEL), &tiny_copy);
+
+    let mut daemon = start_on(home, Path::new(TINY_MODEL), &ort);
+    let first_model = wait_for_embedder(&daemon, "ready")["embedder"]["model"].as_str().unwrap().to_owned();
+    let items: Vec<Value> = (0..30)
+        .map(|n| json!({"task": format!("experience {n} with the first model"), "resource": "r", "result": "ok", "score": 4}))
+        .collect();
+    daemon.ok("kb.import", json!({"items": items}));
+    wait_for_embedder(&daemon, "ready");
+    assert_eq!(daemon.terminate().code(), Some(0));
+
+    // Same weights, another config.json: another model as far as vectors are concerned.
+    let config = tiny_copy.join("config.json");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push('\n');
+    std::fs::write(&config, text).unwrap();
+    let home = std::mem::replace(&mut daemon.home, tempfile::tempdir().unwrap());
+    drop(daemon);
+    let daemon = start_on(home, &tiny_copy, &ort);
+    let status = wait_for_embedder(&daemon, "ready");
+    let second_model = status["embedder"]["model"].as_str().unwrap();
+    assert_ne!(second_model, first_model);
+    assert_eq!(status["embedder"]["vectors"], 30, "every experience re-embedded: {status}");
+    assert_eq!(search(&daemon, "experience with the first model", "vector")["count"], 5);
+}
+
+#[test]
+fn without_onnx_runtime_search_runs_on_bm25_and_says_why() {
+    let missing = Path::new("/nonexistent/onnxruntime/libonnxruntime.so.1.31.1");
+    let daemon = start("", Path::new(TINY_MODEL), missing);
+    let status = wait_for_embedder(&daemon, "unavailable");
+    let detail = status["embedder"]["detail"].as_str().unwrap();
+    assert!(detail.contains("/nonexistent/onnxruntime") && detail.contains("BM25"), "{detail}");
+    assert_eq!(status["healthy"], true, "BM25 alone is a working daemon");
+
+    let id = daemon.submit("make vitest exit after one run", "vitest --run", "watch mode is the default", 5);
+    let answer = search(&daemon, "vitest", "hybrid");
+    assert_eq!(answer["mode"], "bm25");
+    assert!(answer["note"].as_str().unwrap().contains("BM25 alone"), "{answer}");
+    assert_eq!(ids_of(&answer), vec![id]);
+    let error = daemon.call("kb.search", json!({"query": "vitest", "mode": "vector"})).unwrap_err().to_string();
+    assert!(error.contains("no embedding model"), "{error}");
+}
+
+#[test]
+fn a_model_that_appears_later_is_picked_up() {
+    let models = tempfile::tempdir().expect("temp dir");
+    let later = models.path().join("arrives-later");
+    let daemon = start("[embedding]\nretry_seconds = 1\n", &later, &ort_library());
+    let status = wait_for_embedder(&daemon, "unavailable");
+    assert!(status["embedder"]["detail"].as_str().unwrap().contains("arrives-later"), "{status}");
+    let id = daemon.submit("make vitest exit after one run", "vitest --run", "watch mode is the default", 5);
+
+    copy_dir(Path::new(TINY_MODEL), &later);
+    let status = wait_for_embedder(&daemon, "ready");
+    assert_eq!(status["embedder"]["vectors"], 1, "the experience stored meanwhile is embedded");
+    assert_eq!(ids_of(&search(&daemon, "vitest run", "vector")), vec![id]);
+}
+
+#[test]
+fn minilm_finds_a_paraphrase_with_no_word_in_common() {
+    // Real experiences of the English set; the target is about an OOMKilled JVM pod.
+    let corpus = std::fs::read_to_string(ENGLISH_CORPUS).expect("the English set");
+    let rows: Vec<Value> = corpus.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    let target = rows.iter().find(|row| row["id"] == "en-0390").expect("en-0390");
+    let mut items: Vec<Value> = rows.iter().take(80).cloned().collect();
+    items.push(target.clone());
+    for item in &mut items {
+        let object = item.as_object_mut().unwrap();
+        object.remove("id");
+        object.remove("group");
+    }
+    let daemon = start("", Path::new(MINILM), &ort_library());
+    wait_for_embedder(&daemon, "ready");
+    let imported = daemon.ok("kb.import", json!({"items": items}));
+    let target_id = imported["ids"].as_array().unwrap().last().unwrap().as_str().unwrap().to_owned();
+    wait_for_embedder(&daemon, "ready");
+
+    let query = "java pod dies again and again for hogging too many gigabytes";
+    let hybrid = search(&daemon, query, "hybrid");
+    assert_eq!(hybrid["mode"], "hybrid");
+    assert!(ids_of(&hybrid)[..3].contains(&target_id), "not in the top 3: {hybrid}");
+    let bm25 = search(&daemon, query, "bm25");
+    assert!(!ids_of(&bm25).iter().take(3).any(|id| *id == target_id), "words alone should not find it: {bm25}");
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+}

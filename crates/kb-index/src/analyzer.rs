@@ -18,6 +18,7 @@
 //! indexes are rebuilt from the store.
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::LazyLock;
 
 use jieba_rs::Jieba;
@@ -49,11 +50,18 @@ pub(crate) fn text_analyzer() -> TextAnalyzer {
 
 /// Runs the analyzer over `text` and returns the token texts in order, as they are indexed.
 pub fn analyze(text: &str) -> Vec<String> {
+    analyze_with_spans(text).into_iter().map(|(token, _)| token).collect()
+}
+
+/// Like [`analyze`], with the byte range of `text` each token came from. A token that is part of
+/// another (`json` of `tsconfig.json`, `数据` of `数据库`, `字` of the bigram `字段`) has a range
+/// inside the other's.
+pub(crate) fn analyze_with_spans(text: &str) -> Vec<(String, Range<usize>)> {
     let mut analyzer = text_analyzer();
     let mut stream = analyzer.token_stream(text);
     let mut tokens = Vec::new();
     while let Some(token) = stream.next() {
-        tokens.push(token.text.clone());
+        tokens.push((token.text.clone(), token.offset_from..token.offset_to));
     }
     tokens
 }

@@ -12,8 +12,8 @@
 //! in the store; the index answers only "which ids, in what order".
 //!
 //! Queries are text, never query syntax: they go through the same analyzer as the documents (see
-//! [`analyze`]) and become a disjunction of term lookups over the text fields, with the status,
-//! rating and agent filters as required clauses.
+//! [`analyze`]) and become a disjunction of term lookups over the text fields, ranked by
+//! block-max WAND; the rating and agent filters are checked on the documents it offers.
 
 mod analyzer;
 mod error;

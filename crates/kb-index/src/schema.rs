@@ -1,13 +1,13 @@
 //! The tantivy schema of the experience index, its version, and the commit payload.
 
 use serde::{Deserialize, Serialize};
-use tantivy::schema::{FAST, Field, INDEXED, IndexRecordOption, STRING, Schema, TextFieldIndexing, TextOptions};
+use tantivy::schema::{FAST, Field, IndexRecordOption, STRING, Schema, TextFieldIndexing, TextOptions};
 
 use crate::analyzer::ANALYZER_NAME;
 
 /// Version of the schema *and* of the analyzer. An index written with another version is wiped
 /// and rebuilt from the store, so bump this whenever fields or tokenization change.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// Handles to the fields of [`build_schema`]'s schema.
 #[derive(Clone, Copy, Debug)]
@@ -20,9 +20,9 @@ pub(crate) struct Fields {
     pub text: Field,
     /// The optional detailed body, matched with less weight than the summary.
     pub content: Field,
-    /// The rating 1–5, indexed and fast for the `min_score` filter.
+    /// The rating 1–5, a fast field for the `min_score` filter.
     pub score: Field,
-    /// A raw term; absent when the experience has no agent.
+    /// A fast field for the agent filter; absent when the experience has no agent.
     pub agent_id: Field,
 }
 
@@ -49,8 +49,10 @@ pub(crate) fn build_schema() -> (Schema, Fields) {
         id: builder.add_text_field("id", STRING | FAST),
         text: builder.add_text_field("text", text.clone()),
         content: builder.add_text_field("content", text),
-        score: builder.add_u64_field("score", INDEXED | FAST),
-        agent_id: builder.add_text_field("agent_id", STRING),
+        // The filters are checked on the documents the text query offers (see `ExperienceIndex::top`),
+        // never looked up as terms, so they are fast fields only.
+        score: builder.add_u64_field("score", FAST),
+        agent_id: builder.add_text_field("agent_id", FAST),
     };
     (builder.build(), fields)
 }

@@ -456,22 +456,25 @@ impl Engine {
             return Err(EngineError::invalid("query", "must not be empty"));
         }
         let text = truncate_chars(query.query, MAX_QUERY_CHARS);
+        let filter = VectorFilter { min_score, agent_id: query.agent_id };
         // Fusion looks deeper than the answer: an experience ranked low by one retriever and
         // high by the other must be in both candidate lists to be rewarded.
-        let n_candidates = match query.mode {
-            SearchMode::Hybrid => (top_k * 3).max(kb_embed::fusion::MIN_CANDIDATES),
-            SearchMode::Bm25 | SearchMode::Vector => top_k,
-        };
-
-        let filter = VectorFilter { min_score, agent_id: query.agent_id };
+        let n_fused = (top_k * 3).max(kb_embed::fusion::MIN_CANDIDATES);
         let (vector_hits, mut note) = match query.mode {
             SearchMode::Bm25 => (None, None),
-            mode => match on_blocking_thread(|| self.vector_search(text, n_candidates, filter)) {
-                Ok(hits) => (Some(hits), self.backlog_note()),
-                Err(why) if mode == SearchMode::Vector => return Err(EngineError::Unavailable(why)),
-                Err(why) => (None, Some(format!("searched by BM25 alone: {why}"))),
-            },
+            mode => {
+                let k = if mode == SearchMode::Hybrid { n_fused } else { top_k };
+                // The readiness check is cheap; only embedding the query is worth a blocking
+                // thread, so a daemon without a model answers BM25 at BM25's cost.
+                match self.vector_ready().and_then(|()| on_blocking_thread(|| self.vector_search(text, k, filter))) {
+                    Ok(hits) => (Some(hits), self.backlog_note()),
+                    Err(why) if mode == SearchMode::Vector => return Err(EngineError::Unavailable(why)),
+                    Err(why) => (None, Some(format!("searched by BM25 alone: {why}"))),
+                }
+            }
         };
+        // BM25 looks as deep as fusion needs only when there are vector hits to fuse with.
+        let n_candidates = if vector_hits.is_some() { n_fused } else { top_k };
         let bm25_hits: Vec<(String, f32)> = if query.mode == SearchMode::Vector {
             Vec::new()
         } else {
@@ -526,13 +529,17 @@ impl Engine {
         Ok((found, Answered { mode, note }))
     }
 
+    /// Whether vectors can answer now; `Err` says why not.
+    fn vector_ready(&self) -> Result<(), String> {
+        match self.semantic.state() {
+            kb_embed::EmbedderState::Ready { .. } => Ok(()),
+            kb_embed::EmbedderState::Loading => Err("the embedding model is still loading".to_owned()),
+            kb_embed::EmbedderState::Unavailable { reason } => Err(format!("no embedding model ({reason})")),
+        }
+    }
+
     /// Embeds the query and searches the vectors; `Err` says why vectors cannot answer.
     fn vector_search(&self, text: &str, k: usize, filter: VectorFilter<'_>) -> Result<Vec<kb_embed::Hit>, String> {
-        match self.semantic.state() {
-            kb_embed::EmbedderState::Ready { .. } => {}
-            kb_embed::EmbedderState::Loading => return Err("the embedding model is still loading".to_owned()),
-            kb_embed::EmbedderState::Unavailable { reason } => return Err(format!("no embedding model ({reason})")),
-        }
         let (model_id, vector) =
             self.semantic.embed_now(text).ok_or("the query could not be embedded (see the log)")?;
         let mut hits = self

@@ -1,7 +1,8 @@
 //! End to end with embeddings: the real daemon loading a real ONNX model through ONNX Runtime
 //! (the tiny fixture model for speed, all-MiniLM-L6-v2 from `../shared/models` for meaning),
 //! driven over its socket: vectors on submit and import, vector and hybrid search, near-duplicate
-//! merging, re-embedding when the model changes, and BM25 fallback without a model or runtime.
+//! merging, re-embedding when the model changes or on `kbctl reindex`, and BM25 fallback without
+//! a model or runtime.
 
 mod common;
 
@@ -232,6 +233,130 @@ fn minilm_finds_a_paraphrase_with_no_word_in_common() {
     assert!(ids_of(&hybrid)[..3].contains(&target_id), "not in the top 3: {hybrid}");
     let bm25 = search(&daemon, query, "bm25");
     assert!(!ids_of(&bm25).iter().take(3).any(|id| *id == target_id), "words alone should not find it: {bm25}");
+}
+
+/// Gives experience `target` the stored vector of `source` (while the daemon is stopped): a
+/// vector of the right model and size that does not match its text, which only a re-embed fixes.
+fn swap_in_vector(database: &str, target: &str, source: &str) {
+    let script = "import sqlite3, sys\n\
+                  db = sqlite3.connect(sys.argv[1])\n\
+                  changed = db.execute('UPDATE vectors SET vector = (SELECT vector FROM vectors WHERE experience_id = ?) \
+                  WHERE experience_id = ?', (sys.argv[3], sys.argv[2])).rowcount\n\
+                  db.commit()\n\
+                  assert changed == 1, changed\n";
+    let output = Command::new("python3").args(["-c", script, database, target, source]).output().expect("python3 runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+}
+
+/// Stops the daemon, runs `change` on its database, and starts it again on the same home.
+fn restart_after(daemon: TestDaemon, ort: &Path, change: impl FnOnce(&str)) -> TestDaemon {
+    let database = status(&daemon)["paths"]["database"].as_str().unwrap().to_owned();
+    let mut daemon = daemon;
+    assert_eq!(daemon.terminate().code(), Some(0));
+    change(&database);
+    let home = std::mem::replace(&mut daemon.home, tempfile::tempdir().unwrap());
+    drop(daemon);
+    start_on(home, Path::new(TINY_MODEL), ort)
+}
+
+#[test]
+fn reindex_embeds_every_experience_again_and_repairs_a_vector_that_does_not_match_its_text() {
+    let ort = ort_library();
+    let daemon = start("", Path::new(TINY_MODEL), &ort);
+    wait_for_embedder(&daemon, "ready");
+    let vitest = daemon.submit("make vitest exit after one run", "vitest --run", "watch mode is the default", 5);
+    let docker = daemon.submit(
+        "speed up docker image builds",
+        "BuildKit cache mounts",
+        "pip install went from minutes to seconds",
+        4,
+    );
+    let items: Vec<Value> = (0..40)
+        .map(|n| json!({"task": format!("import item {n} about database migrations"), "resource": "sqlx migrate", "result": format!("worked on try {n}"), "score": 3}))
+        .collect();
+    daemon.ok("kb.import", json!({"items": items}));
+    wait_for_embedder(&daemon, "ready");
+    assert_eq!(ids_of(&search(&daemon, "vitest run watch", "vector"))[0], vitest);
+
+    // The vitest experience now carries the docker one's vector: both answer alike.
+    let daemon = restart_after(daemon, &ort, |database| swap_in_vector(database, &vitest, &docker));
+    let status_before = wait_for_embedder(&daemon, "ready");
+    assert_eq!(status_before["embedder"]["vectors"], 42, "a wrong vector still loads: {status_before}");
+    let answer = search(&daemon, "speed up docker image builds", "vector");
+    let relevance = |id: &str| {
+        answer["results"].as_array().unwrap().iter().find(|hit| hit["id"] == id).map(|hit| hit["relevance"].clone())
+    };
+    assert!(relevance(&vitest).is_some() && relevance(&vitest) == relevance(&docker), "{answer}");
+
+    // Bad params name the field.
+    let error = daemon.call("kb.reindex", json!({"embeddings": "yes"})).unwrap_err().to_string();
+    assert!(error.contains("embeddings"), "{error}");
+    let error = daemon.call("kb.reindex", json!({"embedings": true})).unwrap_err().to_string();
+    assert!(error.contains("embedings"), "{error}");
+    // BM25 alone leaves the vectors be.
+    let bm25_only = daemon.ok("kb.reindex", json!({"embeddings": false}));
+    assert_eq!((bm25_only["indexed"].as_u64(), bm25_only["embeddings"].as_str()), (Some(42), Some("skipped")));
+    assert_eq!(status(&daemon)["embedder"]["backlog"], 0);
+
+    // The real command: the BM25 rebuild, then the wait for the backlog, then a summary.
+    let output = daemon.kbctl(&["reindex"]);
+    assert!(output.status.success(), "{}\n{}", common::stderr(&output), daemon.log_text());
+    let text = common::stdout(&output);
+    assert!(text.contains("indexed 42 experiences in"), "{text}");
+    assert!(text.contains("embedded 42 experiences again with tiny-model@"), "{text}");
+    let after = status(&daemon);
+    assert_eq!((after["embedder"]["vectors"].as_u64(), after["embedder"]["backlog"].as_u64()), (Some(42), Some(0)));
+    assert_eq!(ids_of(&search(&daemon, "vitest run watch", "vector"))[0], vitest, "the vector matches its text again");
+
+    // --no-wait answers once queued; searches keep their vectors meanwhile, with nothing to note.
+    let output = daemon.kbctl(&["reindex", "--no-wait", "--json"]);
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let queued: Value = serde_json::from_slice(&output.stdout).expect("reindex --json is JSON");
+    assert_eq!((queued["embeddings"].as_str(), queued["queued_embeddings"].as_u64()), (Some("queued"), Some(42)));
+    assert!(queued["model"].as_str().unwrap().starts_with("tiny-model@"), "{queued}");
+    let hybrid = search(&daemon, "vitest watch mode", "hybrid");
+    assert_eq!(hybrid["mode"], "hybrid");
+    assert!(hybrid.get("note").is_none(), "re-embedding is not missing vectors: {hybrid}");
+    assert_eq!(status(&daemon)["embedder"]["vectors"], 42, "no vector is dropped while it is replaced");
+    wait_for_embedder(&daemon, "ready");
+
+    // --json waits too, and says how it ended.
+    let output = daemon.kbctl(&["reindex", "--json"]);
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let waited: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!((waited["wait"]["state"].as_str(), waited["wait"]["backlog"].as_u64()), (Some("done"), Some(0)));
+
+    // A reindex sent as the daemon starts, maybe before the model is loaded, still re-embeds:
+    // queued at once, or deferred until the model is loaded.
+    let daemon = restart_after(daemon, &ort, |database| swap_in_vector(database, &vitest, &docker));
+    let early = daemon.ok("kb.reindex", json!({}));
+    match early["embeddings"].as_str() {
+        Some("queued") => assert_eq!(early["queued_embeddings"], 42, "{early}"),
+        Some("deferred") => assert!(early["note"].as_str().unwrap().contains("loading"), "{early}"),
+        _ => panic!("neither queued nor deferred: {early}"),
+    }
+    let after = wait_for_embedder(&daemon, "ready");
+    assert_eq!(after["embedder"]["vectors"], 42);
+    assert_eq!(ids_of(&search(&daemon, "vitest run watch", "vector"))[0], vitest, "{early}");
+}
+
+#[test]
+fn reindex_without_a_model_rebuilds_bm25_and_says_embeddings_were_not_redone() {
+    let missing = Path::new("/nonexistent/onnxruntime/libonnxruntime.so.1.31.1");
+    let daemon = start("", Path::new(TINY_MODEL), missing);
+    wait_for_embedder(&daemon, "unavailable");
+    let id = daemon.submit("make vitest exit after one run", "vitest --run", "watch mode is the default", 5);
+
+    let result = daemon.ok("kb.reindex", json!({}));
+    assert_eq!((result["indexed"].as_u64(), result["embeddings"].as_str()), (Some(1), Some("unavailable")));
+    assert_eq!(result["queued_embeddings"], 0);
+    assert!(result["note"].as_str().unwrap().contains("/nonexistent/onnxruntime"), "{result}");
+
+    let output = daemon.kbctl(&["reindex"]);
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let text = common::stdout(&output);
+    assert!(text.contains("indexed 1 experiences") && text.contains("embeddings not redone"), "{text}");
+    assert_eq!(ids_of(&search(&daemon, "vitest", "hybrid")), vec![id]);
 }
 
 fn copy_dir(from: &Path, to: &Path) {

@@ -160,3 +160,31 @@ fn closed_pipe_is_not_an_error() {
     assert!(output.status.success());
     assert!(!stderr(&output).contains("Broken pipe"), "{}", stderr(&output));
 }
+
+#[test]
+fn reindex_rebuilds_the_search_index_and_says_why_embeddings_are_not_redone() {
+    // The harness turns embeddings off: BM25 is rebuilt, vectors cannot be redone.
+    let daemon = TestDaemon::start();
+    let id = daemon.submit("make vitest exit after one run", "vitest --run", "watch mode is the default", 4);
+    let output = daemon.kbctl(&["reindex"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("indexed 1 experiences in"), "{text}");
+    assert!(text.contains("embeddings not redone") && text.contains("embedding.enabled = false"), "{text}");
+    assert_eq!(daemon.search_ids("vitest"), vec![id]);
+
+    let output = daemon.kbctl(&["reindex", "--json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let result: Value = serde_json::from_slice(&output.stdout).expect("reindex --json is JSON");
+    assert_eq!(result["indexed"], 1);
+    assert_eq!(result["embeddings"], "unavailable");
+    assert_eq!(result["queued_embeddings"], 0);
+
+    // Only BM25, on request: nothing said about embeddings.
+    let output = daemon.kbctl(&["reindex", "--no-embeddings"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output).lines().count(), 1, "{}", stdout(&output));
+    let output = daemon.kbctl(&["reindex", "--no-embeddings", "--json"]);
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["embeddings"], "skipped");
+}

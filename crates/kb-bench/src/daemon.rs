@@ -50,6 +50,10 @@ pub struct Memory {
     pub rss_kib: u64,
     /// The peak resident set size so far (VmHWM).
     pub peak_rss_kib: u64,
+    /// Of `rss_kib`, the anonymous memory (heap: the model, vectors, caches) and the pages of
+    /// mapped files (the index, which the kernel may drop and read again).
+    pub anon_kib: u64,
+    pub file_kib: u64,
 }
 
 /// CPU used by the daemon and time its threads spent waiting for a CPU, over some period.
@@ -90,11 +94,33 @@ impl BenchDaemon {
 
     /// [`BenchDaemon::start`] with extra environment variables, e.g. `KNOWHUB_MODEL_DIR` and
     /// `ORT_DYLIB_PATH` to measure with embeddings.
+    /// Without `KNOWHUB_MODEL_DIR` in `env` the daemon's config turns embeddings off, so that it
+    /// never downloads the default model (or embeds in the background) during a measurement.
     pub async fn start_with(binary: &Path, env: &[(&str, &Path)]) -> anyhow::Result<BenchDaemon> {
         let home = tempfile::Builder::new().prefix("kb-bench-").tempdir().context("cannot create a temp home")?;
+        if !env.iter().any(|(name, _)| *name == "KNOWHUB_MODEL_DIR") {
+            let config = home.path().join("config.toml");
+            std::fs::write(&config, "[embedding]\nenabled = false\n")
+                .with_context(|| format!("cannot write {}", config.display()))?;
+        }
+        BenchDaemon::start_in(binary, home, env).await
+    }
+
+    /// Starts `binary` on an existing home, e.g. one a stopped daemon left (see
+    /// [`BenchDaemon::stop_keeping_home`]); its config file, if any, stays as it is.
+    pub async fn start_in(
+        binary: &Path,
+        home: tempfile::TempDir,
+        env: &[(&str, &Path)],
+    ) -> anyhow::Result<BenchDaemon> {
         let socket = home.path().join(kb_proto::paths::SOCKET_FILE_NAME);
         let log = home.path().join("daemon.log");
-        let log_file = std::fs::File::create(&log).with_context(|| format!("cannot create {}", log.display()))?;
+        // Appended to, so that a home started twice keeps both runs' logs.
+        let log_file = std::fs::File::options()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .with_context(|| format!("cannot create {}", log.display()))?;
         // Keep the user's log filter if they set one (KNOWHUB_LOG=debug to see where time goes).
         let log_filter = std::env::var("KNOWHUB_LOG").unwrap_or_else(|_| "info".to_owned());
         let child = Command::new(binary)
@@ -162,7 +188,12 @@ impl BenchDaemon {
             let kib = line.trim().trim_end_matches("kB").trim();
             kib.parse().with_context(|| format!("cannot parse {name} {kib:?} in {path}"))
         };
-        Ok(Memory { rss_kib: field("VmRSS:")?, peak_rss_kib: field("VmHWM:")? })
+        Ok(Memory {
+            rss_kib: field("VmRSS:")?,
+            peak_rss_kib: field("VmHWM:")?,
+            anon_kib: field("RssAnon:")?,
+            file_kib: field("RssFile:")? + field("RssShmem:")?,
+        })
     }
 
     /// CPU the daemon has used so far, and how long its threads have waited for a CPU.

@@ -411,24 +411,29 @@ fn print_size(size: &SizeReport) {
             &report::percent(fts5.hit_rate_by_language[label]),
         );
     }
-    row(
-        "daemon RSS after import (peak)",
-        &format!(
-            "{} ({})",
-            report::mebibytes_from_kib(knowhub.memory_after_import.rss_kib),
-            report::mebibytes_from_kib(knowhub.memory_after_import.peak_rss_kib)
-        ),
-        "n/a (in-process)",
-    );
-    row(
-        "daemon RSS after queries (peak)",
-        &format!(
-            "{} ({})",
-            report::mebibytes_from_kib(knowhub.memory_after_queries.rss_kib),
-            report::mebibytes_from_kib(knowhub.memory_after_queries.peak_rss_kib)
-        ),
-        "n/a (in-process)",
-    );
+    for (label, memory) in [
+        ("daemon RSS after import (peak)", &knowhub.memory_after_import),
+        ("daemon RSS after queries (peak)", &knowhub.memory_after_queries),
+    ] {
+        row(
+            label,
+            &format!(
+                "{} ({})",
+                report::mebibytes_from_kib(memory.rss_kib),
+                report::mebibytes_from_kib(memory.peak_rss_kib)
+            ),
+            "n/a (in-process)",
+        );
+        row(
+            "  of which heap + mapped files",
+            &format!(
+                "{} + {}",
+                report::mebibytes_from_kib(memory.anon_kib),
+                report::mebibytes_from_kib(memory.file_kib)
+            ),
+            "",
+        );
+    }
     row("on disk", &report::mebibytes(knowhub.disk_bytes), &report::mebibytes(fts5.disk_bytes));
     println!(
         "  search mode: {}; imported {}, duplicates {}, rejected {}, index documents {}",

@@ -1,11 +1,13 @@
 //! `kb-bench`: measures the real `knowhubd` — import throughput, search latency over the
-//! socket, memory — next to SQLite FTS5 in the same run, and BM25 retrieval quality on
-//! labelled data. A measurement tool, not a test.
+//! socket, memory — next to SQLite FTS5 in the same run, retrieval quality on labelled data,
+//! and what embeddings cost (hybrid latency, import with embeddings, memory with the model).
+//! A measurement tool, not a test.
 
 mod activation;
 mod daemon;
 mod fts5;
 mod generate;
+mod hybrid;
 mod load;
 mod quality;
 mod report;
@@ -56,7 +58,26 @@ enum Command {
         #[command(flatten)]
         daemon: DaemonArgs,
         #[command(flatten)]
+        model: ModelArgs,
+        #[command(flatten)]
         quality: QualityArgs,
+    },
+    /// Hybrid search latency p50/p99 at each size (query embedding included) next to BM25 and
+    /// vectors alone, import throughput with embeddings against the model's raw throughput in
+    /// this process, and the daemon's RSS with the model loaded.
+    ///
+    /// Large stores get their vectors without an hour of embedding: the experiences are
+    /// imported with embeddings off, the daemon stopped, and the vectors table filled under the
+    /// model's id with real embeddings of the first --embedded generated experiences (plus a
+    /// little noise for the rest); the daemon then starts with the model and loads them.
+    /// Queries are embedded by the daemon for real.
+    Hybrid {
+        #[command(flatten)]
+        daemon: DaemonArgs,
+        #[command(flatten)]
+        model: ModelArgs,
+        #[command(flatten)]
+        hybrid: HybridArgs,
     },
     /// Time from the first connection on a socket-activated, not-yet-running daemon to its
     /// first answer (uses systemd-socket-activate).
@@ -66,14 +87,18 @@ enum Command {
         #[command(flatten)]
         activation: ActivationArgs,
     },
-    /// `load`, then `quality`, then `activation`.
+    /// `load`, then `quality`, then `hybrid`, then `activation`.
     All {
         #[command(flatten)]
         daemon: DaemonArgs,
         #[command(flatten)]
+        model: ModelArgs,
+        #[command(flatten)]
         load: LoadArgs,
         #[command(flatten)]
         quality: QualityArgs,
+        #[command(flatten)]
+        hybrid: HybridArgs,
         #[command(flatten)]
         activation: ActivationArgs,
     },
@@ -116,6 +141,29 @@ struct LoadArgs {
 }
 
 #[derive(Debug, Args)]
+struct ModelArgs {
+    /// The embedding model directory [default: ../shared/models/all-minilm-l6-v2-onnx].
+    #[arg(long, value_name = "DIR")]
+    model: Option<PathBuf>,
+    /// The ONNX Runtime library [default: ORT_DYLIB_PATH, else python3's onnxruntime package].
+    #[arg(long, value_name = "FILE")]
+    onnxruntime: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct HybridArgs {
+    /// Store sizes for hybrid search, in experiences.
+    #[arg(long, value_delimiter = ',', default_value = "10000,100000")]
+    hybrid_sizes: Vec<usize>,
+    /// Measured search queries per size and mode.
+    #[arg(long, default_value_t = 1_000)]
+    hybrid_queries: usize,
+    /// Experiences embedded for real, in this process and through the daemon's kb.import.
+    #[arg(long, default_value_t = 1_000)]
+    embedded: usize,
+}
+
+#[derive(Debug, Args)]
 struct QualityArgs {
     /// Directory holding the data sets [default: ../shared/data beside the workspace].
     #[arg(long, value_name = "DIR")]
@@ -123,12 +171,6 @@ struct QualityArgs {
     /// Data sets (subdirectories of --data with corpus.jsonl and queries.jsonl).
     #[arg(long, value_delimiter = ',', default_value = "cmrc-trial,cmrc-trial-chunks,english-experiences")]
     sets: Vec<String>,
-    /// The embedding model directory [default: ../shared/models/all-minilm-l6-v2-onnx].
-    #[arg(long, value_name = "DIR")]
-    model: Option<PathBuf>,
-    /// The ONNX Runtime library [default: ORT_DYLIB_PATH, else python3's onnxruntime package].
-    #[arg(long, value_name = "FILE")]
-    onnxruntime: Option<PathBuf>,
     /// Measure BM25 alone, without a model.
     #[arg(long)]
     no_embeddings: bool,
@@ -150,16 +192,46 @@ impl LoadArgs {
     }
 }
 
+impl ModelArgs {
+    fn model_dir(&self) -> PathBuf {
+        self.model.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_MODEL_DIR))
+    }
+
+    fn onnxruntime(&self) -> Option<PathBuf> {
+        self.onnxruntime.clone().or_else(quality::find_onnxruntime)
+    }
+}
+
+impl HybridArgs {
+    fn options(&self, model: &ModelArgs) -> anyhow::Result<hybrid::HybridOptions> {
+        let onnxruntime = model.onnxruntime().ok_or_else(|| {
+            anyhow::anyhow!(
+                "no ONNX Runtime: pass --onnxruntime FILE or set ORT_DYLIB_PATH (pip install onnxruntime has one)"
+            )
+        })?;
+        Ok(hybrid::HybridOptions {
+            sizes: self.hybrid_sizes.clone(),
+            n_queries: self.hybrid_queries,
+            n_warmup: 100,
+            n_embedded: self.embedded,
+            batch_size: 5_000,
+            seed: 42,
+            model_dir: model.model_dir(),
+            onnxruntime,
+        })
+    }
+}
+
 impl QualityArgs {
-    fn options(&self) -> quality::QualityOptions {
+    fn options(&self, model: &ModelArgs) -> quality::QualityOptions {
         let embeddings = !self.no_embeddings;
         quality::QualityOptions {
             data_dir: self.data.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR)),
             bench_data_dir: PathBuf::from(BENCH_DATA_DIR),
             sets: self.sets.clone(),
             dump_dir: self.dump_candidates.clone(),
-            model_dir: embeddings.then(|| self.model.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_MODEL_DIR))),
-            onnxruntime: embeddings.then(|| self.onnxruntime.clone().or_else(quality::find_onnxruntime)).flatten(),
+            model_dir: embeddings.then(|| model.model_dir()),
+            onnxruntime: embeddings.then(|| model.onnxruntime()).flatten(),
         }
     }
 }
@@ -178,6 +250,8 @@ struct RunReport {
     load: Option<load::LoadReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     quality: Option<quality::QualityReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hybrid: Option<hybrid::HybridReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     activation: Option<activation::ActivationReport>,
 }
@@ -201,11 +275,29 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
-    let (daemon_args, load_args, quality_args, activation_args) = match &cli.command {
-        Command::Load { daemon, load } => (daemon, Some(load), None, None),
-        Command::Quality { daemon, quality } => (daemon, None, Some(quality), None),
-        Command::Activation { daemon, activation } => (daemon, None, None, Some(activation)),
-        Command::All { daemon, load, quality, activation } => (daemon, Some(load), Some(quality), Some(activation)),
+    let (mut load_args, mut quality_args, mut hybrid_args, mut activation_args) = (None, None, None, None);
+    let (daemon_args, model_args) = match &cli.command {
+        Command::Load { daemon, load } => {
+            load_args = Some(load);
+            (daemon, None)
+        }
+        Command::Quality { daemon, model, quality } => {
+            quality_args = Some(quality);
+            (daemon, Some(model))
+        }
+        Command::Hybrid { daemon, model, hybrid } => {
+            hybrid_args = Some(hybrid);
+            (daemon, Some(model))
+        }
+        Command::Activation { daemon, activation } => {
+            activation_args = Some(activation);
+            (daemon, None)
+        }
+        Command::All { daemon, model, load, quality, hybrid, activation } => {
+            (load_args, quality_args, hybrid_args, activation_args) =
+                (Some(load), Some(quality), Some(hybrid), Some(activation));
+            (daemon, Some(model))
+        }
     };
     let binary = daemon::resolve_binary(daemon_args.daemon.as_deref())?;
     let mut run_report = RunReport {
@@ -216,6 +308,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         load_average_end: None,
         load: None,
         quality: None,
+        hybrid: None,
         activation: None,
     };
     if !cli.json {
@@ -225,8 +318,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     if let Some(load_args) = load_args {
         run_report.load = Some(load::run(&binary, &load_args.options(), cli.json).await?);
     }
-    if let Some(quality_args) = quality_args {
-        run_report.quality = Some(quality::run(&binary, &quality_args.options(), cli.json).await?);
+    if let (Some(quality_args), Some(model_args)) = (quality_args, model_args) {
+        run_report.quality = Some(quality::run(&binary, &quality_args.options(model_args), cli.json).await?);
+    }
+    if let (Some(hybrid_args), Some(model_args)) = (hybrid_args, model_args) {
+        run_report.hybrid = Some(hybrid::run(&binary, &hybrid_args.options(model_args)?, cli.json).await?);
     }
     if let Some(activation_args) = activation_args {
         let options =

@@ -147,7 +147,7 @@ impl Embedder for FastEmbedder {
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         // Batches of similar lengths waste little on padding; the order is restored at the end.
         let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_key(|&text_idx| texts[text_idx].len());
+        order.sort_by_cached_key(|&text_idx| estimated_tokens(texts[text_idx]));
         let mut vectors = vec![Vec::new(); texts.len()];
         for batch in order.chunks(self.batch_size) {
             let batch_texts: Vec<&str> = batch.iter().map(|&text_idx| texts[text_idx]).collect();
@@ -159,6 +159,15 @@ impl Embedder for FastEmbedder {
         }
         Ok(vectors)
     }
+}
+
+/// About how many tokens a BERT-style tokenizer makes of `text`, to sort texts into batches of
+/// similar length without tokenizing them: one per Han character (or other non-ASCII letter),
+/// one per four bytes of ASCII (a short word and its space, or a piece of a long one).
+pub fn estimated_tokens(text: &str) -> usize {
+    let n_ascii = text.bytes().filter(u8::is_ascii).count();
+    let n_other = text.chars().filter(|character| !character.is_ascii()).count();
+    n_other + n_ascii.div_ceil(4)
 }
 
 fn load_local(
@@ -308,6 +317,15 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn token_estimates_count_han_characters_one_each() {
+        assert_eq!(estimated_tokens(""), 0);
+        assert_eq!(estimated_tokens("vitest --run"), 3);
+        assert_eq!(estimated_tokens("数据库连接"), 5);
+        // The same meaning takes more tokens in Chinese than its bytes / 4 would say.
+        assert!(estimated_tokens("部署失败") > estimated_tokens("deploy"));
+    }
 
     #[test]
     fn models_are_found_by_enum_name_and_by_repository() {

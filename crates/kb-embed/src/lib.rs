@@ -18,7 +18,9 @@ mod state;
 mod vector;
 
 pub use error::{Error, Result};
-pub use fastembedder::{DEFAULT_DOWNLOAD_MODEL, FastEmbedder, LOCAL_MODEL_FILES, LoadOptions, ModelSpec};
+pub use fastembedder::{
+    DEFAULT_DOWNLOAD_MODEL, FastEmbedder, LOCAL_MODEL_FILES, LoadOptions, ModelSpec, estimated_tokens,
+};
 pub use state::{EmbedderState, error_chain};
 pub use vector::{Hit, Precision, VectorIndex, from_bytes, normalize, to_bytes};
 

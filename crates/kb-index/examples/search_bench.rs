@@ -6,7 +6,11 @@
 //! one commit each). Prints the latency of whole searches, of the query analysis alone, and how
 //! many terms the queries have, so a change to the search path can be judged in seconds.
 //! `--top-k N` sets the hits asked for (5); `--min-score N` and `--agent ID` time the filtered
-//! paths; `--repeat N` runs the queries N times, for profiling with `perf record`.
+//! paths; `--repeat N` runs the queries N times, for profiling with `perf record`, and times each
+//! query by its median run; `--slowest N` lists the N slowest queries (10) with the terms the
+//! search scores and their document frequencies, to see which queries make the tail; `--dump FILE`
+//! writes each query's hits (`id:bm25`, best first, one line per query), to compare the rankings
+//! of two builds.
 
 // The generator is kb-bench's own module, included by path so the two always measure the same
 // data; kb-bench is a binary crate, so it cannot be a dependency. Only part of it is used here.
@@ -17,7 +21,7 @@ mod generate;
 use std::time::{Duration, Instant};
 
 use kb_core::Status;
-use kb_index::{ExperienceIndex, IndexDoc, SearchRequest, analyze};
+use kb_index::{ExperienceIndex, IndexDoc, SearchRequest, SearchTerm, analyze};
 
 /// The seeds `kb-bench load` uses by default, so the numbers compare with its report.
 const SEED: u64 = 42;
@@ -36,10 +40,21 @@ struct Options {
     repeat: usize,
     min_score: u8,
     agent_id: Option<String>,
+    n_slowest: usize,
+    dump: Option<String>,
 }
 
 fn parse_options() -> Options {
-    let mut options = Options { n_docs: 100_000, n_queries: 2_000, top_k: 5, repeat: 1, min_score: 1, agent_id: None };
+    let mut options = Options {
+        n_docs: 100_000,
+        n_queries: 2_000,
+        top_k: 5,
+        repeat: 1,
+        min_score: 1,
+        agent_id: None,
+        n_slowest: 10,
+        dump: None,
+    };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let value = args.next().unwrap_or_else(|| panic!("{flag} needs a value"));
@@ -51,7 +66,11 @@ fn parse_options() -> Options {
             "--repeat" => options.repeat = number().max(1),
             "--min-score" => options.min_score = number() as u8,
             "--agent" => options.agent_id = Some(value),
-            _ => panic!("unknown flag {flag}; expected --docs, --queries, --top-k, --repeat, --min-score or --agent"),
+            "--slowest" => options.n_slowest = number(),
+            "--dump" => options.dump = Some(value),
+            _ => panic!(
+                "unknown flag {flag}; expected --docs, --queries, --top-k, --repeat, --min-score, --agent, --slowest or --dump"
+            ),
         }
     }
     options
@@ -109,23 +128,36 @@ fn main() {
         search(&query.text);
     }
 
-    let mut search_times = Vec::with_capacity(queries.len() * options.repeat);
+    // Query-major: the runs of one query are times of the same work, so their median is its cost.
+    let mut runs_by_query = vec![Vec::with_capacity(options.repeat); queries.len()];
+    let mut cpu_times = Vec::with_capacity(queries.len() * options.repeat);
     let mut n_empty = 0;
     let cpu_before = thread_cpu_time();
-    for _ in 0..options.repeat {
-        for query in &queries {
+    for round in 0..options.repeat {
+        for (query, runs) in queries.iter().zip(&mut runs_by_query) {
+            let cpu_started = thread_cpu_clock();
             let started = Instant::now();
             let hits = search(&query.text);
-            search_times.push(started.elapsed());
-            n_empty += usize::from(hits.is_empty());
+            runs.push(started.elapsed());
+            cpu_times.push(thread_cpu_clock().saturating_sub(cpu_started));
+            n_empty += usize::from(round == 0 && hits.is_empty());
         }
     }
+    let n_searches = queries.len() * options.repeat;
     let cpu_per_query = match (cpu_before, thread_cpu_time()) {
         (Some(before), Some(after)) => {
-            format!("{:.0} µs", (after - before).as_secs_f64() * 1e6 / search_times.len() as f64)
+            format!("{:.0} µs", (after - before).as_secs_f64() * 1e6 / n_searches as f64)
         }
         _ => "unknown".to_owned(),
     };
+    let mut search_times: Vec<Duration> = runs_by_query.iter().flatten().copied().collect();
+    let query_times: Vec<Duration> = runs_by_query
+        .iter_mut()
+        .map(|runs| {
+            runs.sort();
+            runs[runs.len() / 2]
+        })
+        .collect();
     let mut analyze_times = Vec::with_capacity(queries.len());
     let mut n_terms = Vec::with_capacity(queries.len());
     for query in &queries {
@@ -134,14 +166,73 @@ fn main() {
         analyze_times.push(started.elapsed());
         n_terms.push(terms.len());
     }
+    println!("segments: {}", index.num_segments());
     print_latency("search", &mut search_times);
     println!("  CPU per query (mean) {cpu_per_query}");
+    print_latency("search CPU time", &mut cpu_times);
     print_latency("  of which analysis", &mut analyze_times);
     println!(
         "terms per query: mean {:.1}, max {}; queries without hits: {n_empty}",
         n_terms.iter().sum::<usize>() as f64 / n_terms.len().max(1) as f64,
         n_terms.iter().max().unwrap_or(&0)
     );
+    print_tail(&index, &queries, &query_times, options.n_slowest);
+    if let Some(path) = &options.dump {
+        // One line per query: its hits as `id:bm25`, best first.
+        let mut out = String::new();
+        for query in &queries {
+            let hits: Vec<String> = search(&query.text).iter().map(|hit| format!("{}:{}", hit.id, hit.bm25)).collect();
+            out.push_str(&hits.join(" "));
+            out.push('\n');
+        }
+        std::fs::write(path, out).unwrap_or_else(|err| panic!("--dump {path}: {err}"));
+    }
+}
+
+/// Where the time goes: latency by query language and by the number of terms WAND walks, then
+/// the slowest queries with their terms.
+fn print_tail(index: &ExperienceIndex, queries: &[generate::GeneratedQuery], times: &[Duration], n_slowest: usize) {
+    let plans: Vec<Vec<SearchTerm>> =
+        queries.iter().map(|query| index.search_terms(&query.text).expect("search terms")).collect();
+    for language in generate::Language::ALL {
+        let mut of_language: Vec<Duration> =
+            queries.iter().zip(times).filter(|(query, _)| query.language == language).map(|(_, time)| *time).collect();
+        print_latency(&format!("  {}", language.label()), &mut of_language);
+    }
+    let n_walked: Vec<usize> = plans.iter().map(|terms| terms.iter().filter(|term| term.walked).count()).collect();
+    let max_walked = n_walked.iter().copied().max().unwrap_or(0);
+    println!(
+        "terms scored per query: mean {:.1}; walked by WAND: mean {:.1}, max {max_walked}; queries with rescored terms: {}",
+        plans.iter().map(Vec::len).sum::<usize>() as f64 / plans.len().max(1) as f64,
+        n_walked.iter().sum::<usize>() as f64 / n_walked.len().max(1) as f64,
+        plans.iter().zip(&n_walked).filter(|(terms, n_walked)| terms.len() > **n_walked).count()
+    );
+    for n_terms in 1..=max_walked {
+        let mut with_n: Vec<Duration> =
+            n_walked.iter().zip(times).filter(|(n_walked, _)| **n_walked == n_terms).map(|(_, time)| *time).collect();
+        if !with_n.is_empty() {
+            print_latency(&format!("  {n_terms} walked ({})", with_n.len()), &mut with_n);
+        }
+    }
+    let mut order: Vec<usize> = (0..queries.len()).collect();
+    order.sort_by_key(|&query_idx| std::cmp::Reverse(times[query_idx]));
+    println!("slowest queries (median time; terms with their document frequencies, rescored ones in brackets):");
+    for &query_idx in order.iter().take(n_slowest) {
+        let terms: Vec<String> = plans[query_idx]
+            .iter()
+            .map(|term| {
+                let text = format!("{}:{}", term.text, term.doc_freq);
+                if term.walked { text } else { format!("[{text}]") }
+            })
+            .collect();
+        println!(
+            "  {:>6.0} µs  {:<7} {:?} → {}",
+            times[query_idx].as_secs_f64() * 1e6,
+            queries[query_idx].language.label(),
+            queries[query_idx].text,
+            terms.join(" ")
+        );
+    }
 }
 
 /// The CPU time this thread has run (Linux `schedstat`): unlike wall time, it leaves out the time
@@ -151,6 +242,26 @@ fn thread_cpu_time() -> Option<Duration> {
     let schedstat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
     let nanos = schedstat.split_whitespace().next()?.parse().ok()?;
     Some(Duration::from_nanos(nanos))
+}
+
+/// This thread's CPU time from `CLOCK_THREAD_CPUTIME_ID`, exact to the nanosecond: the CPU time
+/// of one search, which leaves out the time other processes held the CPUs, so its percentiles
+/// stay comparable on a busy machine (wall-clock percentiles then grow with the preemptions).
+fn thread_cpu_clock() -> Duration {
+    #[repr(C)]
+    struct Timespec {
+        tv_sec: i64,
+        tv_nsec: i64,
+    }
+    unsafe extern "C" {
+        fn clock_gettime(clock_id: i32, time: *mut Timespec) -> i32;
+    }
+    const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
+    let mut time = Timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `time` is a valid, writable timespec (64-bit Linux layout) for the call.
+    let status = unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut time) };
+    assert_eq!(status, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed");
+    Duration::new(time.tv_sec as u64, time.tv_nsec as u32)
 }
 
 fn print_latency(label: &str, times: &mut [Duration]) {

@@ -13,7 +13,9 @@
 //!
 //! Queries are text, never query syntax: they go through the same analyzer as the documents (see
 //! [`analyze`]) and become a disjunction of term lookups over the text fields, ranked by
-//! block-max WAND; the rating and agent filters are checked on the documents it offers.
+//! block-max WAND; the rating and agent filters are checked on the documents it offers. When the
+//! rarest terms of a query already cost many postings, its other terms only rescore the best
+//! candidates those find, so that a query of frequent words does not walk every posting list.
 
 mod analyzer;
 mod error;
@@ -22,5 +24,5 @@ mod schema;
 
 pub use analyzer::{analyze, warm_up};
 pub use error::{Error, Result};
-pub use index::{ExperienceIndex, Hit, IndexDoc, OpenOutcome, SearchRequest};
+pub use index::{ExperienceIndex, Hit, IndexDoc, OpenOutcome, SearchRequest, SearchTerm};
 pub use schema::SCHEMA_VERSION;

@@ -1,13 +1,13 @@
 //! The tantivy schema of the experience index, its version, and the commit payload.
 
 use serde::{Deserialize, Serialize};
-use tantivy::schema::{FAST, Field, IndexRecordOption, STRING, Schema, TextFieldIndexing, TextOptions};
+use tantivy::schema::{FAST, Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions};
 
 use crate::analyzer::ANALYZER_NAME;
 
 /// Version of the schema *and* of the analyzer. An index written with another version is wiped
 /// and rebuilt from the store, so bump this whenever fields or tokenization change.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// Handles to the fields of [`build_schema`]'s schema.
 #[derive(Clone, Copy, Debug)]
@@ -44,9 +44,11 @@ pub(crate) fn build_schema() -> (Schema, Fields) {
         TextFieldIndexing::default().set_tokenizer(ANALYZER_NAME).set_index_option(IndexRecordOption::WithFreqs),
     );
     let fields = Fields {
-        // A fast field, not a stored one: reading a hit's id from the column costs a dictionary
-        // lookup, where the document store would decompress a whole block per hit.
-        id: builder.add_text_field("id", STRING | FAST),
+        // Stored, not a fast field: a hit's id from the column is a lookup in its sstable
+        // dictionary, which decompresses a zstd block (with a new decompression context) and
+        // scans it on every hit, while the document store's blocks are lz4 and cached. Measured
+        // at 100k experiences, 5 hits per query: CPU per search 329 → 270 µs (schema v5).
+        id: builder.add_text_field("id", STRING | STORED),
         text: builder.add_text_field("text", text.clone()),
         content: builder.add_text_field("content", text),
         // The filters are checked on the documents the text query offers (see `ExperienceIndex::top`),

@@ -350,10 +350,37 @@ pub struct RejectedItem {
 // ---------------------------------------------------------------------------------------------
 // kb.reindex, kb.backup
 
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReindexParams {
+    /// Also embed every active experience again with the current model, in the background
+    /// (default true). Only the BM25 index is rebuilt when false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embeddings: Option<bool>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReindexResult {
+    /// Documents in the rebuilt BM25 index.
     pub indexed: u64,
+    /// Time the BM25 rebuild took; the embeddings are redone after the answer.
     pub took_ms: u64,
+    /// What happened to the embeddings: `queued` (`queued_embeddings` experiences wait in
+    /// `status` → `embedder.backlog`), `deferred` (the model is still loading; every experience
+    /// is queued once it is loaded), `unavailable` (no model: not redone, `note` says why) or
+    /// `skipped` (not asked for). Absent from daemons that only rebuilt BM25.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embeddings: Option<String>,
+    /// Experiences queued to be embedded again; their current vectors answer searches until
+    /// the new ones replace them.
+    #[serde(default)]
+    pub queued_embeddings: u64,
+    /// The model that embeds them, when queued.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Why the embeddings were not redone now, when they were not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -539,6 +566,23 @@ mod tests {
         assert!(array.message.contains("named parameters"));
         let none = parse_params::<ListParams>(None).unwrap();
         assert_eq!(none, ListParams::default());
+    }
+
+    #[test]
+    fn reindex_params_are_optional_and_checked() {
+        assert_eq!(parse_params::<ReindexParams>(None).unwrap(), ReindexParams::default());
+        let off = parse_params::<ReindexParams>(Some(r#"{"embeddings":false}"#)).unwrap();
+        assert_eq!(off.embeddings, Some(false));
+        let wrong_type = parse_params::<ReindexParams>(Some(r#"{"embeddings":"yes"}"#)).unwrap_err();
+        assert_eq!(wrong_type.field, "embeddings");
+        let unknown = parse_params::<ReindexParams>(Some(r#"{"embedings":true}"#)).unwrap_err();
+        assert!(unknown.to_string().contains("embedings"), "{unknown}");
+    }
+
+    #[test]
+    fn a_reindex_result_of_an_older_daemon_still_parses() {
+        let old: ReindexResult = parse_value_str(r#"{"indexed":3,"took_ms":12}"#).unwrap();
+        assert_eq!((old.indexed, old.queued_embeddings, old.embeddings), (3, 0, None));
     }
 
     #[test]

@@ -420,16 +420,43 @@ impl Store {
 
     /// What changed after `seq`: rows to (re)index and ids to remove.
     pub fn changes_since(&self, seq: u64) -> Result<Changes> {
+        let (upserts, deleted_ids, seq) = self.scan_changes(
+            &format!("{INDEX_ROW_SELECT} WHERE e.seq > ?1 ORDER BY e.seq"),
+            [seq as i64],
+            seq,
+            index_row_from_row,
+        )?;
+        Ok(Changes { upserts, deleted_ids, seq })
+    }
+
+    /// Calls `each_batch` with every experience, in batches of `batch_size`, for a full
+    /// rebuild. Returns the sequence number the rows reflect.
+    pub fn for_each_index_row<E: From<Error>>(
+        &self,
+        batch_size: usize,
+        each_batch: impl FnMut(&[IndexRow]) -> std::result::Result<(), E>,
+    ) -> std::result::Result<u64, E> {
+        self.scan_in_batches(INDEX_ROW_SELECT, [], index_row_from_row, batch_size, each_batch)
+    }
+
+    /// In one read: the rows `sql` selects with `params` (the changed rows after `seq`), the
+    /// tombstones after `seq`, and the sequence number they lead up to. Derived structures
+    /// catch up with this, so rows and tombstones must come from the same snapshot.
+    pub(crate) fn scan_changes<T>(
+        &self,
+        sql: &str,
+        params: impl rusqlite::Params,
+        seq: u64,
+        from_row: fn(&Row<'_>) -> rusqlite::Result<Result<T>>,
+    ) -> Result<(Vec<T>, Vec<String>, u64)> {
         let tx = self.conn.unchecked_transaction().doing("starting a read")?;
         let current = read_seq(&tx)?;
-        let mut upserts = Vec::new();
+        let mut changed = Vec::new();
         {
-            let mut statement = tx
-                .prepare_cached(&format!("{INDEX_ROW_SELECT} WHERE e.seq > ?1 ORDER BY e.seq"))
-                .doing("preparing the change scan")?;
-            let rows = statement.query_map([seq as i64], index_row_from_row).doing("scanning changes")?;
-            for row in rows {
-                upserts.push(row.doing("scanning changes")??);
+            let mut statement = tx.prepare_cached(sql).doing("preparing the change scan")?;
+            let mut rows = statement.query(params).doing("scanning changes")?;
+            while let Some(row) = rows.next().doing("scanning changes")? {
+                changed.push(from_row(row).doing("scanning changes")??);
             }
         }
         let deleted_ids = {
@@ -442,24 +469,27 @@ impl Store {
                 .doing("scanning tombstones")?
         };
         tx.finish().doing("ending a read")?;
-        Ok(Changes { upserts, deleted_ids, seq: current })
+        Ok((changed, deleted_ids, current))
     }
 
-    /// Calls `each_batch` with every experience, in batches of `batch_size`, for a full
-    /// rebuild. Returns the sequence number the rows reflect.
-    pub fn for_each_index_row<E: From<Error>>(
+    /// In one read: calls `each_batch` with the rows `sql` selects, `batch_size` at a time, so a
+    /// full scan never holds the whole table. Returns the sequence number the rows reflect.
+    pub(crate) fn scan_in_batches<T, E: From<Error>>(
         &self,
+        sql: &str,
+        params: impl rusqlite::Params,
+        from_row: fn(&Row<'_>) -> rusqlite::Result<Result<T>>,
         batch_size: usize,
-        mut each_batch: impl FnMut(&[IndexRow]) -> std::result::Result<(), E>,
+        mut each_batch: impl FnMut(&[T]) -> std::result::Result<(), E>,
     ) -> std::result::Result<u64, E> {
         let tx = self.conn.unchecked_transaction().doing("starting a read")?;
         let current = read_seq(&tx)?;
         {
-            let mut statement = tx.prepare(INDEX_ROW_SELECT).doing("preparing the full scan")?;
-            let mut rows = statement.query([]).doing("scanning experiences")?;
+            let mut statement = tx.prepare(sql).doing("preparing a full scan")?;
+            let mut rows = statement.query(params).doing("scanning experiences")?;
             let mut batch = Vec::with_capacity(batch_size);
             while let Some(row) = rows.next().doing("scanning experiences")? {
-                batch.push(index_row_from_row(row).doing("scanning experiences")??);
+                batch.push(from_row(row).doing("scanning experiences")??);
                 if batch.len() == batch_size {
                     each_batch(&batch)?;
                     batch.clear();

@@ -7,7 +7,6 @@ use kb_core::Status;
 use rusqlite::{Row, params, params_from_iter};
 
 use crate::error::Context;
-use crate::store::read_seq;
 use crate::{Error, Result, Store};
 
 /// What the in-memory vector index needs of one experience.
@@ -45,29 +44,13 @@ const VECTOR_ROW_SELECT: &str = "SELECT e.id, e.score, e.status, e.agent_id, v.v
 impl Store {
     /// What changed after `seq`, with the vectors `model_id` made.
     pub fn vector_changes_since(&self, seq: u64, model_id: &str) -> Result<VectorChanges> {
-        let tx = self.conn.unchecked_transaction().doing("starting a read")?;
-        let current = read_seq(&tx)?;
-        let mut rows = Vec::new();
-        {
-            let mut statement = tx
-                .prepare_cached(&format!("{VECTOR_ROW_SELECT} WHERE e.seq > ?2 ORDER BY e.seq"))
-                .doing("preparing the vector change scan")?;
-            let mut found = statement.query(params![model_id, seq as i64]).doing("scanning changes")?;
-            while let Some(row) = found.next().doing("scanning changes")? {
-                rows.push(vector_row(row).doing("scanning changes")??);
-            }
-        }
-        let deleted_ids = {
-            let mut statement =
-                tx.prepare_cached("SELECT id FROM tombstones WHERE seq > ?1").doing("preparing the tombstone scan")?;
-            statement
-                .query_map([seq as i64], |row| row.get::<_, String>(0))
-                .doing("scanning tombstones")?
-                .collect::<rusqlite::Result<Vec<_>>>()
-                .doing("scanning tombstones")?
-        };
-        tx.finish().doing("ending a read")?;
-        Ok(VectorChanges { rows, deleted_ids, seq: current })
+        let (rows, deleted_ids, seq) = self.scan_changes(
+            &format!("{VECTOR_ROW_SELECT} WHERE e.seq > ?2 ORDER BY e.seq"),
+            params![model_id, seq as i64],
+            seq,
+            vector_row,
+        )?;
+        Ok(VectorChanges { rows, deleted_ids, seq })
     }
 
     /// Calls `each_batch` with every active experience and its vector from `model_id`, in
@@ -76,29 +59,15 @@ impl Store {
         &self,
         model_id: &str,
         batch_size: usize,
-        mut each_batch: impl FnMut(&[VectorRow]) -> std::result::Result<(), E>,
+        each_batch: impl FnMut(&[VectorRow]) -> std::result::Result<(), E>,
     ) -> std::result::Result<u64, E> {
-        let tx = self.conn.unchecked_transaction().doing("starting a read")?;
-        let current = read_seq(&tx)?;
-        {
-            let mut statement = tx
-                .prepare(&format!("{VECTOR_ROW_SELECT} WHERE e.status = 'active'"))
-                .doing("preparing the vector scan")?;
-            let mut rows = statement.query([model_id]).doing("scanning vectors")?;
-            let mut batch = Vec::with_capacity(batch_size);
-            while let Some(row) = rows.next().doing("scanning vectors")? {
-                batch.push(vector_row(row).doing("scanning vectors")??);
-                if batch.len() == batch_size {
-                    each_batch(&batch)?;
-                    batch.clear();
-                }
-            }
-            if !batch.is_empty() {
-                each_batch(&batch)?;
-            }
-        }
-        tx.finish().doing("ending a read")?;
-        Ok(current)
+        self.scan_in_batches(
+            &format!("{VECTOR_ROW_SELECT} WHERE e.status = 'active'"),
+            [model_id],
+            vector_row,
+            batch_size,
+            each_batch,
+        )
     }
 
     /// The texts to embed of those `ids` that are still active, in the order asked.

@@ -3,6 +3,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -155,17 +156,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Import { file, batch } => import(&mut client, &file, batch.max(1), json).await,
         Command::Export { file } => export(&mut client, file.as_deref(), json).await,
-        Command::Reindex => {
-            let spinner = progress_spinner(json, "rebuilding the search index");
-            let result: wire::ReindexResult = call(&mut client, method::REINDEX, &json!({})).await?;
-            spinner.finish_and_clear();
-            if json {
-                output::json(&result)?;
-            } else {
-                output::line(format!("indexed {} experiences in {} ms", result.indexed, result.took_ms))?;
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Reindex { no_embeddings, no_wait } => reindex(&mut client, !no_embeddings, no_wait, json).await,
         Command::Backup { path } => {
             let absolute = std::path::absolute(&path).with_context(|| format!("cannot resolve {}", path.display()))?;
             let result: wire::BackupResult = call(&mut client, method::BACKUP, &json!({"path": absolute})).await?;
@@ -429,6 +420,144 @@ async fn export(client: &mut Client, file: Option<&Path>, json: bool) -> anyhow:
     Ok(ExitCode::SUCCESS)
 }
 
+/// How often `kbctl reindex` asks the daemon how far the re-embedding is.
+const EMBED_POLL: Duration = Duration::from_millis(300);
+
+/// Rebuilds the BM25 index (a spinner while the daemon works), then follows the re-embedding
+/// the daemon queued, by its backlog, until it is done, the embedder stops or Ctrl-C.
+async fn reindex(client: &mut Client, embeddings: bool, no_wait: bool, json: bool) -> anyhow::Result<ExitCode> {
+    let spinner = progress_spinner(json, "rebuilding the search index");
+    let params = wire::ReindexParams { embeddings: Some(embeddings) };
+    let result: wire::ReindexResult = call(client, method::REINDEX, &params).await?;
+    spinner.finish_and_clear();
+    let indexed = format!("indexed {} experiences in {} ms", result.indexed, result.took_ms);
+    let queued = result.embeddings.as_deref() == Some("queued") && result.queued_embeddings > 0;
+    if !queued || no_wait {
+        if json {
+            output::json(&result)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        output::line(&indexed)?;
+        if queued {
+            output::line(format!(
+                "queued {} experiences to be embedded again{}; knowhubd works in the background (`kbctl status` shows the backlog)",
+                result.queued_embeddings,
+                result.model.as_deref().map(|model| format!(" with {model}")).unwrap_or_default()
+            ))?;
+        } else if let Some(note) = &result.note {
+            output::line(note)?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !json {
+        output::line(&indexed)?;
+    }
+    let started = Instant::now();
+    let waited = wait_for_embeddings(client, result.queued_embeddings, json).await?;
+    let took_ms = started.elapsed().as_millis() as u64;
+    let code = match &waited {
+        EmbedWait::Done { .. } => ExitCode::SUCCESS,
+        EmbedWait::Interrupted { .. } => ExitCode::from(130),
+        EmbedWait::Stopped { .. } => ExitCode::FAILURE,
+    };
+    if json {
+        let (state, backlog, reason) = match &waited {
+            EmbedWait::Done { .. } => ("done", 0, None),
+            EmbedWait::Interrupted { backlog } => ("interrupted", *backlog, None),
+            EmbedWait::Stopped { backlog, reason } => ("stopped", *backlog, Some(reason.as_str())),
+        };
+        let mut report = serde_json::to_value(&result)?;
+        report["wait"] = json!({"state": state, "took_ms": took_ms, "backlog": backlog, "reason": reason});
+        output::json(&report)?;
+        if let EmbedWait::Stopped { reason, .. } = &waited {
+            eprintln!("kbctl: stopped waiting for the embeddings: {reason}");
+        }
+        return Ok(code);
+    }
+    match waited {
+        EmbedWait::Done { model } => output::line(format!(
+            "embedded {} experiences again{} in {:.1} s",
+            result.queued_embeddings,
+            model.or(result.model).map(|model| format!(" with {model}")).unwrap_or_default(),
+            took_ms as f64 / 1000.0
+        ))?,
+        EmbedWait::Interrupted { backlog } => eprintln!(
+            "stopped waiting: knowhubd goes on embedding the {backlog} experiences left in the background (`kbctl status` shows the backlog)"
+        ),
+        EmbedWait::Stopped { backlog, reason } => eprintln!(
+            "kbctl: stopped waiting for the embeddings with {backlog} experiences left: {reason}\n\
+             the experiences not embedded again keep their previous vectors"
+        ),
+    }
+    Ok(code)
+}
+
+/// How waiting for the re-embedding ended.
+enum EmbedWait {
+    /// The backlog is empty: every queued experience has its new vector.
+    Done { model: Option<String> },
+    /// Ctrl-C: the daemon goes on without us.
+    Interrupted { backlog: u64 },
+    /// The embedder can no longer work, or the daemon stopped answering.
+    Stopped { backlog: u64, reason: String },
+}
+
+/// Polls `status` until the embedder's backlog is empty, with a progress bar over `queued`
+/// experiences (the backlog may also hold experiences that other writes added meanwhile).
+async fn wait_for_embeddings(client: &mut Client, queued: u64, quiet: bool) -> anyhow::Result<EmbedWait> {
+    let mut total = queued;
+    let bar = progress_bar(quiet, Some(total));
+    bar.set_message("embedding again");
+    let mut last_backlog = total;
+    let mut first_error: Option<Option<wire::LastError>> = None;
+    let no_params = json!({});
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+    let waited = loop {
+        let status: StatusResult = tokio::select! {
+            _ = &mut ctrl_c => break EmbedWait::Interrupted { backlog: last_backlog },
+            answer = client.call::<_, StatusResult>(method::STATUS, &no_params) => match answer {
+                Ok(status) => status,
+                Err(error) => {
+                    break EmbedWait::Stopped {
+                        backlog: last_backlog,
+                        reason: format!("knowhubd stopped answering: {error:#}"),
+                    };
+                }
+            },
+        };
+        let embedder = &status.embedder;
+        last_backlog = embedder.backlog;
+        if embedder.state != "ready" {
+            let detail = embedder.detail.as_deref().map(|detail| format!(": {detail}")).unwrap_or_default();
+            break EmbedWait::Stopped {
+                backlog: last_backlog,
+                reason: format!("the embedder is {}{detail}", embedder.state),
+            };
+        }
+        if embedder.backlog > total {
+            total = embedder.backlog;
+            bar.set_length(total);
+        }
+        bar.set_position(total - embedder.backlog);
+        if embedder.backlog == 0 {
+            break EmbedWait::Done { model: embedder.model.clone() };
+        }
+        // A batch that fails is retried by the daemon, which records why: show it rather than
+        // a bar that silently stops moving.
+        let since_start = first_error.get_or_insert_with(|| status.last_error.clone());
+        if let Some(error) = status.last_error.as_ref().filter(|error| Some(*error) != since_start.as_ref()) {
+            bar.set_message(format!("knowhubd: {}", output::clip(&error.message, 80)));
+        }
+        tokio::select! {
+            _ = &mut ctrl_c => break EmbedWait::Interrupted { backlog: last_backlog },
+            () = tokio::time::sleep(EMBED_POLL) => {}
+        }
+    };
+    bar.finish_and_clear();
+    Ok(waited)
+}
+
 fn progress_bar(quiet: bool, total: Option<u64>) -> ProgressBar {
     if quiet {
         return ProgressBar::hidden();
@@ -448,7 +577,7 @@ fn progress_spinner(quiet: bool, message: &'static str) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let spinner = ProgressBar::new_spinner().with_message(message);
-    spinner.enable_steady_tick(std::time::Duration::from_millis(120));
+    spinner.enable_steady_tick(Duration::from_millis(120));
     spinner
 }
 

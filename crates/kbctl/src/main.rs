@@ -91,8 +91,21 @@ pub enum Command {
     },
     /// Export every experience, with content, as JSONL (to standard output without a file).
     Export { file: Option<PathBuf> },
-    /// Rebuild the search index from the store.
-    Reindex,
+    /// Rebuild the search index from the store and embed every experience again.
+    ///
+    /// The BM25 index is rebuilt first. Then, when an embedding model is ready, every active
+    /// experience is queued to be embedded again with the current model and a progress bar
+    /// follows the daemon's backlog until it is done; searches keep working meanwhile, on the
+    /// vectors being replaced. Ctrl-C stops only the waiting: knowhubd finishes re-embedding
+    /// in the background (`kbctl status` shows the backlog).
+    Reindex {
+        /// Only rebuild the search index; keep the stored vectors.
+        #[arg(long)]
+        no_embeddings: bool,
+        /// Return once the experiences are queued, without waiting for them to be embedded.
+        #[arg(long)]
+        no_wait: bool,
+    },
     /// Write a consistent copy of the database to PATH.
     Backup { path: PathBuf },
     /// Print the daemon's example configuration, with comments.

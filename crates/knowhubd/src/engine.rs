@@ -21,7 +21,7 @@ use tokio::sync::watch;
 
 use crate::config::Config;
 use crate::hooks::Hooks;
-use crate::semantic::{self, ModelChoice, Semantic, VectorFilter};
+use crate::semantic::{self, ModelChoice, Refresh, Semantic, VectorFilter};
 use crate::stats::{LastError, LatencyWindow};
 
 /// Rows per batch when the index is rebuilt from the store.
@@ -93,6 +93,15 @@ pub struct Imported {
     pub imported: usize,
     pub duplicates: usize,
     pub rejected: Vec<(usize, String)>,
+}
+
+/// The outcome of a reindex.
+#[derive(Debug, Clone)]
+pub struct Reindexed {
+    /// Documents in the rebuilt BM25 index.
+    pub indexed: u64,
+    /// What happened to the embeddings; `None` when they were not asked for.
+    pub embeddings: Option<Refresh>,
 }
 
 /// A search hit with the stored experience.
@@ -192,10 +201,10 @@ impl Engine {
                 IndexState::Rebuilding { reason: format!("index recreated: {reason}") }
             }
         };
-        if let IndexState::Rebuilding { reason } = &state {
-            if store_seq > 0 {
-                tracing::warn!(%reason, "the search index must be brought up to date");
-            }
+        if let IndexState::Rebuilding { reason } = &state
+            && store_seq > 0
+        {
+            tracing::warn!(%reason, "the search index must be brought up to date");
         }
         let (index_state, _) = watch::channel(state);
         let env_model_dir = std::env::var_os(semantic::ENV_MODEL_DIR).filter(|dir| !dir.is_empty()).map(PathBuf::from);
@@ -414,10 +423,10 @@ impl Engine {
         let gate_one = |item: Result<(NewExperience, Option<Status>), String>| {
             item.and_then(|(new, held)| {
                 let mut gated = kb_core::gate(new, &self.policy).map_err(|error| error.to_string())?;
-                if let Some(held @ (Status::Pending | Status::Rejected)) = held {
-                    if gated.status == Status::Active || held == Status::Rejected {
-                        gated.status = held;
-                    }
+                if let Some(held @ (Status::Pending | Status::Rejected)) = held
+                    && (gated.status == Status::Active || held == Status::Rejected)
+                {
+                    gated.status = held;
                 }
                 Ok(gated)
             })
@@ -551,7 +560,8 @@ impl Engine {
     }
 
     fn backlog_note(&self) -> Option<String> {
-        let (_, backlog) = self.semantic.coverage();
+        // Experiences a reindex queued to be embedded again keep their vectors meanwhile.
+        let backlog = self.semantic.missing();
         (backlog > 0).then(|| {
             format!("{backlog} experiences are not embedded yet; until they are, only their words can find them")
         })
@@ -583,9 +593,10 @@ impl Engine {
             self.last_error.set(message);
             return;
         }
+        crate::memory::release_free_memory();
         let model_id = embedder.model_id().to_owned();
         while !stopping() {
-            let ids = self.semantic.take_backlog(semantic::BACKLOG_BATCH, Duration::from_millis(500));
+            let ids = self.semantic.take_backlog(semantic::BACKLOG_WINDOW, Duration::from_millis(500));
             if ids.is_empty() {
                 continue;
             }
@@ -603,27 +614,34 @@ impl Engine {
         }
     }
 
+    /// Embeds the experiences `ids` that are still active, in runs of similar length, and stores
+    /// each run's vectors as soon as it is done. Queries waiting for the model go first, before
+    /// every run.
     fn embed_batch(&self, embedder: &kb_embed::FastEmbedder, model_id: &str, ids: &[String]) -> anyhow::Result<()> {
         use kb_embed::Embedder as _;
         let id_refs: Vec<&str> = ids.iter().map(String::as_str).collect();
-        let sources = self.reader().embedding_sources(&id_refs)?;
-        if sources.is_empty() {
-            return Ok(());
-        }
-        let texts: Vec<String> = sources
-            .iter()
-            .map(|source| semantic::embedding_text(&source.task, &source.resource, &source.result))
+        let mut sources: Vec<(String, String)> = self
+            .reader()
+            .embedding_sources(&id_refs)?
+            .into_iter()
+            .map(|source| {
+                let text = semantic::embedding_text(&source.task, &source.resource, &source.result);
+                (source.id, text)
+            })
             .collect();
-        let text_refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        self.semantic.yield_to_queries();
-        let vectors = embedder.embed(&text_refs)?;
-        let embedded: Vec<(String, Vec<f32>)> = sources.into_iter().map(|source| source.id).zip(vectors).collect();
-        let blobs: Vec<Vec<u8>> = embedded.iter().map(|(_, vector)| kb_embed::to_bytes(vector)).collect();
-        let rows: Vec<(&str, &[u8])> =
-            embedded.iter().zip(&blobs).map(|((id, _), blob)| (id.as_str(), blob.as_slice())).collect();
-        let mut store = self.lock_writer();
-        store.put_vectors(model_id, &rows)?;
-        self.semantic.store_batch(model_id, &embedded);
+        sources.sort_by_cached_key(|(_, text)| kb_embed::estimated_tokens(text));
+        for run in sources.chunks(semantic::BACKLOG_BATCH) {
+            let texts: Vec<&str> = run.iter().map(|(_, text)| text.as_str()).collect();
+            self.semantic.yield_to_queries();
+            let vectors = embedder.embed(&texts)?;
+            let embedded: Vec<(String, Vec<f32>)> = run.iter().map(|(id, _)| id.clone()).zip(vectors).collect();
+            let blobs: Vec<Vec<u8>> = embedded.iter().map(|(_, vector)| kb_embed::to_bytes(vector)).collect();
+            let rows: Vec<(&str, &[u8])> =
+                embedded.iter().zip(&blobs).map(|((id, _), blob)| (id.as_str(), blob.as_slice())).collect();
+            let mut store = self.lock_writer();
+            store.put_vectors(model_id, &rows)?;
+            self.semantic.store_batch(model_id, &embedded);
+        }
         Ok(())
     }
 
@@ -696,8 +714,24 @@ impl Engine {
         Ok(self.reader().export_page(after_id, limit)?)
     }
 
-    /// Rebuilds the index from the store, in full. Returns the documents indexed.
-    pub fn reindex(&self) -> EngineResult<u64> {
+    /// Rebuilds the BM25 index from the store, in full, then (with `embeddings`) queues every
+    /// active experience to be embedded again by the current model, in the background.
+    pub fn reindex(&self, embeddings: bool) -> EngineResult<Reindexed> {
+        let indexed = self.rebuild_index()?;
+        let embeddings = embeddings.then(|| {
+            // Under the writer lock: the embedder thread attaches a model under it too, so the
+            // request is either queued now or seen by the attach.
+            let _store = self.lock_writer();
+            self.semantic.refresh_all()
+        });
+        if let Some(Refresh::Queued { queued, model_id }) = &embeddings {
+            tracing::info!(%model_id, queued, "reindex: experiences queued to be embedded again");
+        }
+        Ok(Reindexed { indexed, embeddings })
+    }
+
+    /// Rebuilds the BM25 index from the store, in full. Returns the documents indexed.
+    fn rebuild_index(&self) -> EngineResult<u64> {
         self.index_state.send_replace(IndexState::Rebuilding { reason: "reindex requested".to_owned() });
         // Force a full rebuild rather than a catch-up.
         {

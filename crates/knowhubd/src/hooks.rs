@@ -147,18 +147,17 @@ impl Hooks {
             if input.config.reminder_mode != ReminderMode::Off {
                 parts.push(INTRO.to_owned());
             }
-            if input.config.auto_recall {
-                if let Some(prompt) = input.prompt.filter(|prompt| !prompt.trim().is_empty()) {
-                    if let Some((block, ids)) = recall(engine, prompt).await {
-                        parts.push(block);
-                        recalled = ids;
-                    }
-                }
+            if input.config.auto_recall
+                && let Some(prompt) = input.prompt.filter(|prompt| !prompt.trim().is_empty())
+                && let Some((block, ids)) = recall(engine, prompt).await
+            {
+                parts.push(block);
+                recalled = ids;
             }
-        } else if let Some(interval) = input.config.reminder_mode.interval() {
-            if model_calls % interval == 0 {
-                parts.push(REMINDER.to_owned());
-            }
+        } else if let Some(interval) = input.config.reminder_mode.interval()
+            && model_calls.is_multiple_of(interval)
+        {
+            parts.push(REMINDER.to_owned());
         }
         HookOutcome { prepend_context: (!parts.is_empty()).then(|| parts.join("\n\n")), recalled }
     }

@@ -8,6 +8,7 @@ pub mod config;
 pub mod daemon;
 pub mod engine;
 pub mod hooks;
+pub mod memory;
 mod rpc;
 pub mod semantic;
 pub mod server;

@@ -5,6 +5,7 @@ use anyhow::Context as _;
 use knowhubd::{Config, Daemon, activation};
 
 fn main() -> anyhow::Result<()> {
+    knowhubd::memory::limit_malloc_arenas();
     let mut args = std::env::args().skip(1);
     if let Some(arg) = args.next() {
         match arg.as_str() {
@@ -31,6 +32,9 @@ fn main() -> anyhow::Result<()> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        // Colours only for a terminal: journald, launchd's log files and redirected stderr
+        // would otherwise keep the escape codes.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
 
     // Everything the daemon creates (database, index, logs of its own) is the user's alone.

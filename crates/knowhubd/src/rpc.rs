@@ -14,8 +14,9 @@ use kb_proto::wire::{self, ParamError};
 use kb_proto::{ErrorCode, PROTOCOL_VERSION, method};
 use kb_store::ListFilter;
 
-use crate::engine::{Engine, EngineError, IndexState, SearchMode, SearchQuery};
+use crate::engine::{Engine, EngineError, IndexState, Reindexed, SearchMode, SearchQuery};
 use crate::hooks::{ExtractionTrigger, HookConfig, HookInput, ReminderMode};
+use crate::semantic::Refresh;
 
 /// The most experiences one `kb.list` or `kb.export` page returns.
 const MAX_PAGE: usize = 1_000;
@@ -203,10 +204,13 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
         })
         .expect("method names are unique");
     module
-        .register_blocking_method(method::REINDEX, |_params, engine, _| {
+        .register_blocking_method(method::REINDEX, |params, engine, _| {
             let started = Instant::now();
-            let indexed = engine.reindex().map_err(|error| to_rpc_error(&engine, error))?;
-            RpcResult::Ok(wire::ReindexResult { indexed, took_ms: started.elapsed().as_millis() as u64 })
+            let params: wire::ReindexParams = parse(&params)?;
+            let reindexed =
+                engine.reindex(params.embeddings.unwrap_or(true)).map_err(|error| to_rpc_error(&engine, error))?;
+            let took_ms = started.elapsed().as_millis() as u64;
+            RpcResult::Ok(reindex_result(reindexed, took_ms))
         })
         .expect("method names are unique");
     module
@@ -221,6 +225,29 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
         })
         .expect("method names are unique");
     module
+}
+
+fn reindex_result(reindexed: Reindexed, took_ms: u64) -> wire::ReindexResult {
+    let (embeddings, queued_embeddings, model, note) = match reindexed.embeddings {
+        None => ("skipped", 0, None, None),
+        Some(Refresh::Queued { queued, model_id }) => ("queued", queued, Some(model_id), None),
+        Some(Refresh::Deferred) => {
+            let note =
+                "the embedding model is still loading; every experience will be embedded again once it has loaded";
+            ("deferred", 0, None, Some(note.to_owned()))
+        }
+        Some(Refresh::Unavailable { reason }) => {
+            ("unavailable", 0, None, Some(format!("embeddings not redone: no embedding model ({reason})")))
+        }
+    };
+    wire::ReindexResult {
+        indexed: reindexed.indexed,
+        took_ms,
+        embeddings: Some(embeddings.to_owned()),
+        queued_embeddings,
+        model,
+        note,
+    }
 }
 
 fn embedder_status(engine: &Engine) -> wire::EmbedderStatus {

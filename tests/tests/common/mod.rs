@@ -96,10 +96,10 @@ impl TestDaemon {
             if answered.is_some() {
                 return;
             }
-            if let Some(child) = self.child.as_mut() {
-                if let Ok(Some(exit)) = child.try_wait() {
-                    panic!("knowhubd exited with {exit} before answering; log:\n{}", self.log_text());
-                }
+            if let Some(child) = self.child.as_mut()
+                && let Ok(Some(exit)) = child.try_wait()
+            {
+                panic!("knowhubd exited with {exit} before answering; log:\n{}", self.log_text());
             }
             assert!(Instant::now() < deadline, "knowhubd did not answer within 30 s; log:\n{}", self.log_text());
             std::thread::sleep(Duration::from_millis(20));

@@ -145,6 +145,7 @@ fn candidate_fusions() -> Vec<(String, Fusion)> {
         ("min-max sum, vectors 0.5 all".to_owned(), Fusion::Weighted { vector: ScriptWeights::uniform(0.5) }),
         ("OpenClaw 0.7 cos + 0.3/(1+rank)".to_owned(), Fusion::OpenClaw),
         ("saturated BM25 + vectors, as shipped".to_owned(), fusion::SHIPPED),
+        ("saturated, han power 4".to_owned(), Fusion::Saturated { half: 10.0, exponent: 3, han_power: 4 }),
     ]
 }
 

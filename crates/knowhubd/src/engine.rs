@@ -469,36 +469,42 @@ impl Engine {
         // Fusion looks deeper than the answer: an experience ranked low by one retriever and
         // high by the other must be in both candidate lists to be rewarded.
         let n_fused = (top_k * 3).max(kb_embed::fusion::MIN_CANDIDATES);
-        let (vector_hits, mut note) = match query.mode {
-            SearchMode::Bm25 => (None, None),
-            mode => {
-                let k = if mode == SearchMode::Hybrid { n_fused } else { top_k };
-                // The readiness check is cheap; only embedding the query is worth a blocking
-                // thread, so a daemon without a model answers BM25 at BM25's cost.
-                match self.vector_ready().and_then(|()| on_blocking_thread(|| self.vector_search(text, k, filter))) {
-                    Ok(hits) => (Some(hits), self.backlog_note()),
-                    Err(why) if mode == SearchMode::Vector => return Err(EngineError::Unavailable(why)),
-                    Err(why) => (None, Some(format!("searched by BM25 alone: {why}"))),
-                }
-            }
-        };
-        // BM25 looks as deep as fusion needs only when there are vector hits to fuse with.
-        let n_candidates = if vector_hits.is_some() { n_fused } else { top_k };
-        let bm25_hits: Vec<(String, f32)> = if query.mode == SearchMode::Vector {
-            Vec::new()
-        } else {
+        if query.mode != SearchMode::Vector {
             self.wait_for_index().await?;
-            let hits = self
-                .index
-                .search(&SearchRequest {
-                    query: text,
-                    limit: n_candidates,
-                    min_score,
-                    agent_id: query.agent_id,
-                    status: Status::Active,
-                })
-                .context("search failed")?;
-            hits.into_iter().map(|hit| (hit.id, hit.bm25)).collect()
+        }
+        let bm25 = |limit: usize| -> EngineResult<Vec<(String, f32)>> {
+            let request =
+                SearchRequest { query: text, limit, min_score, agent_id: query.agent_id, status: Status::Active };
+            let hits = self.index.search(&request).context("search failed")?;
+            Ok(hits.into_iter().map(|hit| (hit.id, hit.bm25)).collect())
+        };
+        // The readiness check is cheap; only embedding the query is worth a blocking thread,
+        // so a daemon without a model answers BM25 at BM25's cost, with BM25's depth.
+        let (vector_result, bm25_hits) = match (query.mode, self.vector_ready()) {
+            (SearchMode::Bm25, _) => (None, bm25(top_k)?),
+            (SearchMode::Vector, Ok(())) => {
+                (Some(on_blocking_thread(|| self.vector_search(text, top_k, filter))), Vec::new())
+            }
+            (SearchMode::Vector, Err(why)) => return Err(EngineError::Unavailable(why)),
+            (SearchMode::Hybrid, Ok(())) => {
+                // Embedding the query takes milliseconds, BM25 well under one: BM25 runs on a
+                // second thread meanwhile, so hybrid search costs about what vector search does.
+                let (vectors, bm25_hits) = on_blocking_thread(|| {
+                    std::thread::scope(|scope| {
+                        let bm25_hits = scope.spawn(|| bm25(n_fused));
+                        let vectors = self.vector_search(text, n_fused, filter);
+                        (vectors, bm25_hits.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                    })
+                });
+                (Some(vectors), bm25_hits?)
+            }
+            (SearchMode::Hybrid, Err(why)) => (Some(Err(why)), bm25(top_k)?),
+        };
+        let (vector_hits, mut note) = match vector_result {
+            None => (None, None),
+            Some(Ok(hits)) => (Some(hits), self.backlog_note()),
+            Some(Err(why)) if query.mode == SearchMode::Vector => return Err(EngineError::Unavailable(why)),
+            Some(Err(why)) => (None, Some(format!("searched by BM25 alone: {why}"))),
         };
         let (ranked, mode): (Vec<(String, f32)>, SearchMode) = match (query.mode, vector_hits) {
             (SearchMode::Hybrid, Some(vector_hits)) => {

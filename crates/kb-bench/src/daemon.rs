@@ -56,6 +56,26 @@ pub struct Memory {
     pub file_kib: u64,
 }
 
+impl Memory {
+    /// "RSS (peak)", for a report row.
+    pub fn rss_and_peak(&self) -> String {
+        format!(
+            "{} ({})",
+            crate::report::mebibytes_from_kib(self.rss_kib),
+            crate::report::mebibytes_from_kib(self.peak_rss_kib)
+        )
+    }
+
+    /// "heap + mapped files", for a report row.
+    pub fn heap_and_files(&self) -> String {
+        format!(
+            "{} + {}",
+            crate::report::mebibytes_from_kib(self.anon_kib),
+            crate::report::mebibytes_from_kib(self.file_kib)
+        )
+    }
+}
+
 /// CPU used by the daemon and time its threads spent waiting for a CPU, over some period.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct CpuUse {

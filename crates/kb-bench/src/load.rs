@@ -415,24 +415,8 @@ fn print_size(size: &SizeReport) {
         ("daemon RSS after import (peak)", &knowhub.memory_after_import),
         ("daemon RSS after queries (peak)", &knowhub.memory_after_queries),
     ] {
-        row(
-            label,
-            &format!(
-                "{} ({})",
-                report::mebibytes_from_kib(memory.rss_kib),
-                report::mebibytes_from_kib(memory.peak_rss_kib)
-            ),
-            "n/a (in-process)",
-        );
-        row(
-            "  of which heap + mapped files",
-            &format!(
-                "{} + {}",
-                report::mebibytes_from_kib(memory.anon_kib),
-                report::mebibytes_from_kib(memory.file_kib)
-            ),
-            "",
-        );
+        row(label, &memory.rss_and_peak(), "n/a (in-process)");
+        row("  of which heap + mapped files", &memory.heap_and_files(), "");
     }
     row("on disk", &report::mebibytes(knowhub.disk_bytes), &report::mebibytes(fts5.disk_bytes));
     println!(

@@ -24,6 +24,8 @@ use crate::hooks::Hooks;
 use crate::semantic::{self, ModelChoice, Refresh, Semantic, VectorFilter};
 use crate::stats::{LastError, LatencyWindow};
 
+/// Imports at least this large hand the memory their indexing freed back to the system.
+const RELEASE_MEMORY_AFTER_ITEMS: usize = 1_000;
 /// Rows per batch when the index is rebuilt from the store.
 const REBUILD_BATCH: usize = 2_000;
 /// Read connections kept open for searches and listings.
@@ -403,6 +405,10 @@ impl Engine {
         let (outcomes, _) = store.write(&gated, now_ms())?;
         self.after_write(&mut store, &created_ids(&outcomes));
         drop(store);
+        if gated.len() >= RELEASE_MEMORY_AFTER_ITEMS {
+            // Indexing a large batch frees tens of megabytes that the allocator would keep.
+            crate::memory::release_free_memory();
+        }
         for (position, outcome) in positions.into_iter().zip(outcomes) {
             if outcome.merged {
                 imported.duplicates += 1;

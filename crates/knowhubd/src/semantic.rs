@@ -110,7 +110,8 @@ pub struct SemanticStatus {
 struct Loaded {
     model_id: String,
     vectors: VectorIndex,
-    meta: HashMap<String, Meta>,
+    /// Keyed by the same allocation of the id as the vector index's entry.
+    meta: HashMap<Arc<str>, Meta>,
     applied_seq: u64,
 }
 
@@ -276,7 +277,7 @@ impl Semantic {
         let n_vectors = vectors.len();
         // A reindex sent while the model was loading: embed again what already has a vector.
         let refresh: Vec<String> = if self.refresh_on_attach.swap(false, Ordering::AcqRel) {
-            let mut ids: Vec<String> = meta.keys().filter(|id| vectors.contains(id)).cloned().collect();
+            let mut ids: Vec<String> = meta.keys().filter(|id| vectors.contains(id)).map(|id| id.to_string()).collect();
             ids.sort_unstable();
             ids
         } else {
@@ -316,13 +317,13 @@ impl Semantic {
         let mut queued = false;
         for id in &changes.deleted_ids {
             loaded.vectors.remove(id);
-            loaded.meta.remove(id);
+            loaded.meta.remove(id.as_str());
             backlog.remove(id);
         }
         for row in &changes.rows {
             if row.status != Status::Active {
                 loaded.vectors.remove(&row.id);
-                loaded.meta.remove(&row.id);
+                loaded.meta.remove(row.id.as_str());
                 backlog.remove(&row.id);
             } else if !insert_row(&mut loaded.vectors, &mut loaded.meta, row) && !loaded.vectors.contains(&row.id) {
                 queued |= backlog.push(&row.id);
@@ -385,9 +386,8 @@ impl Semantic {
             return;
         }
         for (id, vector) in vectors {
-            if loaded.meta.contains_key(id)
-                && let Err(error) = loaded.vectors.upsert(id, vector)
-            {
+            let Some((shared, _)) = loaded.meta.get_key_value(id.as_str()) else { continue };
+            if let Err(error) = loaded.vectors.upsert_shared(&Arc::clone(shared), vector) {
                 tracing::warn!(%id, "vector not indexed: {error}");
             }
         }
@@ -411,7 +411,7 @@ impl Semantic {
                 }
             };
         };
-        let mut ids: Vec<&String> = loaded.meta.keys().collect();
+        let mut ids: Vec<&str> = loaded.meta.keys().map(|id| &**id).collect();
         // Ids are ULIDs: oldest first, like the rest of the backlog.
         ids.sort_unstable();
         let mut backlog = self.lock_backlog();
@@ -527,10 +527,11 @@ impl Semantic {
 
 /// Adds an active experience to the index's metadata, and its vector when it has one of the
 /// index's model. Returns whether it has a vector.
-fn insert_row(vectors: &mut VectorIndex, meta: &mut HashMap<String, Meta>, row: &VectorRow) -> bool {
-    meta.insert(row.id.clone(), Meta { score: row.score, agent_id: row.agent_id.as_deref().map(Box::from) });
+fn insert_row(vectors: &mut VectorIndex, meta: &mut HashMap<Arc<str>, Meta>, row: &VectorRow) -> bool {
+    let id = shared_id(meta, &row.id);
+    meta.insert(Arc::clone(&id), Meta { score: row.score, agent_id: row.agent_id.as_deref().map(Box::from) });
     let Some(bytes) = &row.vector else { return false };
-    match kb_embed::from_bytes(bytes).and_then(|vector| vectors.upsert(&row.id, &vector)) {
+    match kb_embed::from_bytes(bytes).and_then(|vector| vectors.upsert_shared(&id, &vector)) {
         Ok(()) => true,
         Err(error) => {
             // A damaged or foreign-sized blob: embed the experience again.
@@ -538,6 +539,11 @@ fn insert_row(vectors: &mut VectorIndex, meta: &mut HashMap<String, Meta>, row: 
             false
         }
     }
+}
+
+/// The metadata map's allocation of `id`, or a new one.
+fn shared_id(meta: &HashMap<Arc<str>, Meta>, id: &str) -> Arc<str> {
+    meta.get_key_value(id).map_or_else(|| Arc::from(id), |(shared, _)| Arc::clone(shared))
 }
 
 #[cfg(test)]

@@ -91,6 +91,8 @@ pub struct EmbeddedImportFigures {
     /// `per_s` over the raw throughput.
     pub share_of_raw: f64,
     pub daemon_cpu_s: f64,
+    /// Hybrid searches sent one after another while the daemon embeds a second import.
+    pub search_while_embedding: LatencySummary,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -127,7 +129,10 @@ pub async fn run(daemon_binary: &Path, options: &HybridOptions, quiet: bool) -> 
     }
     let queries = generate::queries(options.n_queries, options.seed ^ 0x5155_4552_5953_0000);
     let warmup = generate::queries(options.n_warmup, options.seed ^ 0x5157_4152_4d55_5000);
-    let embedded_items = generate::experiences(options.n_embedded, options.seed);
+    // The first `n_embedded` are embedded for the throughput figures; the rest are imported
+    // while searches are timed.
+    let mut embedded_items = generate::experiences(options.n_embedded + options.n_embedded / 2, options.seed);
+    let more_items = embedded_items.split_off(options.n_embedded);
     let texts: Vec<String> = embedded_items.iter().map(embedding_text).collect();
 
     eprintln!("[hybrid] loading {} in this process", options.model_dir.display());
@@ -162,7 +167,8 @@ pub async fn run(daemon_binary: &Path, options: &HybridOptions, quiet: bool) -> 
     drop(model);
 
     let env = [("KNOWHUB_MODEL_DIR", options.model_dir.as_path()), ("ORT_DYLIB_PATH", options.onnxruntime.as_path())];
-    let import = measure_import(daemon_binary, &env, &embedded_items, &model_id, raw.per_s).await?;
+    let import =
+        measure_import(daemon_binary, &env, (&embedded_items, &more_items), &queries, &model_id, raw.per_s).await?;
     if !quiet {
         print_header(options, &model_id, dimensions, &raw, &import);
     }
@@ -199,7 +205,8 @@ fn embedding_text(item: &GeneratedExperience) -> String {
 async fn measure_import(
     daemon_binary: &Path,
     env: &[(&str, &Path)],
-    items: &[GeneratedExperience],
+    (items, more_items): (&[GeneratedExperience], &[GeneratedExperience]),
+    queries: &[GeneratedQuery],
     model_id: &str,
     raw_per_s: f64,
 ) -> anyhow::Result<EmbeddedImportFigures> {
@@ -220,6 +227,28 @@ async fn measure_import(
     wait_for_vectors(&daemon, &mut client, model_id, items.len() as u64).await?;
     let embedded_s = started.elapsed().as_secs_f64();
     let daemon_cpu_s = daemon.cpu_use()?.since(cpu_before).cpu.as_secs_f64();
+
+    // Then searches while the daemon embeds another import: they go before the backlog's
+    // next run, so they wait at most for the run in progress.
+    let more = more_items;
+    eprintln!("[hybrid] importing {} more and searching while they are embedded", more.len());
+    let _: ImportResult = client
+        .call(kb_proto::method::IMPORT, &serde_json::json!({ "items": more }))
+        .await
+        .context("kb.import failed")?;
+    let mut times = Vec::new();
+    let deadline = Instant::now() + EMBED_LIMIT;
+    'embedding: for query in queries.iter().cycle() {
+        let started = Instant::now();
+        search(&mut client, &query.text, "hybrid").await?;
+        times.push(started.elapsed());
+        if times.len() % 10 == 0 {
+            let status: StatusResult = client.call(kb_proto::method::STATUS, &serde_json::json!({})).await?;
+            if status.embedder.backlog == 0 || Instant::now() > deadline {
+                break 'embedding;
+            }
+        }
+    }
     drop(client);
     daemon.stop().await?;
     let per_s = items.len() as f64 / embedded_s;
@@ -230,6 +259,7 @@ async fn measure_import(
         per_s,
         share_of_raw: per_s / raw_per_s,
         daemon_cpu_s,
+        search_while_embedding: LatencySummary::of(&times),
     })
 }
 
@@ -478,6 +508,16 @@ fn print_header(
     row("  daemon CPU", "", &report::seconds(import.daemon_cpu_s));
     row("query embedding p50", &report::micros(raw.query_embedding.p50_us), "");
     row("query embedding p99", &report::micros(raw.query_embedding.p99_us), "");
+    row(
+        "hybrid search while embedding p50 / p99",
+        "",
+        &format!(
+            "{} / {}",
+            report::micros(import.search_while_embedding.p50_us),
+            report::micros(import.search_while_embedding.p99_us)
+        ),
+    );
+    row("  searches timed", "", &report::thousands(import.search_while_embedding.n_samples as u64));
     println!(
         "  goal: import with embeddings >= {:.0}% of the raw throughput: {} ({:.0}%)",
         GOAL_IMPORT_SHARE * 100.0,

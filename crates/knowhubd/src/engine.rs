@@ -642,7 +642,7 @@ impl Engine {
             })
             .collect();
         sources.sort_by_cached_key(|(_, text)| kb_embed::estimated_tokens(text));
-        for run in sources.chunks(semantic::BACKLOG_BATCH) {
+        for run in semantic::runs(&sources, |(_, text)| kb_embed::estimated_tokens(text)) {
             let texts: Vec<&str> = run.iter().map(|(_, text)| text.as_str()).collect();
             self.semantic.yield_to_queries();
             let vectors = embedder.embed(&texts)?;

@@ -21,11 +21,15 @@ use crate::config::{EmbeddingConfig, PrecisionConfig};
 
 /// The environment variable naming a local model directory; wins over the config.
 pub const ENV_MODEL_DIR: &str = "KNOWHUB_MODEL_DIR";
-/// Experiences embedded per model run when working off the backlog: small enough that a query
-/// waits at most one such run for the model.
+/// Most experiences embedded per model run when working off the backlog.
 pub const BACKLOG_BATCH: usize = 16;
+/// Most (estimated) tokens per model run when working off the backlog: a query waits for the
+/// run in progress, and a run costs about its tokens (~0.4 ms each for all-MiniLM-L6-v2 on one
+/// core here). Measured with `kb-bench hybrid`: runs of 16 long Chinese experiences took up to
+/// 0.7 s, and hybrid searches during an import waited 420 ms at the median.
+pub const BACKLOG_RUN_TOKENS: usize = 256;
 /// Experiences taken from the backlog at once and sorted by length into runs of
-/// [`BACKLOG_BATCH`]: a run costs as much as its longest text times its size, and imports mix
+/// runs (see [`BACKLOG_RUN_TOKENS`]): a run costs as much as its longest text times its size, and imports mix
 /// short English experiences with long Chinese ones (a token per Han character). Measured on
 /// `kb-bench hybrid` (300 generated experiences, all-MiniLM-L6-v2): runs of 16 in import order
 /// took 45% more CPU than the model's own length-sorted batches.
@@ -541,6 +545,26 @@ fn insert_row(vectors: &mut VectorIndex, meta: &mut HashMap<Arc<str>, Meta>, row
     }
 }
 
+/// `items` cut into consecutive runs of at most [`BACKLOG_BATCH`] items and
+/// [`BACKLOG_RUN_TOKENS`] tokens (a longer item makes a run of its own).
+pub fn runs<T>(items: &[T], tokens: impl Fn(&T) -> usize) -> Vec<&[T]> {
+    let mut runs = Vec::new();
+    let (mut start, mut run_tokens) = (0, 0);
+    for (item_idx, item) in items.iter().enumerate() {
+        let item_tokens = tokens(item);
+        let full = item_idx - start == BACKLOG_BATCH || run_tokens + item_tokens > BACKLOG_RUN_TOKENS;
+        if item_idx > start && full {
+            runs.push(&items[start..item_idx]);
+            (start, run_tokens) = (item_idx, 0);
+        }
+        run_tokens += item_tokens;
+    }
+    if start < items.len() {
+        runs.push(&items[start..]);
+    }
+    runs
+}
+
 /// The metadata map's allocation of `id`, or a new one.
 fn shared_id(meta: &HashMap<Arc<str>, Meta>, id: &str) -> Arc<str> {
     meta.get_key_value(id).map_or_else(|| Arc::from(id), |(shared, _)| Arc::clone(shared))
@@ -549,6 +573,16 @@ fn shared_id(meta: &HashMap<Arc<str>, Meta>, id: &str) -> Arc<str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn backlog_runs_are_bounded_by_count_and_tokens() {
+        let lengths = |runs: Vec<&[usize]>| runs.iter().map(|run| run.len()).collect::<Vec<_>>();
+        // Short texts: BACKLOG_BATCH at a time.
+        assert_eq!(lengths(runs(&[10; 40], |&tokens| tokens)), [16, 16, 8]);
+        // Long texts: as many as the token budget holds; one over it alone.
+        assert_eq!(lengths(runs(&[100, 100, 100, 300, 50], |&tokens| tokens)), [2, 1, 1, 1]);
+        assert!(runs(&[] as &[usize], |&tokens| tokens).is_empty());
+    }
 
     #[test]
     fn experiences_queued_again_by_a_reindex_are_backlog_but_not_missing() {

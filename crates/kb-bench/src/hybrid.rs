@@ -381,9 +381,8 @@ async fn measure_size(
     })
 }
 
-/// Gives every experience in the stopped daemon's database a vector under `model_id`: the
-/// embedding of a generated experience from `pool` (the same one for the first `pool.len()`
-/// experiences, as imported in order; then round robin), plus noise, normalized.
+/// Gives every experience in the stopped daemon's database a vector under `model_id`, in
+/// import order ([`lent_vector`]).
 fn write_vectors(database: &Path, model_id: &str, pool: &[Vec<f32>], seed: u64) -> anyhow::Result<u64> {
     let mut conn =
         rusqlite::Connection::open(database).with_context(|| format!("cannot open {}", database.display()))?;
@@ -397,18 +396,25 @@ fn write_vectors(database: &Path, model_id: &str, pool: &[Vec<f32>], seed: u64) 
         let mut insert =
             tx.prepare("INSERT OR REPLACE INTO vectors (experience_id, model_id, vector) VALUES (?1, ?2, ?3)")?;
         for (row_idx, id) in ids.iter().enumerate() {
-            let mut vector = pool[row_idx % pool.len()].clone();
-            if row_idx >= pool.len() {
-                for value in &mut vector {
-                    *value += (rng.unit() as f32 * 2.0 - 1.0) * NOISE;
-                }
-            }
-            let vector = kb_embed::normalize(&vector);
+            let vector = lent_vector(pool, row_idx, &mut rng);
             insert.execute(rusqlite::params![id, model_id, kb_embed::to_bytes(&vector)])?;
         }
     }
     tx.commit()?;
     Ok(ids.len() as u64)
+}
+
+/// The vector experience `row_idx` gets: the embedding of the generated experience imported at
+/// that place for the first `pool.len()`, then a pool embedding (round robin) plus noise;
+/// normalized.
+fn lent_vector(pool: &[Vec<f32>], row_idx: usize, rng: &mut Rng) -> Vec<f32> {
+    let mut vector = pool[row_idx % pool.len()].clone();
+    if row_idx >= pool.len() {
+        for value in &mut vector {
+            *value += (rng.unit() as f32 * 2.0 - 1.0) * NOISE;
+        }
+    }
+    kb_embed::normalize(&vector)
 }
 
 /// Queries whose int8 hits are compared with an exact f32 scan (which takes ~20 ms each).
@@ -423,12 +429,7 @@ fn scan_figures(n: usize, pool: &[Vec<f32>], query_vectors: &[Vec<f32>]) -> anyh
     let mut exact = VectorIndex::new(dimensions, Precision::F32);
     let mut rng = Rng::new(0x5343_414e);
     for row_idx in 0..n {
-        let mut vector = pool[row_idx % pool.len()].clone();
-        if row_idx >= pool.len() {
-            for value in &mut vector {
-                *value += (rng.unit() as f32 * 2.0 - 1.0) * NOISE;
-            }
-        }
+        let vector = lent_vector(pool, row_idx, &mut rng);
         let id = format!("{row_idx:032x}");
         index.upsert(&id, &vector)?;
         exact.upsert(&id, &vector)?;

@@ -6,8 +6,9 @@
 
 mod common;
 
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{TestDaemon, ids_of};
@@ -21,23 +22,8 @@ const ENGLISH_CORPUS: &str =
 /// The ONNX Runtime library: `ORT_DYLIB_PATH`, else python3's onnxruntime package (tests/run
 /// installs it). Missing is a failure, not a skip.
 fn ort_library() -> PathBuf {
-    if let Some(path) = std::env::var_os("ORT_DYLIB_PATH").filter(|path| !path.is_empty()) {
-        return PathBuf::from(path);
-    }
-    let output = Command::new("python3")
-        .args(["-c", "import onnxruntime, os; print(os.path.join(os.path.dirname(onnxruntime.__file__), 'capi'))"])
-        .output()
-        .expect("python3 runs");
-    assert!(output.status.success(), "no onnxruntime: `python3 -m pip install onnxruntime==1.31.1` (tests/run does)");
-    let capi = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
-    let mut libraries: Vec<PathBuf> = std::fs::read_dir(&capi)
-        .expect("onnxruntime's capi directory")
-        .flatten()
-        .map(|entry| entry.path())
-        .filter(|path| path.file_name().is_some_and(|name| name.to_string_lossy().starts_with("libonnxruntime.so.")))
-        .collect();
-    libraries.sort();
-    libraries.pop().unwrap_or_else(|| panic!("no libonnxruntime.so.* in {}", capi.display()))
+    kb_embed::runtime::library_for_tests_and_benchmarks()
+        .unwrap_or_else(|reason| panic!("{reason} (tests/run installs it)"))
 }
 
 /// A daemon whose config.toml is `config` and whose environment points at `model` and `ort`.
@@ -109,6 +95,20 @@ fn the_tiny_model_embeds_on_submit_and_import_and_answers_vector_and_hybrid_sear
     // Filters hold for vector results too.
     let filtered = daemon.ok("kb.search", json!({"query": "vitest run watch", "min_score": 5, "mode": "vector"}));
     assert!(ids_of(&filtered).iter().all(|id| *id == vitest), "{filtered}");
+    let alices = daemon.ok(
+        "kb.submit",
+        json!({"task": "update vitest snapshots", "resource": "vitest -u", "result": "stale snapshots rewritten", "score": 3, "agent_id": "alice"}),
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let by_agent = |agent: &str| {
+        daemon
+            .ok("kb.search", json!({"query": "vitest run watch", "min_score": 1, "mode": "vector", "agent_id": agent}))
+    };
+    assert_eq!(ids_of(&by_agent("alice")), [alices.as_str()], "only alice's experience");
+    assert!(ids_of(&by_agent("bob")).is_empty(), "an agent with no experiences finds none");
+    daemon.ok("kb.delete", json!({"ids": [alices]}));
     // A bad mode names the field.
     let error = daemon.call("kb.search", json!({"query": "x", "mode": "semantic"})).unwrap_err().to_string();
     assert!(error.contains("mode") && error.contains("semantic"), "{error}");
@@ -140,6 +140,25 @@ fn a_near_identical_submission_merges_and_a_different_one_does_not() {
     );
     assert_ne!(other["id"], first.as_str());
     assert!(other.get("similarity").is_none());
+}
+
+#[test]
+fn turning_on_int8_weights_gives_another_model_id_and_re_embeds_everything() {
+    let ort = ort_library();
+    let daemon = start("", Path::new(TINY_MODEL), &ort);
+    let float_model = wait_for_embedder(&daemon, "ready")["embedder"]["model"].as_str().unwrap().to_owned();
+    let vitest = daemon.submit("make vitest exit after one run", "vitest --run", "watch mode is the default", 5);
+    daemon.submit("speed up docker image builds", "BuildKit cache mounts", "pip install got fast", 4);
+    wait_for_embedder(&daemon, "ready");
+
+    let daemon = restart_after(daemon, &ort, |database| {
+        let config = Path::new(database).with_file_name("config.toml");
+        std::fs::write(config, "[embedding]\nquantize = true\n").unwrap();
+    });
+    let status = wait_for_embedder(&daemon, "ready");
+    assert_eq!(status["embedder"]["model"], format!("{float_model}+int8"), "{status}");
+    assert_eq!(status["embedder"]["vectors"], 2, "both experiences embedded again: {status}");
+    assert_eq!(ids_of(&search(&daemon, "vitest run watch", "vector"))[0], vitest);
 }
 
 #[test]
@@ -250,19 +269,24 @@ fn swap_in_vector(database: &str, target: &str, source: &str) {
 
 /// Stops the daemon, runs `change` on its database, and starts it again on the same home.
 fn restart_after(daemon: TestDaemon, ort: &Path, change: impl FnOnce(&str)) -> TestDaemon {
+    restart_with_model_after(daemon, Path::new(TINY_MODEL), ort, change)
+}
+
+/// [`restart_after`], starting again with the model in `model`.
+fn restart_with_model_after(daemon: TestDaemon, model: &Path, ort: &Path, change: impl FnOnce(&str)) -> TestDaemon {
     let database = status(&daemon)["paths"]["database"].as_str().unwrap().to_owned();
     let mut daemon = daemon;
     assert_eq!(daemon.terminate().code(), Some(0));
     change(&database);
     let home = std::mem::replace(&mut daemon.home, tempfile::tempdir().unwrap());
     drop(daemon);
-    start_on(home, Path::new(TINY_MODEL), ort)
+    start_on(home, model, ort)
 }
 
-#[test]
-fn reindex_embeds_every_experience_again_and_repairs_a_vector_that_does_not_match_its_text() {
-    let ort = ort_library();
-    let daemon = start("", Path::new(TINY_MODEL), &ort);
+/// A daemon on the tiny model, ready, with an experience about vitest and one about docker
+/// (their ids, in that order).
+fn start_with_two_experiences(ort: &Path) -> (TestDaemon, String, String) {
+    let daemon = start("", Path::new(TINY_MODEL), ort);
     wait_for_embedder(&daemon, "ready");
     let vitest = daemon.submit("make vitest exit after one run", "vitest --run", "watch mode is the default", 5);
     let docker = daemon.submit(
@@ -271,6 +295,13 @@ fn reindex_embeds_every_experience_again_and_repairs_a_vector_that_does_not_matc
         "pip install went from minutes to seconds",
         4,
     );
+    (daemon, vitest, docker)
+}
+
+#[test]
+fn reindex_embeds_every_experience_again_and_repairs_a_vector_that_does_not_match_its_text() {
+    let ort = ort_library();
+    let (daemon, vitest, docker) = start_with_two_experiences(&ort);
     let items: Vec<Value> = (0..40)
         .map(|n| json!({"task": format!("import item {n} about database migrations"), "resource": "sqlx migrate", "result": format!("worked on try {n}"), "score": 3}))
         .collect();
@@ -357,6 +388,139 @@ fn reindex_without_a_model_rebuilds_bm25_and_says_embeddings_were_not_redone() {
     let text = common::stdout(&output);
     assert!(text.contains("indexed 1 experiences") && text.contains("embeddings not redone"), "{text}");
     assert_eq!(ids_of(&search(&daemon, "vitest", "hybrid")), vec![id]);
+}
+
+#[test]
+fn reindex_while_the_model_loads_waits_for_it_then_follows_the_re_embedding() {
+    let ort = ort_library();
+    let (daemon, vitest, docker) = start_with_two_experiences(&ort);
+    daemon.submit("pin the node version in CI", ".nvmrc", "setup-node reads it", 4);
+    wait_for_embedder(&daemon, "ready");
+
+    // Started again with the vitest experience holding the docker one's vector (only a re-embed
+    // fixes it), on the same model whose load now waits for the test: `loading` until released.
+    let held = HeldModel::new();
+    let daemon =
+        restart_with_model_after(daemon, held.dir(), &ort, |database| swap_in_vector(database, &vitest, &docker));
+    assert_eq!(status(&daemon)["embedder"]["state"], "loading");
+
+    let mut kbctl = spawn_kbctl(&daemon, &["reindex"]);
+    let mut stdout = BufReader::new(kbctl.stdout.take().expect("piped"));
+    let mut before_release = String::new();
+    while !before_release.contains("still loading") {
+        let n_read = stdout.read_line(&mut before_release).expect("kbctl's output");
+        assert!(n_read > 0, "kbctl did not wait for the model: {before_release}");
+    }
+    assert!(before_release.contains("indexed 3 experiences in"), "{before_release}");
+    // Started only now: two reindexes at once race in the daemon (one may count the index the
+    // other has just cleared).
+    let json_kbctl = spawn_kbctl(&daemon, &["reindex", "--json"]);
+    held.release(&std::fs::read(Path::new(TINY_MODEL).join("config.json")).expect("config.json"));
+
+    let mut after_release = String::new();
+    stdout.read_to_string(&mut after_release).expect("kbctl's output");
+    let output = kbctl.wait_with_output().expect("kbctl exits");
+    assert!(output.status.success(), "{after_release}\n{}\n{}", common::stderr(&output), daemon.log_text());
+    assert!(after_release.contains("embedded 3 experiences again with tiny-model@"), "{after_release}");
+    assert_eq!(ids_of(&search(&daemon, "vitest run watch", "vector"))[0], vitest, "the vector matches its text again");
+
+    // --json prints one document at the end. Its reindex may have been answered before the
+    // release or after it (nothing shows when), so it waited for the model or for the backlog.
+    let output = json_kbctl.wait_with_output().expect("kbctl exits");
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let report: Value = serde_json::from_slice(&output.stdout).expect("reindex --json is one JSON document");
+    let wait = &report["wait"];
+    assert_eq!((wait["state"].as_str(), wait["backlog"].as_u64()), (Some("done"), Some(0)), "{report}");
+    assert!(wait["model"].as_str().unwrap().starts_with("tiny-model@"), "{report}");
+    match report["embeddings"].as_str() {
+        Some("deferred") => assert_eq!(wait["queued"], 3, "every experience, once the model loaded: {report}"),
+        Some("queued") => assert_eq!(report["queued_embeddings"], 3, "{report}"),
+        _ => panic!("neither deferred nor queued: {report}"),
+    }
+    let after = status(&daemon);
+    assert_eq!((after["embedder"]["vectors"].as_u64(), after["embedder"]["backlog"].as_u64()), (Some(3), Some(0)));
+}
+
+#[test]
+fn reindex_while_the_model_loads_says_why_and_fails_when_the_model_does_not_load() {
+    let held = HeldModel::new();
+    let daemon = start("", held.dir(), &ort_library());
+    assert_eq!(status(&daemon)["embedder"]["state"], "loading");
+    daemon.submit("make vitest exit after one run", "vitest --run", "watch mode is the default", 5);
+
+    let mut kbctl = spawn_kbctl(&daemon, &["reindex"]);
+    let mut stdout = BufReader::new(kbctl.stdout.take().expect("piped"));
+    let mut text = String::new();
+    while !text.contains("still loading") {
+        let n_read = stdout.read_line(&mut text).expect("kbctl's output");
+        assert!(n_read > 0, "kbctl did not wait for the model: {text}");
+    }
+    held.release(b"this is not a config.json");
+    stdout.read_to_string(&mut text).expect("kbctl's output");
+    let output = kbctl.wait_with_output().expect("kbctl exits");
+    let error = common::stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}\n{error}");
+    assert!(error.contains("the embedding model did not load") && error.contains("unavailable"), "{error}");
+    assert!(!text.contains("embedded 1 experiences"), "{text}");
+}
+
+/// A copy of the tiny model whose `config.json` is a named pipe: loading the model blocks on
+/// reading it until the test writes into the pipe, so the embedder is `loading` for exactly as
+/// long as the test needs. Same directory name and, once released with the real file's bytes,
+/// same model id as the tiny model.
+struct HeldModel {
+    _models: tempfile::TempDir,
+    dir: PathBuf,
+}
+
+impl HeldModel {
+    fn new() -> HeldModel {
+        let models = tempfile::Builder::new().prefix("kh-held-").tempdir().expect("temp dir");
+        let dir = models.path().join("tiny-model");
+        copy_dir(Path::new(TINY_MODEL), &dir);
+        let config = dir.join("config.json");
+        std::fs::remove_file(&config).expect("config.json");
+        let made = Command::new("mkfifo").arg(&config).status().expect("mkfifo runs");
+        assert!(made.success(), "mkfifo {}", config.display());
+        HeldModel { _models: models, dir }
+    }
+
+    fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Lets the model load go on, reading `bytes` as config.json. Waits for the load to open the
+    /// pipe (it opens the graph and tokenizer first).
+    fn release(&self, bytes: &[u8]) {
+        use rustix::fs::{Mode, OFlags};
+        let pipe = self.dir.join("config.json");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut writer = loop {
+            match rustix::fs::open(&pipe, OFlags::WRONLY | OFlags::NONBLOCK | OFlags::CLOEXEC, Mode::empty()) {
+                Ok(fd) => break std::fs::File::from(fd),
+                // No reader yet: the load has not reached config.json.
+                Err(rustix::io::Errno::NXIO) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                Err(error) => panic!("cannot open {} for writing: {error}", pipe.display()),
+            }
+        };
+        // Smaller than PIPE_BUF, so written at once into the empty pipe; closing it is the end.
+        assert!(bytes.len() < 4096);
+        writer.write_all(bytes).expect("written into the pipe");
+    }
+}
+
+/// Runs the built `kbctl` against `daemon` with its standard output and error piped.
+fn spawn_kbctl(daemon: &TestDaemon, args: &[&str]) -> std::process::Child {
+    Command::new(common::bin("kbctl"))
+        .env("KNOWHUB_SOCKET", &daemon.socket)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kbctl runs")
 }
 
 fn copy_dir(from: &Path, to: &Path) {

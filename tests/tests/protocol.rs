@@ -4,7 +4,7 @@ mod common;
 
 use common::{TestDaemon, ids_of, runtime};
 use kb_proto::{Client, ErrorCode};
-use serde_json::json;
+use serde_json::{Value, json};
 
 #[test]
 fn chinese_english_and_mixed_round_trips() {
@@ -347,6 +347,33 @@ fn a_deleted_or_corrupted_index_is_rebuilt() {
     // And kb.reindex rebuilds on request.
     let reindexed = daemon.ok("kb.reindex", json!({}));
     assert_eq!(reindexed["indexed"], 31);
+}
+
+#[test]
+fn reindexes_sent_together_each_rebuild_the_whole_index() {
+    let daemon = TestDaemon::start();
+    let items: Vec<Value> = (0..4_000)
+        .map(|n| json!({"task": format!("deploy service {n} to staging"), "resource": "kubectl", "result": format!("rollout {n} done"), "score": 3}))
+        .collect();
+    assert_eq!(daemon.ok("kb.import", json!({"items": items}))["imported"], 4_000);
+    // Each one clears the index and fills it again; run together (three kbctl processes, three
+    // connections), they take turns.
+    let answers: Vec<Value> = std::thread::scope(|scope| {
+        let calls: Vec<_> =
+            (0..3).map(|_| scope.spawn(|| daemon.kbctl(&["reindex", "--no-embeddings", "--json"]))).collect();
+        calls.into_iter().map(|call| call.join().unwrap()).collect::<Vec<_>>()
+    })
+    .into_iter()
+    .map(|output| {
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        serde_json::from_slice(&output.stdout).expect("one JSON document")
+    })
+    .collect();
+    for answer in &answers {
+        assert_eq!(answer["indexed"], 4_000, "{answer}");
+    }
+    let found = daemon.ok("kb.search", json!({"query": "rollout 1234 done", "top_k": 1}));
+    assert_eq!(found["results"][0]["task"], "deploy service 1234 to staging", "{found}");
 }
 
 #[test]

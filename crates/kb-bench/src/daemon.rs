@@ -98,6 +98,12 @@ pub fn load_average() -> Option<f64> {
     std::fs::read_to_string("/proc/loadavg").ok()?.split_whitespace().next()?.parse().ok()
 }
 
+/// The config of a daemon measured with a model: its weights int8 (`embedding.quantize`) or
+/// as they are.
+pub fn model_config(quantize: bool) -> String {
+    format!("[embedding]\nquantize = {quantize}\n")
+}
+
 /// A running daemon on its own temp home. Killed (SIGKILL) on drop if it was not stopped.
 pub struct BenchDaemon {
     home: tempfile::TempDir,
@@ -117,11 +123,21 @@ impl BenchDaemon {
     /// Without `KNOWHUB_MODEL_DIR` in `env` the daemon's config turns embeddings off, so that it
     /// never downloads the default model (or embeds in the background) during a measurement.
     pub async fn start_with(binary: &Path, env: &[(&str, &Path)]) -> anyhow::Result<BenchDaemon> {
+        BenchDaemon::start_with_config(binary, env, "").await
+    }
+
+    /// [`BenchDaemon::start_with`] with `config` as the daemon's `config.toml` when `env` names a
+    /// model (see [`model_config`]).
+    pub async fn start_with_config(binary: &Path, env: &[(&str, &Path)], config: &str) -> anyhow::Result<BenchDaemon> {
         let home = tempfile::Builder::new().prefix("kb-bench-").tempdir().context("cannot create a temp home")?;
-        if !env.iter().any(|(name, _)| *name == "KNOWHUB_MODEL_DIR") {
-            let config = home.path().join("config.toml");
-            std::fs::write(&config, "[embedding]\nenabled = false\n")
-                .with_context(|| format!("cannot write {}", config.display()))?;
+        let config = if env.iter().any(|(name, _)| *name == "KNOWHUB_MODEL_DIR") {
+            config
+        } else {
+            "[embedding]\nenabled = false\n"
+        };
+        if !config.is_empty() {
+            let path = home.path().join("config.toml");
+            std::fs::write(&path, config).with_context(|| format!("cannot write {}", path.display()))?;
         }
         BenchDaemon::start_in(binary, home, env).await
     }

@@ -15,12 +15,12 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use kb_embed::{Embedder as _, FastEmbedder, ModelSpec, Precision, VectorIndex};
+use kb_embed::{Embedder as _, FastEmbedder, LoadOptions, ModelSpec, Precision, VectorIndex};
 use kb_proto::Client;
 use kb_proto::wire::{ImportResult, SearchParams, SearchResult, StatusResult};
 use serde::Serialize;
 
-use crate::daemon::{BenchDaemon, Memory};
+use crate::daemon::{BenchDaemon, Memory, model_config};
 use crate::generate::{self, GeneratedExperience, GeneratedQuery, Rng};
 use crate::report::{self, row};
 use crate::stats::LatencySummary;
@@ -53,6 +53,8 @@ pub struct HybridOptions {
     pub seed: u64,
     pub model_dir: PathBuf,
     pub onnxruntime: PathBuf,
+    /// The model loaded with int8 weights, in this process and in the daemon.
+    pub quantize: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -137,8 +139,13 @@ pub async fn run(daemon_binary: &Path, options: &HybridOptions, quiet: bool) -> 
 
     eprintln!("[hybrid] loading {} in this process", options.model_dir.display());
     let started = Instant::now();
-    let model = FastEmbedder::load(&ModelSpec::LocalDir(options.model_dir.clone()), Some(&options.onnxruntime))
-        .context("cannot load the model in this process")?;
+    let load_options = LoadOptions { quantize: options.quantize, ..LoadOptions::default() };
+    let model = FastEmbedder::load_with(
+        &ModelSpec::LocalDir(options.model_dir.clone()),
+        Some(&options.onnxruntime),
+        &load_options,
+    )
+    .context("cannot load the model in this process")?;
     let load_s = started.elapsed().as_secs_f64();
     eprintln!("[hybrid] embedding {} experiences in this process", texts.len());
     let text_refs: Vec<&str> = texts.iter().map(String::as_str).collect();
@@ -168,7 +175,8 @@ pub async fn run(daemon_binary: &Path, options: &HybridOptions, quiet: bool) -> 
 
     let env = [("KNOWHUB_MODEL_DIR", options.model_dir.as_path()), ("ORT_DYLIB_PATH", options.onnxruntime.as_path())];
     let import =
-        measure_import(daemon_binary, &env, (&embedded_items, &more_items), &queries, &model_id, raw.per_s).await?;
+        measure_import(daemon_binary, &env, options, (&embedded_items, &more_items), &queries, &model_id, raw.per_s)
+            .await?;
     if !quiet {
         print_header(options, &model_id, dimensions, &raw, &import);
     }
@@ -205,12 +213,13 @@ fn embedding_text(item: &GeneratedExperience) -> String {
 async fn measure_import(
     daemon_binary: &Path,
     env: &[(&str, &Path)],
+    options: &HybridOptions,
     (items, more_items): (&[GeneratedExperience], &[GeneratedExperience]),
     queries: &[GeneratedQuery],
     model_id: &str,
     raw_per_s: f64,
 ) -> anyhow::Result<EmbeddedImportFigures> {
-    let daemon = BenchDaemon::start_with(daemon_binary, env).await?;
+    let daemon = BenchDaemon::start_with_config(daemon_binary, env, &model_config(options.quantize)).await?;
     let mut client = Client::connect(daemon.socket()).await.context("cannot connect to knowhubd")?;
     wait_for_vectors(&daemon, &mut client, model_id, 0).await?;
     eprintln!("[hybrid] importing {} experiences into a daemon with the model", items.len());
@@ -331,7 +340,8 @@ async fn measure_size(
 
     // The import ran with embeddings off in the config; the model now comes from `env`.
     let config = home.path().join("config.toml");
-    std::fs::remove_file(&config).with_context(|| format!("cannot remove {}", config.display()))?;
+    std::fs::write(&config, model_config(options.quantize))
+        .with_context(|| format!("cannot write {}", config.display()))?;
     eprintln!("[hybrid] restarting the daemon with the model");
     let started = Instant::now();
     let daemon = BenchDaemon::start_in(daemon_binary, home, env).await?;
@@ -425,8 +435,8 @@ const RECALL_QUERIES: usize = 200;
 /// sign-bit prefilter of large indexes is approximate).
 fn scan_figures(n: usize, pool: &[Vec<f32>], query_vectors: &[Vec<f32>]) -> anyhow::Result<(LatencySummary, f64)> {
     let dimensions = pool.first().map_or(0, Vec::len);
-    let mut index = VectorIndex::new(dimensions, Precision::Int8);
-    let mut exact = VectorIndex::new(dimensions, Precision::F32);
+    let mut index = VectorIndex::<String>::new(dimensions, Precision::Int8);
+    let mut exact = VectorIndex::<String>::new(dimensions, Precision::F32);
     let mut rng = Rng::new(0x5343_414e);
     for row_idx in 0..n {
         let vector = lent_vector(pool, row_idx, &mut rng);

@@ -148,6 +148,10 @@ struct ModelArgs {
     /// The ONNX Runtime library [default: ORT_DYLIB_PATH, else python3's onnxruntime package].
     #[arg(long, value_name = "FILE")]
     onnxruntime: Option<PathBuf>,
+    /// Load the model with int8 weights (the daemon's `embedding.quantize`), to measure what
+    /// that saves and costs.
+    #[arg(long)]
+    quantize: bool,
 }
 
 #[derive(Debug, Args)]
@@ -197,18 +201,21 @@ impl ModelArgs {
         self.model.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_MODEL_DIR))
     }
 
-    fn onnxruntime(&self) -> Option<PathBuf> {
-        self.onnxruntime.clone().or_else(quality::find_onnxruntime)
+    /// `--onnxruntime`, else `ORT_DYLIB_PATH`, else python3's onnxruntime package; the error
+    /// says why there is none.
+    fn onnxruntime(&self) -> Result<PathBuf, String> {
+        match &self.onnxruntime {
+            Some(library) => Ok(library.clone()),
+            None => kb_embed::runtime::library_for_tests_and_benchmarks(),
+        }
     }
 }
 
 impl HybridArgs {
     fn options(&self, model: &ModelArgs) -> anyhow::Result<hybrid::HybridOptions> {
-        let onnxruntime = model.onnxruntime().ok_or_else(|| {
-            anyhow::anyhow!(
-                "no ONNX Runtime: pass --onnxruntime FILE or set ORT_DYLIB_PATH (pip install onnxruntime has one)"
-            )
-        })?;
+        let onnxruntime = model
+            .onnxruntime()
+            .map_err(|reason| anyhow::anyhow!("no ONNX Runtime (pass --onnxruntime FILE): {reason}"))?;
         Ok(hybrid::HybridOptions {
             sizes: self.hybrid_sizes.clone(),
             n_queries: self.hybrid_queries,
@@ -218,6 +225,7 @@ impl HybridArgs {
             seed: 42,
             model_dir: model.model_dir(),
             onnxruntime,
+            quantize: model.quantize,
         })
     }
 }
@@ -231,7 +239,12 @@ impl QualityArgs {
             sets: self.sets.clone(),
             dump_dir: self.dump_candidates.clone(),
             model_dir: embeddings.then(|| model.model_dir()),
-            onnxruntime: embeddings.then(|| model.onnxruntime()).flatten(),
+            onnxruntime: embeddings.then(|| model.onnxruntime()).and_then(|library| {
+                // Without a library the measurement is BM25 alone, as the report says; this
+                // says why.
+                library.map_err(|reason| eprintln!("[quality] no ONNX Runtime, so BM25 alone: {reason}")).ok()
+            }),
+            quantize: model.quantize,
         }
     }
 }

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use kb_embed::fusion::{self, Fusion, RRF_K, ScriptWeights};
 
-use crate::daemon::BenchDaemon;
+use crate::daemon::{BenchDaemon, model_config};
 use crate::fts5::Fts5Store;
 use crate::report;
 use crate::stats::LatencySummary;
@@ -48,6 +48,8 @@ pub struct QualityOptions {
     /// The embedding model and ONNX Runtime the daemon gets; without both, BM25 alone.
     pub model_dir: Option<PathBuf>,
     pub onnxruntime: Option<PathBuf>,
+    /// The model loaded with int8 weights (`embedding.quantize`).
+    pub quantize: bool,
 }
 
 /// A corpus row: plain text (the CMRC sets), or an experience (the English set).
@@ -185,9 +187,10 @@ pub async fn run(daemon_binary: &Path, options: &QualityOptions, quiet: bool) ->
                 format!("no data set {name} in {} or {}", data_dir.display(), options.bench_data_dir.display())
             })?;
         let dump = options.dump_dir.as_ref().map(|dump_dir| dump_dir.join(format!("{name}.jsonl")));
-        let (set, loaded_model) = measure_set(daemon_binary, &dir, name, embeddings.as_ref(), dump.as_deref())
-            .await
-            .with_context(|| format!("data set {name}"))?;
+        let (set, loaded_model) =
+            measure_set(daemon_binary, &dir, name, embeddings.as_ref(), options.quantize, dump.as_deref())
+                .await
+                .with_context(|| format!("data set {name}"))?;
         model = model.or(loaded_model);
         if !quiet {
             print_set(&set);
@@ -205,6 +208,7 @@ async fn measure_set(
     dir: &Path,
     name: &str,
     embeddings: Option<&(PathBuf, PathBuf)>,
+    quantize: bool,
     dump: Option<&Path>,
 ) -> anyhow::Result<(SetReport, Option<String>)> {
     let mut dumped = String::new();
@@ -223,7 +227,7 @@ async fn measure_set(
         env.push(("KNOWHUB_MODEL_DIR", model));
         env.push(("ORT_DYLIB_PATH", library));
     }
-    let daemon = BenchDaemon::start_with(daemon_binary, &env).await?;
+    let daemon = BenchDaemon::start_with_config(daemon_binary, &env, &model_config(quantize)).await?;
     let mut client = Client::connect(daemon.socket()).await.context("cannot connect to knowhubd")?;
     let model = match embeddings {
         Some(_) => Some(wait_for_model(&mut client).await?),
@@ -395,27 +399,6 @@ async fn measure_set(
         hybrid_not_worse,
     };
     Ok((report, model))
-}
-
-/// The ONNX Runtime library: `ORT_DYLIB_PATH`, else the one in python3's `onnxruntime` package.
-pub fn find_onnxruntime() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("ORT_DYLIB_PATH").filter(|path| !path.is_empty()) {
-        return Some(PathBuf::from(path));
-    }
-    let output = std::process::Command::new("python3")
-        .args(["-c", "import onnxruntime, os; print(os.path.join(os.path.dirname(onnxruntime.__file__), 'capi'))"])
-        .output()
-        .ok()
-        .filter(|output| output.status.success())?;
-    let capi = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
-    let mut libraries: Vec<PathBuf> = std::fs::read_dir(capi)
-        .ok()?
-        .flatten()
-        .map(|entry| entry.path())
-        .filter(|path| path.file_name().is_some_and(|name| name.to_string_lossy().starts_with("libonnxruntime.so.")))
-        .collect();
-    libraries.sort();
-    libraries.pop()
 }
 
 /// Waits until the daemon's model is ready; its id.

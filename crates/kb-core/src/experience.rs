@@ -41,6 +41,28 @@ impl fmt::Display for ExperienceId {
     }
 }
 
+/// An [`ExperienceId`] as its 128 bits, for in-memory indexes of every experience: 16 bytes
+/// inline where a `String` costs 24 bytes plus a 32-byte allocation. An array rather than a
+/// `u128`, whose 16-byte alignment would pad every map entry it sits in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ExperienceKey([u8; 16]);
+
+impl ExperienceKey {
+    /// The key of an id in its canonical form, as the store writes them; `None` for anything
+    /// else, so that [`ExperienceKey::to_id`] always gives back exactly the id it came from.
+    pub fn parse(id: &str) -> Option<ExperienceKey> {
+        let ulid = ulid::Ulid::from_string(id).ok()?;
+        let mut buffer = [0u8; ulid::ULID_LEN];
+        let canonical = ulid.array_to_str(&mut buffer);
+        (canonical == id).then_some(ExperienceKey(ulid.0.to_be_bytes()))
+    }
+
+    /// The id this key was parsed from.
+    pub fn to_id(self) -> String {
+        ulid::Ulid(u128::from_be_bytes(self.0)).to_string()
+    }
+}
+
 /// Random low bits of a ULID. Ids only need to be unique, not unpredictable, so a hash of the
 /// time, the process and a counter is enough and keeps the crate free of an RNG dependency.
 fn rand_bits() -> u128 {
@@ -171,6 +193,24 @@ mod tests {
     use std::collections::HashSet;
 
     use super::*;
+
+    #[test]
+    fn an_experience_key_gives_back_exactly_the_stored_id() {
+        for unix_ms in [0, 1_700_000_000_000, (1 << 48) - 1] {
+            let id = ExperienceId::generate(unix_ms);
+            let key = ExperienceKey::parse(id.as_str()).expect("a generated id has a key");
+            assert_eq!(key.to_id(), id.as_str());
+        }
+        // Only the canonical form: a lowercased id would come back as another string.
+        let id = ExperienceId::generate(1_700_000_000_000);
+        assert_eq!(ExperienceKey::parse(&id.as_str().to_lowercase()), None);
+        for not_an_id in ["", "exp-1", "8ZZZZZZZZZZZZZZZZZZZZZZZZZ", " 01ARZ3NDEKTSV4RRFFQ69G5FAV"] {
+            assert_eq!(ExperienceKey::parse(not_an_id), None, "{not_an_id:?}");
+        }
+        // Keys order like the ids: oldest first.
+        let (older, newer) = (ExperienceId::generate(1_000), ExperienceId::generate(2_000));
+        assert!(ExperienceKey::parse(older.as_str()) < ExperienceKey::parse(newer.as_str()));
+    }
 
     #[test]
     fn generated_id_parses_back_to_itself() {

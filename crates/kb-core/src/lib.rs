@@ -9,6 +9,6 @@ pub mod injection;
 pub mod redact;
 pub mod validate;
 
-pub use experience::{Experience, ExperienceId, NewExperience, Source, Status};
+pub use experience::{Experience, ExperienceId, ExperienceKey, NewExperience, Source, Status};
 pub use gate::{GatePolicy, Gated, PrivacyMode, gate};
 pub use validate::{Limits, ValidationError};

@@ -85,10 +85,10 @@ fn main() {
 
     let mut indexes = Vec::new();
     for precision in [Precision::F32, Precision::Int8] {
-        let mut index = VectorIndex::new(DIMENSIONS, precision);
+        let mut index = VectorIndex::<String>::new(DIMENSIONS, precision);
         let started = Instant::now();
         for (vector_idx, vector) in vectors.iter().enumerate() {
-            index.upsert(&format!("{vector_idx:026}"), vector).unwrap();
+            index.upsert(format!("{vector_idx:026}"), vector).unwrap();
         }
         let built = started.elapsed();
         let samples = time_queries(&queries, |query| index.search(query, TOP_K).unwrap().len());

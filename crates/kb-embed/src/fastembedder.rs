@@ -52,11 +52,15 @@ pub struct LoadOptions {
     /// machine measured, a short query took 7 ms on one thread and 11 ms on two, which then
     /// compete with the daemon's own work.
     pub intra_threads: Option<usize>,
+    /// Rewrite a local model's float weights as int8 before loading it ([`crate::quantize_int8`]):
+    /// about a quarter of the memory and half the time per query, at a small cost in recall.
+    /// Downloaded models are used as published (fastembed offers quantized ones by name).
+    pub quantize: bool,
 }
 
 impl Default for LoadOptions {
     fn default() -> Self {
-        LoadOptions { max_length: 256, batch_size: 32, intra_threads: Some(1) }
+        LoadOptions { max_length: 256, batch_size: 32, intra_threads: Some(1), quantize: false }
     }
 }
 
@@ -197,7 +201,36 @@ fn load_local(
     let external_data_path = onnx_path.with_extension("onnx_data");
     let external_data = if external_data_path.is_file() { Some(read(external_data_path)?) } else { None };
 
-    let model_id = local_model_id(dir, &onnx_file, external_data.as_deref(), &tokenizer_files, options);
+    let mut model_id = local_model_id(dir, &onnx_file, external_data.as_deref(), &tokenizer_files, options);
+    let quantized = if options.quantize && external_data.is_none() {
+        match crate::quantize_int8(&onnx_file) {
+            Ok(quantized) => {
+                tracing::info!(
+                    matmuls = quantized.matmuls,
+                    tables = quantized.gathers,
+                    weights_mib = quantized.bytes_before / (1 << 20),
+                    int8_mib = quantized.bytes_after / (1 << 20),
+                    "model weights quantized to int8"
+                );
+                model_id.push_str(crate::quantize::MODEL_ID_SUFFIX);
+                Some(quantized.model)
+            }
+            Err(reason) => {
+                tracing::info!("model weights left as they are: {reason}");
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let onnx_file = match quantized {
+        Some(model) => {
+            // Freed before ONNX Runtime copies the model: the float file is 4× the size.
+            drop(onnx_file);
+            model
+        }
+        None => onnx_file,
+    };
     let mut model = UserDefinedEmbeddingModel::new(onnx_file, tokenizer_files).with_pooling(Pooling::Mean);
     if let Some(buffer) = external_data {
         model = model.with_external_initializer("model.onnx_data".to_owned(), buffer);

@@ -13,6 +13,7 @@
 mod error;
 mod fastembedder;
 pub mod fusion;
+pub mod quantize;
 pub mod runtime;
 mod state;
 mod vector;
@@ -21,6 +22,7 @@ pub use error::{Error, Result};
 pub use fastembedder::{
     DEFAULT_DOWNLOAD_MODEL, FastEmbedder, LOCAL_MODEL_FILES, LoadOptions, ModelSpec, estimated_tokens,
 };
+pub use quantize::{Quantized, quantize_int8};
 pub use state::{EmbedderState, error_chain};
 pub use vector::{Hit, Precision, VectorIndex, from_bytes, normalize, to_bytes};
 

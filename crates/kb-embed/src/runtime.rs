@@ -9,6 +9,9 @@
 //! ONNX Runtime is process-global in two ways: one library per process (a second
 //! `ort::init_from` is silently ignored, so a different path is refused here rather than
 //! ignored) and one environment per process (kept here and handed to every session).
+//!
+//! Tests and benchmarks find the library with [`library_for_tests_and_benchmarks`], which asks
+//! Python; the daemon never does.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
@@ -49,6 +52,59 @@ pub fn resolve_library(explicit: Option<&Path>) -> PathBuf {
         Some(value) if !value.is_empty() => PathBuf::from(value),
         _ => PathBuf::from(LIBRARY_NAME),
     }
+}
+
+/// Finds the ONNX Runtime library for tests and benchmarks: `ORT_DYLIB_PATH` when set (it must
+/// name a file), else the newest `libonnxruntime` in the `capi` directory of the `onnxruntime`
+/// package that `python3` imports (`pip install onnxruntime==1.31.1` puts one there). The error
+/// says why there is none and how to install one.
+///
+/// Only for tests and benchmarks, which need a library and may assume a development machine: it
+/// runs `python3`. The daemon never calls it, because nothing of KnowHub runs Python at run
+/// time; it loads the library that the config, `ORT_DYLIB_PATH` or the loader's search path
+/// names ([`resolve_library`]).
+pub fn library_for_tests_and_benchmarks() -> std::result::Result<PathBuf, String> {
+    let install_hint = format!(
+        "install it with `python3 -m pip install onnxruntime==1.31.1`, or set {ORT_DYLIB_PATH} to a {LIBRARY_NAME} \
+         of ONNX Runtime 1.{} or newer",
+        ort::MINOR_VERSION
+    );
+    if let Some(path) = std::env::var_os(ORT_DYLIB_PATH).filter(|path| !path.is_empty()) {
+        let path = PathBuf::from(path);
+        if !path.is_file() {
+            return Err(format!("{ORT_DYLIB_PATH}={} is not a file; {install_hint}", path.display()));
+        }
+        return Ok(path);
+    }
+    let output = std::process::Command::new("python3")
+        .args(["-c", "import onnxruntime, os; print(os.path.dirname(onnxruntime.__file__))"])
+        .output();
+    let package_dir = match output {
+        Ok(output) if output.status.success() => PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()),
+        Ok(output) => {
+            return Err(format!(
+                "ONNX Runtime not found: python3 cannot import onnxruntime ({}); {install_hint}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            ));
+        }
+        Err(error) => return Err(format!("ONNX Runtime not found: cannot run python3 ({error}); {install_hint}")),
+    };
+    let capi = package_dir.join("capi");
+    let entries = std::fs::read_dir(&capi)
+        .map_err(|error| format!("ONNX Runtime not found: cannot list {} ({error}); {install_hint}", capi.display()))?;
+    let mut libraries: Vec<PathBuf> = entries
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| {
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            // `libonnxruntime.so.1.31.1` on Linux, `libonnxruntime.1.31.1.dylib` on macOS, never
+            // `libonnxruntime_providers_shared.so` beside them.
+            name.starts_with("libonnxruntime.so")
+                || name.starts_with("libonnxruntime.") && name.ends_with(".dylib")
+                || name == "onnxruntime.dll"
+        })
+        .collect();
+    libraries.sort();
+    libraries.pop().ok_or_else(|| format!("ONNX Runtime not found in {}; {install_hint}", capi.display()))
 }
 
 /// The library loaded in this process, if any.

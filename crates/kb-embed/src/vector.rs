@@ -11,9 +11,10 @@
 //! Like the BM25 index, this is derived data: the daemon fills it from the vectors stored in
 //! SQLite ([`to_bytes`] / [`from_bytes`]) and can always rebuild it from there.
 
+use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
-use std::sync::Arc;
+use std::hash::Hash;
 
 use crate::{Error, Result};
 
@@ -41,22 +42,24 @@ pub const PREFILTER_MIN_PER_HIT: usize = 16;
 
 /// One result of a search: the id given to [`VectorIndex::upsert`] and the cosine similarity.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Hit {
-    pub id: String,
+pub struct Hit<K = String> {
+    pub id: K,
     pub score: f32,
 }
 
-/// Vectors by string id, searched by cosine similarity. Vectors are normalised on the way in,
-/// so the similarity is a dot product. Slots are dense: removing a vector moves the last one
-/// into its place, so the arrays never have holes to skip.
+/// Vectors by id, searched by cosine similarity. Vectors are normalised on the way in, so the
+/// similarity is a dot product. Slots are dense: removing a vector moves the last one into its
+/// place, so the arrays never have holes to skip.
+///
+/// Ids are any hashable value; a small `Copy` one keeps the per-vector overhead low (the
+/// daemon's 16-byte experience keys: ~50 bytes a vector for the id and its map entry, where
+/// string ids cost ~100 more).
 #[derive(Debug, Clone)]
-pub struct VectorIndex {
+pub struct VectorIndex<K = String> {
     dimensions: usize,
     precision: Precision,
-    /// Each id is one allocation, shared by `ids`, `slot_by_id` and callers that keep their
-    /// own map by id ([`VectorIndex::upsert_shared`]): at 100k vectors a copy costs ~7 MB.
-    ids: Vec<Arc<str>>,
-    slot_by_id: HashMap<Arc<str>, u32>,
+    ids: Vec<K>,
+    slot_by_id: HashMap<K, u32>,
     /// `Precision::F32`: slot `i` is `floats[i * dimensions..(i + 1) * dimensions]`.
     floats: Vec<f32>,
     /// `Precision::Int8`: slot `i` is `codes[i * dimensions..]` times `scales[i]`, and its sign
@@ -67,9 +70,9 @@ pub struct VectorIndex {
     sign_words: usize,
 }
 
-impl VectorIndex {
+impl<K> VectorIndex<K> {
     /// An empty index of vectors with `dimensions` values each.
-    pub fn new(dimensions: usize, precision: Precision) -> VectorIndex {
+    pub fn new(dimensions: usize, precision: Precision) -> VectorIndex<K> {
         VectorIndex {
             dimensions,
             precision,
@@ -99,35 +102,31 @@ impl VectorIndex {
         self.ids.is_empty()
     }
 
-    pub fn contains(&self, id: &str) -> bool {
-        self.slot_by_id.contains_key(id)
-    }
-
     /// The bytes the vectors themselves take (ids and the map not counted).
     pub fn vector_bytes(&self) -> usize {
         self.floats.len() * 4 + self.codes.len() + self.scales.len() * 4 + self.signs.len() * 8
     }
+}
+
+impl<K: Clone + Eq + Hash> VectorIndex<K> {
+    pub fn contains<Q: Hash + Eq + ?Sized>(&self, id: &Q) -> bool
+    where
+        K: Borrow<Q>,
+    {
+        self.slot_by_id.contains_key(id)
+    }
 
     /// Adds the vector under `id`, or replaces the one stored under it. The vector is normalised
     /// first; a zero vector is stored as it is and matches nothing.
-    pub fn upsert(&mut self, id: &str, vector: &[f32]) -> Result<()> {
-        self.upsert_with(id, || Arc::from(id), vector)
-    }
-
-    /// [`VectorIndex::upsert`] that keeps the caller's allocation of `id` for a new vector.
-    pub fn upsert_shared(&mut self, id: &Arc<str>, vector: &[f32]) -> Result<()> {
-        self.upsert_with(id, || Arc::clone(id), vector)
-    }
-
-    fn upsert_with(&mut self, id: &str, shared_id: impl FnOnce() -> Arc<str>, vector: &[f32]) -> Result<()> {
+    pub fn upsert(&mut self, id: impl Into<K>, vector: &[f32]) -> Result<()> {
         self.check_dimensions(vector)?;
+        let id = id.into();
         let vector = normalize(vector);
-        let slot = match self.slot_by_id.get(id) {
+        let slot = match self.slot_by_id.get(&id) {
             Some(&slot) => slot as usize,
             None => {
                 let slot = self.ids.len();
-                let id = shared_id();
-                self.ids.push(Arc::clone(&id));
+                self.ids.push(id.clone());
                 self.slot_by_id.insert(id, slot as u32);
                 match self.precision {
                     Precision::F32 => self.floats.resize(self.floats.len() + self.dimensions, 0.0),
@@ -153,7 +152,10 @@ impl VectorIndex {
     }
 
     /// Removes the vector stored under `id`; false when there was none.
-    pub fn remove(&mut self, id: &str) -> bool {
+    pub fn remove<Q: Hash + Eq + ?Sized>(&mut self, id: &Q) -> bool
+    where
+        K: Borrow<Q>,
+    {
         let Some(slot) = self.slot_by_id.remove(id) else {
             return false;
         };
@@ -190,7 +192,10 @@ impl VectorIndex {
     }
 
     /// The stored vector (dequantized for int8), normalised.
-    pub fn get(&self, id: &str) -> Option<Vec<f32>> {
+    pub fn get<Q: Hash + Eq + ?Sized>(&self, id: &Q) -> Option<Vec<f32>>
+    where
+        K: Borrow<Q>,
+    {
         let slot = *self.slot_by_id.get(id)? as usize;
         let range = slot * self.dimensions..(slot + 1) * self.dimensions;
         Some(match self.precision {
@@ -200,13 +205,13 @@ impl VectorIndex {
     }
 
     /// The `k` vectors most similar to `query`, best first (ties: earlier slot first).
-    pub fn search(&self, query: &[f32], k: usize) -> Result<Vec<Hit>> {
+    pub fn search(&self, query: &[f32], k: usize) -> Result<Vec<Hit<K>>> {
         self.search_filtered(query, k, |_| true)
     }
 
     /// Like [`VectorIndex::search`], keeping only ids `accept` allows. `accept` is asked only
     /// about vectors that would enter the current top `k`, so it may cost a lookup.
-    pub fn search_filtered(&self, query: &[f32], k: usize, mut accept: impl FnMut(&str) -> bool) -> Result<Vec<Hit>> {
+    pub fn search_filtered(&self, query: &[f32], k: usize, mut accept: impl FnMut(&K) -> bool) -> Result<Vec<Hit<K>>> {
         self.check_dimensions(query)?;
         if k == 0 || self.is_empty() {
             return Ok(Vec::new());
@@ -246,8 +251,8 @@ impl VectorIndex {
         query: &[f32],
         k: usize,
         n_candidates: usize,
-        accept: &mut impl FnMut(&str) -> bool,
-    ) -> Vec<Hit> {
+        accept: &mut impl FnMut(&K) -> bool,
+    ) -> Vec<Hit<K>> {
         let mut query_signs = vec![0u64; self.sign_words];
         sign_bits(query, &mut query_signs);
         let mut distances = vec![0u16; self.len()];
@@ -287,14 +292,14 @@ impl VectorIndex {
                 break;
             }
             if accept(&self.ids[candidate.slot]) {
-                hits.push(Hit { id: self.ids[candidate.slot].to_string(), score: candidate.score });
+                hits.push(Hit { id: self.ids[candidate.slot].clone(), score: candidate.score });
             }
         }
         hits
     }
 
-    fn hits(&self, best: TopK) -> Vec<Hit> {
-        best.into_sorted().into_iter().map(|hit| Hit { id: self.ids[hit.slot].to_string(), score: hit.score }).collect()
+    fn hits(&self, best: TopK) -> Vec<Hit<K>> {
+        best.into_sorted().into_iter().map(|hit| Hit { id: self.ids[hit.slot].clone(), score: hit.score }).collect()
     }
 
     fn check_dimensions(&self, vector: &[f32]) -> Result<()> {
@@ -633,10 +638,10 @@ mod tests {
         dimensions: usize,
         random: &mut Random,
     ) -> (VectorIndex, Vec<Vec<f32>>) {
-        let mut index = VectorIndex::new(dimensions, precision);
+        let mut index = VectorIndex::<String>::new(dimensions, precision);
         let vectors: Vec<Vec<f32>> = (0..n_vectors).map(|_| random.vector(dimensions)).collect();
         for (vector_idx, vector) in vectors.iter().enumerate() {
-            index.upsert(&format!("v{vector_idx}"), vector).unwrap();
+            index.upsert(format!("v{vector_idx}"), vector).unwrap();
         }
         (index, vectors)
     }
@@ -685,7 +690,7 @@ mod tests {
     fn filtered_search_equals_brute_force_over_the_accepted_ids() {
         let mut random = Random(3);
         let (index, vectors) = index_of(Precision::F32, 2000, 64, &mut random);
-        let accepted = |id: &str| id.trim_start_matches('v').parse::<usize>().unwrap() % 3 == 0;
+        let accepted = |id: &String| id.trim_start_matches('v').parse::<usize>().unwrap() % 3 == 0;
         let named: Vec<(String, Vec<f32>)> =
             vectors.into_iter().enumerate().map(|(i, v)| (format!("v{i}"), v)).filter(|(id, _)| accepted(id)).collect();
         for _ in 0..20 {
@@ -703,7 +708,7 @@ mod tests {
         let (index, _) = index_of(Precision::F32, 5, 16, &mut random);
         assert_eq!(index.search(&random.vector(16), 50).unwrap().len(), 5);
         assert!(index.search(&random.vector(16), 0).unwrap().is_empty());
-        assert!(VectorIndex::new(16, Precision::Int8).search(&random.vector(16), 3).unwrap().is_empty());
+        assert!(VectorIndex::<String>::new(16, Precision::Int8).search(&random.vector(16), 3).unwrap().is_empty());
     }
 
     #[test]
@@ -751,9 +756,9 @@ mod tests {
         let mut random = Random(6);
         let dimensions = 384;
         let (exact, vectors) = index_of(Precision::F32, 2000, dimensions, &mut random);
-        let mut quantized = VectorIndex::new(dimensions, Precision::Int8);
+        let mut quantized = VectorIndex::<String>::new(dimensions, Precision::Int8);
         for (vector_idx, vector) in vectors.iter().enumerate() {
-            quantized.upsert(&format!("v{vector_idx}"), vector).unwrap();
+            quantized.upsert(format!("v{vector_idx}"), vector).unwrap();
         }
         assert_eq!(quantized.vector_bytes(), 2000 * (dimensions + 4 + dimensions / 8));
         let n_queries = 120;
@@ -796,9 +801,9 @@ mod tests {
         let dimensions = 128;
         let n = PREFILTER_MIN_VECTORS + 5_000;
         let vectors = clustered(n, dimensions, &mut random);
-        let mut index = VectorIndex::new(dimensions, Precision::Int8);
+        let mut index = VectorIndex::<String>::new(dimensions, Precision::Int8);
         for (vector_idx, vector) in vectors.iter().enumerate() {
-            index.upsert(&format!("v{vector_idx}"), vector).unwrap();
+            index.upsert(format!("v{vector_idx}"), vector).unwrap();
         }
         let named: Vec<(String, Vec<f32>)> =
             vectors.iter().enumerate().map(|(i, v)| (format!("v{i}"), v.clone())).collect();
@@ -827,12 +832,12 @@ mod tests {
         let mut random = Random(9);
         let dimensions = 64;
         let vectors = clustered(PREFILTER_MIN_VECTORS + 1_000, dimensions, &mut random);
-        let mut index = VectorIndex::new(dimensions, Precision::Int8);
+        let mut index = VectorIndex::<String>::new(dimensions, Precision::Int8);
         for (vector_idx, vector) in vectors.iter().enumerate() {
-            index.upsert(&format!("v{vector_idx}"), vector).unwrap();
+            index.upsert(format!("v{vector_idx}"), vector).unwrap();
         }
         // One vector in a thousand passes: too few among the prefilter's candidates.
-        let accepted = |id: &str| id.trim_start_matches('v').parse::<usize>().unwrap() % 1_000 == 0;
+        let accepted = |id: &String| id.trim_start_matches('v').parse::<usize>().unwrap() % 1_000 == 0;
         let named: Vec<(String, Vec<f32>)> =
             vectors.into_iter().enumerate().map(|(i, v)| (format!("v{i}"), v)).filter(|(id, _)| accepted(id)).collect();
         let exact_score =
@@ -854,7 +859,7 @@ mod tests {
 
     #[test]
     fn vectors_are_normalised_on_the_way_in() {
-        let mut index = VectorIndex::new(3, Precision::F32);
+        let mut index = VectorIndex::<String>::new(3, Precision::F32);
         index.upsert("long", &[3.0, 0.0, 4.0]).unwrap();
         index.upsert("zero", &[0.0, 0.0, 0.0]).unwrap();
         let hits = index.search(&[0.0, 0.0, 10.0], 2).unwrap();
@@ -865,7 +870,7 @@ mod tests {
 
     #[test]
     fn vectors_of_the_wrong_length_or_not_finite_are_refused() {
-        let mut index = VectorIndex::new(4, Precision::Int8);
+        let mut index = VectorIndex::<String>::new(4, Precision::Int8);
         let error = index.upsert("a", &[1.0, 2.0]).unwrap_err();
         assert_eq!(error.to_string(), "expected a vector of 4 dimensions, got 2");
         assert!(index.search(&[1.0; 5], 1).is_err());

@@ -8,6 +8,9 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, params, params_fro
 use crate::error::Context;
 use crate::{Error, Result, migrations};
 
+/// SQLite's page cache of a read-only connection, in KiB (see [`Store::open_reader`]).
+const READER_CACHE_KIB: i64 = 256;
+
 /// One connection to the experience database. The daemon keeps one writer and a few readers;
 /// SQLite in WAL mode lets readers run while the writer commits.
 pub struct Store {
@@ -127,6 +130,12 @@ impl Store {
         let conn =
             Connection::open_with_flags(path, flags).map_err(|source| Error::Open { path: path.to_owned(), source })?;
         conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(|source| Error::Open { path: path.to_owned(), source })?;
+        // Readers look up a few rows per request, which the kernel's page cache serves as fast;
+        // SQLite's own cache (2 MiB per connection by default) would hold a second, resident
+        // copy of them. Measured with `kb-bench hybrid` at 100k: RSS 3.3 MiB lower with the
+        // four readers at 256 KiB, BM25 p50/p99 unchanged.
+        conn.pragma_update(None, "cache_size", -READER_CACHE_KIB)
             .map_err(|source| Error::Open { path: path.to_owned(), source })?;
         Ok(Store { conn, path: path.to_owned() })
     }

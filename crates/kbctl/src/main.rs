@@ -96,13 +96,16 @@ pub enum Command {
     /// The BM25 index is rebuilt first. Then, when an embedding model is ready, every active
     /// experience is queued to be embedded again with the current model and a progress bar
     /// follows the daemon's backlog until it is done; searches keep working meanwhile, on the
-    /// vectors being replaced. Ctrl-C stops only the waiting: knowhubd finishes re-embedding
-    /// in the background (`kbctl status` shows the backlog).
+    /// vectors being replaced. While the model is still loading, the re-embedding starts once it
+    /// has loaded, and kbctl waits for that first (and fails if the model does not load). Ctrl-C
+    /// stops only the waiting: knowhubd finishes re-embedding in the background (`kbctl status`
+    /// shows the backlog).
     Reindex {
         /// Only rebuild the search index; keep the stored vectors.
         #[arg(long)]
         no_embeddings: bool,
-        /// Return once the experiences are queued, without waiting for them to be embedded.
+        /// Return once the experiences are queued (or will be, once the model has loaded),
+        /// without waiting for them to be embedded.
         #[arg(long)]
         no_wait: bool,
     },

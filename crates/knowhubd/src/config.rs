@@ -93,6 +93,8 @@ pub struct EmbeddingConfig {
     /// The ONNX Runtime library file; `ORT_DYLIB_PATH` when unset.
     pub onnxruntime: Option<PathBuf>,
     pub precision: PrecisionConfig,
+    /// Load a local model with its float weights rewritten as int8 (`kb_embed::quantize_int8`).
+    pub quantize: bool,
     /// Cosine similarity at or above which a submitted experience merges into a stored one.
     pub similar_threshold: f32,
     /// Vector matches less similar than this are not results (they would be noise).
@@ -110,6 +112,7 @@ impl Default for EmbeddingConfig {
             download: true,
             onnxruntime: None,
             precision: PrecisionConfig::Int8,
+            quantize: false,
             similar_threshold: 0.97,
             min_similarity: 0.25,
             retry_seconds: 60,

@@ -8,7 +8,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
@@ -167,6 +167,9 @@ pub struct Engine {
     next_reader: AtomicUsize,
     index: ExperienceIndex,
     index_state: watch::Sender<IndexState>,
+    /// Held for a whole index preparation or rebuild: two at once would clear the index under
+    /// each other (one `kb.reindex` answered `indexed 0`).
+    rebuilding: Mutex<()>,
     rebuild_done: AtomicU64,
     rebuild_total: AtomicU64,
     recalls: Mutex<HashMap<String, u64>>,
@@ -221,6 +224,7 @@ impl Engine {
             next_reader: AtomicUsize::new(0),
             index,
             index_state,
+            rebuilding: Mutex::new(()),
             rebuild_done: AtomicU64::new(0),
             rebuild_total: AtomicU64::new(0),
             recalls: Mutex::new(HashMap::new()),
@@ -236,6 +240,12 @@ impl Engine {
     /// Brings the index up to the store: catches up when it is only behind, rebuilds it from
     /// scratch otherwise. Blocking; holds the writer so no write interleaves.
     pub fn prepare_index(&self) {
+        let _one_at_a_time = self.rebuilding.lock().unwrap_or_else(PoisonError::into_inner);
+        self.prepare_index_alone();
+    }
+
+    /// [`Engine::prepare_index`], for a caller holding `rebuilding`.
+    fn prepare_index_alone(&self) {
         let reason = match &*self.index_state.borrow() {
             IndexState::Ready => return,
             IndexState::Rebuilding { reason } | IndexState::Failed { reason } => reason.clone(),
@@ -744,6 +754,7 @@ impl Engine {
 
     /// Rebuilds the BM25 index from the store, in full. Returns the documents indexed.
     fn rebuild_index(&self) -> EngineResult<u64> {
+        let _one_at_a_time = self.rebuilding.lock().unwrap_or_else(PoisonError::into_inner);
         self.index_state.send_replace(IndexState::Rebuilding { reason: "reindex requested".to_owned() });
         // Force a full rebuild rather than a catch-up.
         {
@@ -751,7 +762,7 @@ impl Engine {
             self.index.clear().context("cannot clear the index")?;
             self.index.commit(0).context("cannot clear the index")?;
         }
-        self.prepare_index();
+        self.prepare_index_alone();
         match &*self.index_state.borrow() {
             IndexState::Ready => Ok(self.index.num_docs()),
             IndexState::Failed { reason } | IndexState::Rebuilding { reason } => {

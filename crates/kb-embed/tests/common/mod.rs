@@ -3,52 +3,21 @@
 #![allow(dead_code)] // each test binary uses its own part of this module
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
 use kb_embed::{FastEmbedder, ModelSpec};
 
-const INSTALL_HINT: &str = "install it with `python3 -m pip install onnxruntime==1.31.1` (tests/run does), \
-                            or set ORT_DYLIB_PATH to a libonnxruntime.so of version 1.24 or newer";
-
 /// The ONNX Runtime library: `ORT_DYLIB_PATH` when set, else the one in Python's `onnxruntime`
-/// package. The tests fail, rather than skip, when there is none: without it they would test
-/// nothing.
+/// package (`kb_embed::runtime::library_for_tests_and_benchmarks`). The tests fail, rather than
+/// skip, when there is none: without it they would test nothing.
 pub fn ort_library() -> PathBuf {
     static LIBRARY: OnceLock<PathBuf> = OnceLock::new();
-    LIBRARY.get_or_init(find_ort_library).clone()
-}
-
-fn find_ort_library() -> PathBuf {
-    if let Some(path) = std::env::var_os("ORT_DYLIB_PATH").filter(|path| !path.is_empty()) {
-        let path = PathBuf::from(path);
-        assert!(path.is_file(), "ORT_DYLIB_PATH={} is not a file; {INSTALL_HINT}", path.display());
-        return path;
-    }
-    let output = Command::new("python3")
-        .args(["-c", "import onnxruntime, os; print(os.path.dirname(onnxruntime.__file__))"])
-        .output();
-    let package_dir = match output {
-        Ok(output) if output.status.success() => PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()),
-        Ok(output) => panic!(
-            "ONNX Runtime not found: python3 cannot import onnxruntime ({}); {INSTALL_HINT}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        ),
-        Err(error) => panic!("ONNX Runtime not found: cannot run python3 ({error}); {INSTALL_HINT}"),
-    };
-    let capi = package_dir.join("capi");
-    let mut libraries: Vec<PathBuf> = std::fs::read_dir(&capi)
-        .unwrap_or_else(|error| {
-            panic!("ONNX Runtime not found: cannot list {} ({error}); {INSTALL_HINT}", capi.display())
+    LIBRARY
+        .get_or_init(|| {
+            kb_embed::runtime::library_for_tests_and_benchmarks()
+                .unwrap_or_else(|reason| panic!("{reason} (tests/run installs it)"))
         })
-        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-        .filter(|path| {
-            let name = path.file_name().unwrap_or_default().to_string_lossy();
-            name.starts_with("libonnxruntime.so") || name.starts_with("libonnxruntime.") && name.ends_with(".dylib")
-        })
-        .collect();
-    libraries.sort();
-    libraries.pop().unwrap_or_else(|| panic!("ONNX Runtime not found in {}; {INSTALL_HINT}", capi.display()))
+        .clone()
 }
 
 /// A library in the onnxruntime package that is a real shared library but not ONNX Runtime.

@@ -1,0 +1,75 @@
+//! Where an embedding model's memory goes: resident memory (heap and mapped files) and its peak
+//! after each stage of loading a model and embedding with it. Linux only. Run it in release:
+//!
+//! ```text
+//! KNOWHUB_MODEL_DIR=../shared/models/all-minilm-l6-v2-onnx ORT_DYLIB_PATH=.../libonnxruntime.so.1.31.1 \
+//!     cargo run --release -p kb-embed --example model_memory
+//! ```
+//!
+//! With `KB_QUANTIZE=1` the model is loaded with int8 weights (`LoadOptions::quantize`).
+
+use kb_embed::{Embedder, FastEmbedder, LoadOptions, ModelSpec};
+
+fn status_kib(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field)?.trim().strip_suffix("kB")?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn report(stage: &str) {
+    let mib = |field| status_kib(field) as f64 / 1024.0;
+    println!(
+        "{stage:<34} rss {:>6.1} MiB  (heap {:>6.1}, files {:>5.1})  peak {:>6.1} MiB",
+        mib("VmRSS:"),
+        mib("RssAnon:"),
+        mib("RssFile:"),
+        mib("VmHWM:")
+    );
+}
+
+fn trim() {
+    // SAFETY: malloc_trim only returns free pages of the allocator's own arenas to the system.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    unsafe {
+        unsafe extern "C" {
+            fn malloc_trim(pad: usize) -> i32;
+        }
+        malloc_trim(0);
+    }
+}
+
+fn main() {
+    let Some(dir) = std::env::var_os("KNOWHUB_MODEL_DIR") else {
+        eprintln!("set KNOWHUB_MODEL_DIR to a model directory (and ORT_DYLIB_PATH to ONNX Runtime)");
+        std::process::exit(2);
+    };
+    report("start");
+    let options = LoadOptions { quantize: std::env::var_os("KB_QUANTIZE").is_some(), ..LoadOptions::default() };
+    let embedder = match FastEmbedder::load_with(&ModelSpec::LocalDir(dir.into()), None, &options) {
+        Ok(embedder) => embedder,
+        Err(error) => {
+            eprintln!("cannot load the model: {error}");
+            std::process::exit(1);
+        }
+    };
+    report("model loaded");
+    trim();
+    report("model loaded, trimmed");
+    let short = ["vitest --run avoids watch mode"; 1];
+    for _ in 0..100 {
+        embedder.embed(&short).expect("embed");
+    }
+    report("100 short queries");
+    let long: Vec<String> = (0..64)
+        .map(|text_idx| format!("{text_idx} 数据库迁移失败，回滚后用事务重试成功。 ").repeat(1 + text_idx % 12))
+        .collect();
+    let long_refs: Vec<&str> = long.iter().map(String::as_str).collect();
+    for chunk in long_refs.chunks(16) {
+        embedder.embed(chunk).expect("embed");
+    }
+    report("64 long texts in runs of 16");
+    trim();
+    report("trimmed");
+}

@@ -622,12 +622,15 @@ impl Engine {
             if ids.is_empty() {
                 continue;
             }
-            let embedded = self.embed_batch(&embedder, &model_id, &ids);
+            let mut stored = HashSet::new();
+            let embedded = self.embed_batch(&embedder, &model_id, &ids, &mut stored);
             if let Err(error) = &embedded {
                 let message = format!("cannot embed experiences (will retry): {error:#}");
                 tracing::warn!("{message}");
                 self.last_error.set(message);
-                self.semantic.requeue(&ids);
+                // Runs stored before the failure stay done.
+                let remaining: Vec<String> = ids.iter().filter(|id| !stored.contains(id.as_str())).cloned().collect();
+                self.semantic.requeue(&remaining);
             }
             self.semantic.batch_done();
             if embedded.is_err() {
@@ -637,9 +640,16 @@ impl Engine {
     }
 
     /// Embeds the experiences `ids` that are still active, in runs of similar length, and stores
-    /// each run's vectors as soon as it is done. Queries waiting for the model go first, before
-    /// every run.
-    fn embed_batch(&self, embedder: &kb_embed::FastEmbedder, model_id: &str, ids: &[String]) -> anyhow::Result<()> {
+    /// each run's vectors as soon as it is done (their ids into `stored`, so a failure later in
+    /// the batch requeues only the rest). Queries waiting for the model go first, before every
+    /// run.
+    fn embed_batch(
+        &self,
+        embedder: &kb_embed::FastEmbedder,
+        model_id: &str,
+        ids: &[String],
+        stored: &mut HashSet<String>,
+    ) -> anyhow::Result<()> {
         use kb_embed::Embedder as _;
         let id_refs: Vec<&str> = ids.iter().map(String::as_str).collect();
         let mut sources: Vec<(String, String)> = self
@@ -663,6 +673,7 @@ impl Engine {
             let mut store = self.lock_writer();
             store.put_vectors(model_id, &rows)?;
             self.semantic.store_batch(model_id, &embedded);
+            stored.extend(embedded.into_iter().map(|(id, _)| id));
         }
         Ok(())
     }

@@ -214,21 +214,13 @@ fn rewrite_graph(graph: &[u8]) -> Result<Rewritten, String> {
         (first != Use::Other && kinds.iter().all(|&kind| kind == first)).then_some(first)
     };
 
-    let all_names: HashSet<&str> =
-        nodes.iter().flat_map(|node| node.inputs.iter().chain(&node.outputs).copied()).collect();
+    let mut names = Names::new(&nodes, &initializers);
     let mut quantized: HashMap<&str, Use> = HashMap::new();
     for initializer in &initializers {
         let Some(kind) = kind_of(initializer) else { continue };
-        if initializer.floats().is_none() {
-            continue;
+        if initializer.floats().is_some() {
+            quantized.insert(initializer.name, kind);
         }
-        for suffix in ["q", "scale", "zero"] {
-            let name = derived(initializer.name, suffix);
-            if all_names.contains(name.as_str()) {
-                return Err(format!("the graph already has a tensor named {name}"));
-            }
-        }
-        quantized.insert(initializer.name, kind);
     }
     if quantized.is_empty() {
         return Err("no float weight matrix of a MatMul or table of a Gather to quantize".to_owned());
@@ -247,44 +239,57 @@ fn rewrite_graph(graph: &[u8]) -> Result<Rewritten, String> {
         }
     }
     let (mut matmuls, mut gathers) = (0, 0);
-    let mut quantized_inputs: HashSet<&str> = HashSet::new();
+    // Per quantized activation: its int8 codes, scale and zero point.
+    let mut activations: HashMap<&str, [String; 3]> = HashMap::new();
     for node in &nodes {
-        match node.inputs.get(usize::from(node.op_type == "MatMul")).and_then(|name| quantized.get(name)) {
+        let weights = node.inputs.get(usize::from(node.op_type == "MatMul")).copied().unwrap_or_default();
+        // Nodes made from this one are named after it, or after its output when it has no name.
+        let base = if node.name.is_empty() { node.outputs.first().copied().unwrap_or_default() } else { node.name };
+        match quantized.get(weights) {
             Some(Use::MatMulWeights) if node.op_type == "MatMul" => {
-                let (input, weights, output) = (node.inputs[0], node.inputs[1], node.outputs[0]);
-                let (input_q, input_scale, input_zero) =
-                    (derived(input, "q"), derived(input, "scale"), derived(input, "zero"));
-                if quantized_inputs.insert(input) {
+                let (input, output) = (node.inputs[0], node.outputs[0]);
+                if !activations.contains_key(input) {
+                    let codes = [
+                        names.tensor(input, "act_q")?,
+                        names.tensor(input, "act_scale")?,
+                        names.tensor(input, "act_zero")?,
+                    ];
+                    let outputs = [codes[0].as_str(), codes[1].as_str(), codes[2].as_str()];
                     put_node(
                         &mut out,
-                        &derived(input, "quantize"),
+                        &names.node(input, "quantize")?,
                         "DynamicQuantizeLinear",
                         &[input],
-                        &[&input_q, &input_scale, &input_zero],
+                        &outputs,
                         &[],
                     );
+                    activations.insert(input, codes);
                 }
-                let (scale, integers, floats) =
-                    (derived(output, "scale"), derived(output, "i32"), derived(output, "f32"));
+                let [input_q, input_scale, input_zero] = &activations[input];
+                let (scale, integers, floats) = (
+                    names.tensor(output, "out_scale")?,
+                    names.tensor(output, "out_i32")?,
+                    names.tensor(output, "out_f32")?,
+                );
                 put_node(
                     &mut out,
-                    &derived(node.name, "scale"),
+                    &names.node(base, "scale")?,
                     "Mul",
-                    &[&input_scale, &derived(weights, "scale")],
+                    &[input_scale, &derived(weights, "scale")],
                     &[&scale],
                     &[],
                 );
                 put_node(
                     &mut out,
-                    &derived(node.name, "int8"),
+                    &names.node(base, "int8")?,
                     "MatMulInteger",
-                    &[&input_q, &derived(weights, "q"), &input_zero, &derived(weights, "zero")],
+                    &[input_q, &derived(weights, "q"), input_zero, &derived(weights, "zero")],
                     &[&integers],
                     &[],
                 );
                 put_node(
                     &mut out,
-                    &derived(node.name, "cast"),
+                    &names.node(base, "cast")?,
                     "Cast",
                     &[&integers],
                     &[&floats],
@@ -294,11 +299,16 @@ fn rewrite_graph(graph: &[u8]) -> Result<Rewritten, String> {
                 matmuls += 1;
             }
             Some(Use::GatherTable) if node.op_type == "Gather" => {
-                let (table, indices, output) = (node.inputs[0], node.inputs[1], node.outputs[0]);
-                let (codes, floats, scales) = (derived(output, "q"), derived(output, "f32"), derived(output, "scale"));
+                let (indices, output) = (node.inputs[1], node.outputs[0]);
+                let (codes, floats, scales) = (
+                    names.tensor(output, "rows_q")?,
+                    names.tensor(output, "rows_f32")?,
+                    names.tensor(output, "rows_scale")?,
+                );
+                let table = weights;
                 put_node(
                     &mut out,
-                    &derived(node.name, "int8"),
+                    &names.node(base, "int8")?,
                     "Gather",
                     &[&derived(table, "q"), indices],
                     &[&codes],
@@ -306,7 +316,7 @@ fn rewrite_graph(graph: &[u8]) -> Result<Rewritten, String> {
                 );
                 put_node(
                     &mut out,
-                    &derived(node.name, "cast"),
+                    &names.node(base, "cast")?,
                     "Cast",
                     &[&codes],
                     &[&floats],
@@ -314,7 +324,7 @@ fn rewrite_graph(graph: &[u8]) -> Result<Rewritten, String> {
                 );
                 put_node(
                     &mut out,
-                    &derived(node.name, "scales"),
+                    &names.node(base, "scales")?,
                     "Gather",
                     &[&derived(table, "scale"), indices],
                     &[&scales],
@@ -347,11 +357,11 @@ fn rewrite_graph(graph: &[u8]) -> Result<Rewritten, String> {
         bytes_before += values.len() * 4;
         bytes_after += codes.len() + scales.len() * 4;
         let name = initializer.name;
-        put_bytes(&mut out, 5, &tensor(&derived(name, "q"), INT8, &initializer.dims, &codes));
+        put_bytes(&mut out, 5, &tensor(&names.tensor(name, "q")?, INT8, &initializer.dims, &codes));
         let scale_bytes: Vec<u8> = scales.iter().flat_map(|scale| scale.to_le_bytes()).collect();
-        put_bytes(&mut out, 5, &tensor(&derived(name, "scale"), FLOAT, &scale_dims, &scale_bytes));
+        put_bytes(&mut out, 5, &tensor(&names.tensor(name, "scale")?, FLOAT, &scale_dims, &scale_bytes));
         if kind == Use::MatMulWeights {
-            put_bytes(&mut out, 5, &tensor(&derived(name, "zero"), INT8, &[], &[0]));
+            put_bytes(&mut out, 5, &tensor(&names.tensor(name, "zero")?, INT8, &[], &[0]));
         }
     }
     Ok(Rewritten { graph: out, matmuls, gathers, bytes_before, bytes_after })
@@ -360,6 +370,44 @@ fn rewrite_graph(graph: &[u8]) -> Result<Rewritten, String> {
 /// A name for a tensor or node made from `name`.
 fn derived(name: &str, suffix: &str) -> String {
     format!("{name}/kb_int8_{suffix}")
+}
+
+/// The names the rewrite gives new tensors and nodes, [`derived`] from existing ones: each is
+/// checked against every name the graph has and every name given before, so a clash (a model
+/// that already uses such names, a tensor that is both a product and a factor) leaves the
+/// model alone instead of making an invalid graph.
+struct Names<'a> {
+    tensors: HashSet<std::borrow::Cow<'a, str>>,
+    nodes: HashSet<std::borrow::Cow<'a, str>>,
+}
+
+impl<'a> Names<'a> {
+    fn new(nodes: &[Node<'a>], initializers: &[Initializer<'a>]) -> Names<'a> {
+        let tensors = nodes
+            .iter()
+            .flat_map(|node| node.inputs.iter().chain(&node.outputs).copied())
+            .chain(initializers.iter().map(|initializer| initializer.name))
+            .map(std::borrow::Cow::Borrowed)
+            .collect();
+        let nodes = nodes.iter().map(|node| std::borrow::Cow::Borrowed(node.name)).collect();
+        Names { tensors, nodes }
+    }
+
+    fn tensor(&mut self, base: &str, suffix: &str) -> Result<String, String> {
+        Self::claim(&mut self.tensors, base, suffix)
+    }
+
+    fn node(&mut self, base: &str, suffix: &str) -> Result<String, String> {
+        Self::claim(&mut self.nodes, base, suffix)
+    }
+
+    fn claim(taken: &mut HashSet<std::borrow::Cow<'a, str>>, base: &str, suffix: &str) -> Result<String, String> {
+        let name = derived(base, suffix);
+        if !taken.insert(std::borrow::Cow::Owned(name.clone())) {
+            return Err(format!("the graph already has a name {name}, which the rewrite would give"));
+        }
+        Ok(name)
+    }
 }
 
 /// Int8 codes (as their bytes) of a `rows × columns` matrix with one scale per column:
@@ -680,6 +728,49 @@ mod tests {
         let ops: Vec<&str> = nodes.iter().map(|node| node.op_type).collect();
         let gather = ops.iter().position(|&op| op == "Gather").unwrap();
         assert_eq!(&ops[gather..gather + 4], ["Gather", "Cast", "Gather", "Mul"]);
+    }
+
+    /// A model computing `Z = (X × W1) × W2`: the product of one quantized `MatMul` is the
+    /// input of the next, so its derived names must not clash.
+    fn chained_matmuls() -> Vec<u8> {
+        let mut graph = Vec::new();
+        put_node(&mut graph, "", "MatMul", &["X", "W1"], &["Y"], &[]);
+        put_node(&mut graph, "", "MatMul", &["Y", "W2"], &["Z"], &[]);
+        let weights: Vec<u8> = (0..64 * 64).flat_map(|index| (index as f32 / 4096.0 - 0.5).to_le_bytes()).collect();
+        for name in ["W1", "W2"] {
+            put_bytes(&mut graph, 5, &tensor(name, FLOAT, &[64, 64], &weights));
+        }
+        let mut model = Vec::new();
+        put_varint_field(&mut model, 1, 8);
+        let mut opset = Vec::new();
+        put_varint_field(&mut opset, 2, 17);
+        put_bytes(&mut model, 8, &opset);
+        put_bytes(&mut model, 7, &graph);
+        model
+    }
+
+    #[test]
+    fn every_tensor_of_the_rewritten_graph_is_made_once_and_made_before_it_is_used() {
+        let quantized = quantize_int8(&chained_matmuls()).unwrap();
+        assert_eq!((quantized.matmuls, quantized.gathers), (2, 0));
+        let graph = fields(&quantized.model).unwrap().into_iter().find(|field| field.number == 7).unwrap();
+        let graph_fields = fields(graph.bytes().unwrap()).unwrap();
+        let mut made: HashSet<&str> = HashSet::from(["X"]);
+        for field in graph_fields.iter().filter(|field| field.number == 5) {
+            assert!(made.insert(parse_initializer(field.bytes().unwrap()).unwrap().name));
+        }
+        let mut node_names = HashSet::new();
+        for field in graph_fields.iter().filter(|field| field.number == 1) {
+            let node = parse_node(field.bytes().unwrap()).unwrap();
+            for input in &node.inputs {
+                assert!(made.contains(input), "{} reads {input} before it is made", node.op_type);
+            }
+            for output in &node.outputs {
+                assert!(made.insert(output), "{output} is made twice");
+            }
+            assert!(node.name.is_empty() || node_names.insert(node.name), "node name {} twice", node.name);
+        }
+        assert!(made.contains("Z") && !made.contains("W1"), "same output, float weights gone");
     }
 
     #[test]

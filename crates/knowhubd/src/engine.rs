@@ -30,6 +30,9 @@ const RELEASE_MEMORY_AFTER_ITEMS: usize = 1_000;
 const REBUILD_BATCH: usize = 2_000;
 /// Read connections kept open for searches and listings.
 const N_READERS: usize = 4;
+
+/// A text any working model embeds: tells a model that fails from a text it cannot take.
+const EMBEDDING_PROBE: &str = "a short probe text";
 /// Import batches at least this large are gated on two threads.
 const PARALLEL_GATE_MIN_ITEMS: usize = 256;
 /// Queries longer than this are cut: search needs the gist, not a whole log.
@@ -623,7 +626,7 @@ impl Engine {
                 continue;
             }
             let mut stored = HashSet::new();
-            let embedded = self.embed_batch(&embedder, &model_id, &ids, &mut stored);
+            let embedded = self.embed_batch(embedder.as_ref(), &model_id, &ids, &mut stored);
             if let Err(error) = &embedded {
                 let message = format!("cannot embed experiences (will retry): {error:#}");
                 tracing::warn!("{message}");
@@ -639,18 +642,52 @@ impl Engine {
         }
     }
 
+    /// A run the model refused, embedded text by text. A text it refuses alone is left without
+    /// a vector (logged and shown as the last error; search finds it by its words, and the next
+    /// start tries again), so that one bad text cannot hold up the backlog forever. When the
+    /// model refuses a known-good probe as well, it is the model that fails: the run's error
+    /// stands and the batch is retried.
+    fn embed_one_by_one(
+        &self,
+        embedder: &dyn kb_embed::Embedder,
+        run: &[(String, String)],
+        run_error: kb_embed::Error,
+    ) -> anyhow::Result<Vec<(String, Vec<f32>)>> {
+        let mut embedded = Vec::with_capacity(run.len());
+        let mut refused = Vec::new();
+        for (id, text) in run {
+            self.semantic.yield_to_queries();
+            match embedder.embed(&[text.as_str()]) {
+                Ok(mut vectors) if vectors.len() == 1 => embedded.push((id.clone(), vectors.remove(0))),
+                Ok(_) => refused.push((id, "no vector came back".to_owned())),
+                Err(error) => refused.push((id, kb_embed::error_chain(&error))),
+            }
+        }
+        if refused.is_empty() {
+            return Ok(embedded);
+        }
+        if embedder.embed(&[EMBEDDING_PROBE]).is_err() {
+            return Err(run_error.into());
+        }
+        for (id, reason) in refused {
+            let message = format!("experience {id} left without a vector: the model refuses its text: {reason}");
+            tracing::warn!("{message}");
+            self.last_error.set(message);
+        }
+        Ok(embedded)
+    }
+
     /// Embeds the experiences `ids` that are still active, in runs of similar length, and stores
     /// each run's vectors as soon as it is done (their ids into `stored`, so a failure later in
     /// the batch requeues only the rest). Queries waiting for the model go first, before every
     /// run.
     fn embed_batch(
         &self,
-        embedder: &kb_embed::FastEmbedder,
+        embedder: &dyn kb_embed::Embedder,
         model_id: &str,
         ids: &[String],
         stored: &mut HashSet<String>,
     ) -> anyhow::Result<()> {
-        use kb_embed::Embedder as _;
         let id_refs: Vec<&str> = ids.iter().map(String::as_str).collect();
         let mut sources: Vec<(String, String)> = self
             .reader()
@@ -665,8 +702,10 @@ impl Engine {
         for run in semantic::runs(&sources, |(_, text)| kb_embed::estimated_tokens(text)) {
             let texts: Vec<&str> = run.iter().map(|(_, text)| text.as_str()).collect();
             self.semantic.yield_to_queries();
-            let vectors = embedder.embed(&texts)?;
-            let embedded: Vec<(String, Vec<f32>)> = run.iter().map(|(id, _)| id.clone()).zip(vectors).collect();
+            let embedded: Vec<(String, Vec<f32>)> = match embedder.embed(&texts) {
+                Ok(vectors) => run.iter().map(|(id, _)| id.clone()).zip(vectors).collect(),
+                Err(error) => self.embed_one_by_one(embedder, run, error)?,
+            };
             let blobs: Vec<Vec<u8>> = embedded.iter().map(|(_, vector)| kb_embed::to_bytes(vector)).collect();
             let rows: Vec<(&str, &[u8])> =
                 embedded.iter().zip(&blobs).map(|((id, _), blob)| (id.as_str(), blob.as_slice())).collect();
@@ -889,4 +928,80 @@ pub fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
             .with_context(|| format!("cannot make {} private", dir.display()))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+
+    use super::*;
+
+    /// A model that refuses every text containing `refused`, or every text at all once broken:
+    /// what the real models here never do, and what the backlog must survive.
+    struct Picky {
+        refused: &'static str,
+        broken: AtomicBool,
+    }
+
+    impl kb_embed::Embedder for Picky {
+        fn model_id(&self) -> &str {
+            "picky"
+        }
+
+        fn dimensions(&self) -> usize {
+            2
+        }
+
+        fn embed(&self, texts: &[&str]) -> kb_embed::Result<Vec<Vec<f32>>> {
+            if self.broken.load(Ordering::Relaxed) || texts.iter().any(|text| text.contains(self.refused)) {
+                return Err(kb_embed::Error::Embed {
+                    model_id: "picky".into(),
+                    n_texts: texts.len(),
+                    reason: "refused".into(),
+                });
+            }
+            Ok(texts.iter().map(|_| vec![1.0, 0.0]).collect())
+        }
+    }
+
+    fn engine_with(tasks: &[&str]) -> (tempfile::TempDir, Arc<Engine>, Vec<String>) {
+        let home = tempfile::tempdir().unwrap();
+        let engine = Engine::open(Paths::resolve(Some(home.path().to_path_buf()), None), Config::default()).unwrap();
+        engine.prepare_index();
+        let ids = tasks
+            .iter()
+            .map(|task| {
+                let new = NewExperience {
+                    task: (*task).to_owned(),
+                    resource: "r".into(),
+                    result: "ok".into(),
+                    ..NewExperience::default()
+                };
+                engine.submit(new).unwrap().id
+            })
+            .collect();
+        (home, engine, ids)
+    }
+
+    #[test]
+    fn a_text_the_model_refuses_is_left_out_and_the_rest_of_its_run_is_stored() {
+        let (_home, engine, ids) = engine_with(&["deploy with helm", "poisoned text", "cache docker layers"]);
+        let model = Picky { refused: "poisoned", broken: AtomicBool::new(false) };
+        let mut stored = HashSet::new();
+        engine.embed_batch(&model, "picky", &ids, &mut stored).expect("the batch goes on without the bad text");
+        assert_eq!(stored, HashSet::from([ids[0].clone(), ids[2].clone()]));
+        assert_eq!(engine.reader().vector_counts("picky").unwrap(), (2, 2));
+        let (_, last_error) = engine.last_error.get().expect("the refusal is reported");
+        assert!(last_error.contains(&ids[1]) && last_error.contains("refuses"), "{last_error}");
+    }
+
+    #[test]
+    fn a_model_that_refuses_everything_fails_the_batch_so_it_is_retried() {
+        let (_home, engine, ids) = engine_with(&["deploy with helm", "cache docker layers"]);
+        let model = Picky { refused: "never", broken: AtomicBool::new(true) };
+        let mut stored = HashSet::new();
+        assert!(engine.embed_batch(&model, "picky", &ids, &mut stored).is_err());
+        assert!(stored.is_empty());
+        assert_eq!(engine.reader().vector_counts("picky").unwrap(), (0, 0));
+    }
 }

@@ -404,16 +404,10 @@ fn reindex_while_the_model_loads_waits_for_it_then_follows_the_re_embedding() {
         restart_with_model_after(daemon, held.dir(), &ort, |database| swap_in_vector(database, &vitest, &docker));
     assert_eq!(status(&daemon)["embedder"]["state"], "loading");
 
-    let mut kbctl = spawn_kbctl(&daemon, &["reindex"]);
-    let mut stdout = BufReader::new(kbctl.stdout.take().expect("piped"));
-    let mut before_release = String::new();
-    while !before_release.contains("still loading") {
-        let n_read = stdout.read_line(&mut before_release).expect("kbctl's output");
-        assert!(n_read > 0, "kbctl did not wait for the model: {before_release}");
-    }
+    let (kbctl, mut stdout, before_release) = reindex_waiting_for_the_model(&daemon);
     assert!(before_release.contains("indexed 3 experiences in"), "{before_release}");
-    // Started only now: two reindexes at once race in the daemon (one may count the index the
-    // other has just cleared).
+    // Started only once the first has rebuilt BM25: the daemon runs reindexes one at a time,
+    // and this keeps the first one's count of the index certain.
     let json_kbctl = spawn_kbctl(&daemon, &["reindex", "--json"]);
     held.release(&std::fs::read(Path::new(TINY_MODEL).join("config.json")).expect("config.json"));
 
@@ -448,13 +442,7 @@ fn reindex_while_the_model_loads_says_why_and_fails_when_the_model_does_not_load
     assert_eq!(status(&daemon)["embedder"]["state"], "loading");
     daemon.submit("make vitest exit after one run", "vitest --run", "watch mode is the default", 5);
 
-    let mut kbctl = spawn_kbctl(&daemon, &["reindex"]);
-    let mut stdout = BufReader::new(kbctl.stdout.take().expect("piped"));
-    let mut text = String::new();
-    while !text.contains("still loading") {
-        let n_read = stdout.read_line(&mut text).expect("kbctl's output");
-        assert!(n_read > 0, "kbctl did not wait for the model: {text}");
-    }
+    let (kbctl, mut stdout, mut text) = reindex_waiting_for_the_model(&daemon);
     held.release(b"this is not a config.json");
     stdout.read_to_string(&mut text).expect("kbctl's output");
     let output = kbctl.wait_with_output().expect("kbctl exits");
@@ -512,6 +500,21 @@ impl HeldModel {
 }
 
 /// Runs the built `kbctl` against `daemon` with its standard output and error piped.
+/// `kbctl reindex` started against a daemon whose model is loading, read until it says it waits
+/// for the model: the process, the rest of its output, and what it printed so far.
+fn reindex_waiting_for_the_model(
+    daemon: &TestDaemon,
+) -> (std::process::Child, BufReader<std::process::ChildStdout>, String) {
+    let mut kbctl = spawn_kbctl(daemon, &["reindex"]);
+    let mut stdout = BufReader::new(kbctl.stdout.take().expect("piped"));
+    let mut text = String::new();
+    while !text.contains("still loading") {
+        let n_read = stdout.read_line(&mut text).expect("kbctl's output");
+        assert!(n_read > 0, "kbctl did not wait for the model: {text}");
+    }
+    (kbctl, stdout, text)
+}
+
 fn spawn_kbctl(daemon: &TestDaemon, args: &[&str]) -> std::process::Child {
     Command::new(common::bin("kbctl"))
         .env("KNOWHUB_SOCKET", &daemon.socket)

@@ -188,3 +188,125 @@ fn reindex_rebuilds_the_search_index_and_says_why_embeddings_are_not_redone() {
     let result: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(result["embeddings"], "skipped");
 }
+
+/// A fake daemon that records what it is sent: a Python listener on `socket`, run as `uid`
+/// when given (the test must be root for that). It answers every request with a healthy
+/// status, as an impostor would.
+fn spawn_fake_daemon(socket: &std::path::Path, uid: Option<u32>) -> std::process::Child {
+    use std::os::unix::process::CommandExt as _;
+    const FAKE: &str = r#"
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1]); s.listen(8); s.settimeout(20)
+print("listening", flush=True)
+got = b""
+try:
+    while True:
+        c, _ = s.accept(); c.settimeout(2)
+        try:
+            data = c.recv(65536)
+            got += data
+            body = b'{"jsonrpc":"2.0","id":1,"result":{"healthy":true}}'
+            c.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n" % len(body) + body)
+        except Exception:
+            pass
+        c.close()
+        print("received", len(got), flush=True)
+except Exception:
+    pass
+"#;
+    // The system's Python: one under root's home (pyenv) cannot be run by another uid.
+    let python = ["/usr/bin/python3", "/usr/local/bin/python3"]
+        .into_iter()
+        .find(|path| std::path::Path::new(path).exists())
+        .unwrap_or("python3");
+    let mut command = std::process::Command::new(python);
+    command.args(["-c", FAKE]).arg(socket).stdout(std::process::Stdio::piped());
+    if let Some(uid) = uid {
+        command.uid(uid).gid(uid);
+    }
+    let mut child = command.spawn().expect("python3 runs the fake daemon");
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.as_mut().unwrap()), &mut line).unwrap();
+    assert_eq!(line.trim(), "listening");
+    child
+}
+
+/// What the fake daemon received, after it is stopped.
+fn bytes_received(mut fake: std::process::Child) -> String {
+    let _ = fake.kill();
+    let output = fake.wait_with_output().unwrap();
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Regression (hostile conditions, item 1): another local user created the socket's directory
+/// first and listened there; `kbctl` called the fake healthy and sent it an unredacted
+/// password. Now kbctl refuses, says why, and sends nothing.
+#[test]
+fn kbctl_refuses_a_daemon_of_another_user() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let home = tempfile::tempdir().unwrap();
+    let is_root = rustix::process::getuid().is_root();
+    // As root the impostor really is another uid (nobody); otherwise the same attack through a
+    // directory that others may write, which lets them replace the socket.
+    let dir = home.path().join("knowhub-shared");
+    std::fs::create_dir(&dir).unwrap();
+    let impostor_uid = 65534;
+    if is_root {
+        std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        rustix::fs::chown(
+            &dir,
+            Some(rustix::fs::Uid::from_raw(impostor_uid)),
+            Some(rustix::fs::Gid::from_raw(impostor_uid)),
+        )
+        .unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    } else {
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let socket = dir.join("knowhubd.sock");
+    let fake = spawn_fake_daemon(&socket, is_root.then_some(impostor_uid));
+
+    let output = kbctl_with_socket(&socket, &["status"]);
+    assert!(!output.status.success(), "kbctl trusted the impostor: {}", stdout(&output));
+    let message = stderr(&output);
+    assert!(message.contains("refusing to talk to") && message.contains("nothing was sent"), "{message}");
+    if is_root {
+        assert!(message.contains("uid 65534") && message.contains("posing as knowhubd"), "{message}");
+    } else {
+        assert!(message.contains("writable by other users"), "{message}");
+    }
+    let output = kbctl_with_socket(
+        &socket,
+        &["submit", "--task", "log in", "--resource", "mysql", "--result", "password=hunter2secret"],
+    );
+    assert!(!output.status.success());
+    let received = bytes_received(fake);
+    assert!(!received.contains("received"), "the impostor got data: {received}");
+}
+
+/// The peer check alone: as root, a socket in the user's own private directory whose listener
+/// runs as another uid (the file renamed into place, say) is refused after connecting.
+#[test]
+fn kbctl_checks_the_listening_process_not_only_the_files() {
+    use std::os::unix::fs::PermissionsExt as _;
+    if !rustix::process::getuid().is_root() {
+        // Without root no process of another uid can be started; the file checks are covered above.
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let shared = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(shared.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let socket_there = shared.path().join("fake.sock");
+    let fake = spawn_fake_daemon(&socket_there, Some(65534));
+    // Hard-link the impostor's socket into our own directory and make the link look like ours.
+    let socket = home.path().join("knowhubd.sock");
+    std::fs::hard_link(&socket_there, &socket).unwrap();
+    rustix::fs::chown(&socket, Some(rustix::fs::Uid::from_raw(0)), Some(rustix::fs::Gid::from_raw(0))).unwrap();
+    let output = kbctl_with_socket(&socket, &["status"]);
+    assert!(!output.status.success(), "kbctl trusted the impostor: {}", stdout(&output));
+    let message = stderr(&output);
+    assert!(message.contains("runs as uid 65534"), "{message}");
+    let received = bytes_received(fake);
+    assert!(!received.contains("received") || received.contains("received 0"), "the impostor got data: {received}");
+}

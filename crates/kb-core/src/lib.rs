@@ -7,6 +7,7 @@ pub mod experience;
 pub mod gate;
 pub mod injection;
 pub mod redact;
+pub mod sameness;
 pub mod validate;
 
 pub use experience::{Experience, ExperienceId, ExperienceKey, NewExperience, Source, Status};

@@ -7,13 +7,13 @@ use std::fs;
 use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use kb_core::Status;
 use tantivy::columnar::Column;
 use tantivy::directory::error::LockError;
-use tantivy::directory::{Directory, INDEX_WRITER_LOCK, MmapDirectory};
+use tantivy::directory::{Directory, INDEX_WRITER_LOCK, MmapDirectory, WatchCallback, WatchHandle};
 use tantivy::indexer::LogMergePolicy;
 use tantivy::query::{
     AllQuery, BooleanQuery, BoostQuery, EnableScoring, Occur, Query, TermQuery, TermSetQuery, Weight,
@@ -150,7 +150,17 @@ pub struct ExperienceIndex {
     fields: Fields,
     /// Tantivy allows one writer per index; the mutex also makes delete-then-add atomic.
     writer: Mutex<IndexWriter>,
+    /// Held for every reader reload, so reloads happen one at a time and none can install an
+    /// older snapshot than the one before (see [`ExperienceIndex::follow_merges`]).
+    reloading: Arc<Mutex<()>>,
     reader: IndexReader,
+    /// Reloads the reader when background merges change the index (dropped with the index).
+    _follow_merges: Option<WatchHandle>,
+    /// The index, to start a new writer when the old one cannot be rolled back.
+    index: Index,
+    /// Set when a rollback failed: tantivy's writer then holds no directory lock and may not
+    /// be rolled back again (it panics), so the next reset starts a new writer instead.
+    writer_broken: AtomicBool,
     applied_seq: AtomicU64,
     /// [`WAND_POSTINGS_BUDGET`]; tests lower it to exercise rescoring on a small index.
     wand_postings_budget: u64,
@@ -196,7 +206,7 @@ impl ExperienceIndex {
         let this = match opened {
             Some((index, reader, applied_seq)) => {
                 let writer = new_writer(&index, dir)?;
-                ExperienceIndex::assemble(writer, reader, applied_seq)
+                ExperienceIndex::assemble(&index, writer, reader, applied_seq).follow_merges(&index)?
             }
             None => {
                 let (schema, _) = build_schema();
@@ -205,7 +215,7 @@ impl ExperienceIndex {
                 register_analyzer(&index);
                 let writer = new_writer(&index, dir)?;
                 let reader = new_reader(&index).map_err(create_error)?;
-                let this = ExperienceIndex::assemble(writer, reader, 0);
+                let this = ExperienceIndex::assemble(&index, writer, reader, 0).follow_merges(&index)?;
                 // Record the schema version right away, so a later open can trust this index.
                 this.commit(0)?;
                 this
@@ -223,18 +233,81 @@ impl ExperienceIndex {
             .writer_with_num_threads(WRITER_THREADS, WRITER_MEMORY_BYTES)
             .map_err(|source| Error::CreateInRam { source })?;
         let reader = new_reader(&index).map_err(|source| Error::CreateInRam { source })?;
-        Ok(ExperienceIndex::assemble(writer, reader, 0))
+        Ok(ExperienceIndex::assemble(&index, writer, reader, 0))
     }
 
-    fn assemble(writer: IndexWriter, reader: IndexReader, applied_seq: u64) -> ExperienceIndex {
+    fn assemble(index: &Index, writer: IndexWriter, reader: IndexReader, applied_seq: u64) -> ExperienceIndex {
         let (_, fields) = build_schema();
         ExperienceIndex {
             fields,
+            index: index.clone(),
+            writer_broken: AtomicBool::new(false),
             writer: Mutex::new(writer),
+            reloading: Arc::new(Mutex::new(())),
             reader,
+            _follow_merges: None,
             applied_seq: AtomicU64::new(applied_seq),
             wand_postings_budget: WAND_POSTINGS_BUDGET,
         }
+    }
+
+    /// Reloads the reader whenever the index's `meta.json` changes, which is how background
+    /// merges show (they change no document, but leave fewer segments, and a query pays per
+    /// segment). The reload holds `reloading`, like the reload in `commit`: tantivy's own
+    /// `OnCommitWithDelay` reloads on its watcher thread without it, and a reload that read the
+    /// old `meta.json` could finish after `commit`'s and install the older snapshot, so a search
+    /// sent after a write's answer missed it (seen once in 1,021 read-your-write checks).
+    fn follow_merges(mut self, index: &Index) -> Result<ExperienceIndex> {
+        // Not the writer itself: it (and its directory lock) must go when the index is dropped,
+        // even while tantivy's watcher thread still runs this callback.
+        let reloading = Arc::clone(&self.reloading);
+        let reader = self.reader.clone();
+        let callback = WatchCallback::new(move || {
+            let _serialized = reloading.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Err(error) = reader.reload() {
+                tracing::warn!("cannot reload the index reader after a merge: {error}");
+            }
+        });
+        let handle = index.directory().watch(callback).map_err(|source| Error::Reload { source })?;
+        self._follow_merges = Some(handle);
+        Ok(self)
+    }
+
+    /// Discards every change since the last successful commit and starts a fresh writer.
+    ///
+    /// After a failed commit (no file descriptors, a full disk) tantivy's writer cannot be
+    /// trusted: measured here, later commits then succeeded and recorded the store's sequence
+    /// number while the index held none of the documents added meanwhile. So a failure resets
+    /// the writer, `applied_seq` stays at the last good commit, and the caller applies the
+    /// store's changes since then again.
+    pub fn reset_writer(&self) -> Result<()> {
+        let mut writer = self.lock_writer();
+        self.reset_locked(&mut writer)
+    }
+
+    fn reset_locked(&self, writer: &mut IndexWriter) -> Result<()> {
+        if !self.writer_broken.load(Ordering::Acquire) {
+            match writer.rollback() {
+                Ok(_) => {
+                    set_merge_policy(writer);
+                    return Ok(());
+                }
+                // The rollback gave up the directory lock and could not start its new writer
+                // (no descriptors, say): this writer is done for.
+                Err(error) => {
+                    tracing::warn!("cannot roll the index writer back: {error}");
+                    self.writer_broken.store(true, Ordering::Release);
+                }
+            }
+        }
+        let fresh = self
+            .index
+            .writer_with_num_threads(WRITER_THREADS, WRITER_MEMORY_BYTES)
+            .map_err(|source| Error::Write { operation: "start a new writer", source })?;
+        set_merge_policy(&fresh);
+        *writer = fresh;
+        self.writer_broken.store(false, Ordering::Release);
+        Ok(())
     }
 
     /// The store sequence number recorded by the last commit; 0 for a new index.
@@ -321,10 +394,22 @@ impl ExperienceIndex {
         // The writer stays locked until the reader is reloaded, so commits and the recorded
         // sequence numbers cannot interleave.
         let mut writer = self.lock_writer();
-        let mut prepared = writer.prepare_commit().map_err(commit_error)?;
-        prepared.set_payload(&payload);
-        prepared.commit().map_err(commit_error)?;
-        self.reader.reload().map_err(|source| Error::Reload { source })?;
+        let committed = (|| {
+            let mut prepared = writer.prepare_commit().map_err(commit_error)?;
+            prepared.set_payload(&payload);
+            prepared.commit().map_err(commit_error)
+        })();
+        if let Err(error) = committed {
+            // Never trust a writer whose commit failed (see `reset_writer`).
+            if let Err(reset) = self.reset_locked(&mut writer) {
+                tracing::warn!("cannot reset the index writer after a failed commit: {reset}");
+            }
+            return Err(error);
+        }
+        {
+            let _serialized = self.reloading.lock().unwrap_or_else(PoisonError::into_inner);
+            self.reader.reload().map_err(|source| Error::Reload { source })?;
+        }
         self.applied_seq.store(applied_seq, Ordering::Release);
         Ok(())
     }
@@ -725,7 +810,7 @@ fn register_analyzer(index: &Index) {
 /// which change no document but leave fewer segments: each query pays per segment, and after a
 /// bulk import the merges often finish only after the last commit.
 fn new_reader(index: &Index) -> tantivy::Result<IndexReader> {
-    index.reader_builder().reload_policy(ReloadPolicy::OnCommitWithDelay).try_into()
+    index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()
 }
 
 fn new_writer(index: &Index, dir: &Path) -> Result<IndexWriter> {
@@ -733,13 +818,17 @@ fn new_writer(index: &Index, dir: &Path) -> Result<IndexWriter> {
         TantivyError::LockFailure(LockError::LockBusy, _) => Error::Locked { path: dir.to_owned() },
         source => Error::Create { path: dir.to_owned(), source },
     })?;
-    // Every commit (each submit, each import batch) makes new segments, and a query pays a
-    // term lookup per term, field and segment: merging sooner than tantivy's default of 8
-    // segments per level keeps the count, and so the per-query cost, low.
+    set_merge_policy(&writer);
+    Ok(writer)
+}
+
+/// Every commit (each submit, each import batch) makes new segments, and a query pays a term
+/// lookup per term, field and segment: merging sooner than tantivy's default of 8 segments per
+/// level keeps the count, and so the per-query cost, low.
+fn set_merge_policy(writer: &IndexWriter) {
     let mut merge_policy = LogMergePolicy::default();
     merge_policy.set_min_num_segments(MERGE_MIN_SEGMENTS);
     writer.set_merge_policy(Box::new(merge_policy));
-    Ok(writer)
 }
 
 fn lock_error(dir: &Path, err: LockError) -> Error {

@@ -21,6 +21,10 @@ pub enum ClientError {
         #[source]
         source: std::io::Error,
     },
+    /// Something answers on the socket, but it is not this user's daemon (or the socket's
+    /// directory lets others replace it): nothing was sent.
+    #[error("refusing to talk to {socket} (nothing was sent): {reason}")]
+    Untrusted { socket: PathBuf, reason: String },
     #[error("the connection to knowhubd failed: {0}")]
     Transport(String),
     #[error("knowhubd answered HTTP {status}: {body}")]
@@ -55,10 +59,16 @@ pub struct Client {
 }
 
 impl Client {
+    /// Connects to the daemon at `socket`, after checking that the socket and its directory
+    /// are this user's and that the process accepting the connection runs as this user
+    /// ([`crate::trust`]); anything else is [`ClientError::Untrusted`] and nothing is sent.
     pub async fn connect(socket: &Path) -> Result<Client, ClientError> {
+        let untrusted = |reason| ClientError::Untrusted { socket: socket.to_owned(), reason };
+        crate::trust::check_socket_path(socket).map_err(untrusted)?;
         let stream = tokio::net::UnixStream::connect(socket)
             .await
             .map_err(|source| ClientError::Connect { socket: socket.to_owned(), source })?;
+        crate::trust::check_peer(&stream, socket).map_err(untrusted)?;
         let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
             .map_err(|error| ClientError::Transport(error.to_string()))?;

@@ -7,6 +7,7 @@
 pub mod client;
 pub mod errors;
 pub mod paths;
+pub mod trust;
 pub mod wire;
 
 pub use client::{Client, ClientError};

@@ -65,14 +65,15 @@ impl Paths {
             dirs.as_ref().map(|dirs| dirs.data_dir().to_owned()).unwrap_or_else(|| fallback_runtime_dir().join("data"));
         let config =
             dirs.as_ref().map(|dirs| dirs.config_dir().join("config.toml")).unwrap_or_else(|| home.join("config.toml"));
-        // systemd's knowhubd.socket listens on %t/knowhub/knowhubd.sock, the same path. macOS
-        // has no runtime dir, and its per-user temp dir is emptied at reboot while launchd does
-        // not create a missing parent for the socket it listens on: there the socket lives in
-        // the data directory, which lasts.
-        let socket_dir = if cfg!(target_os = "macos") {
-            home.clone()
-        } else {
-            dirs.as_ref().and_then(|dirs| dirs.runtime_dir().map(Path::to_owned)).unwrap_or_else(fallback_runtime_dir)
+        // systemd's knowhubd.socket listens on %t/knowhub/knowhubd.sock, the same path. Without
+        // a runtime dir (macOS, a shell without a user session) the socket lives in the data
+        // directory: a shared temp dir would let another user create `knowhub-<uid>` first and
+        // listen there, and on macOS the per-user temp dir is emptied at reboot while launchd
+        // does not create a missing parent for the socket it listens on.
+        let runtime_dir = dirs.as_ref().and_then(|dirs| dirs.runtime_dir().map(Path::to_owned));
+        let socket_dir = match runtime_dir {
+            Some(runtime_dir) if !cfg!(target_os = "macos") => runtime_dir,
+            _ => home.clone(),
         };
         Paths {
             database: home.join("knowhub.db"),
@@ -92,8 +93,8 @@ impl Paths {
     }
 }
 
-/// Where the socket goes when there is no `XDG_RUNTIME_DIR` (macOS, some containers):
-/// a per-user directory in the temp dir, which the daemon creates with mode 0700.
+/// Where the data goes when the platform names no home directory at all (no `HOME`): a
+/// per-user directory in the temp dir, which the daemon refuses if another user owns it.
 fn fallback_runtime_dir() -> PathBuf {
     let uid = rustix::process::getuid().as_raw();
     std::env::temp_dir().join(format!("knowhub-{uid}"))
@@ -117,10 +118,8 @@ mod tests {
     #[test]
     fn platform_socket_is_in_a_knowhub_directory() {
         let paths = Paths::resolve(None, None);
-        assert!(
-            paths.socket.ends_with("knowhub/knowhubd.sock")
-                || paths.socket.parent().unwrap().to_string_lossy().contains("knowhub-"),
-            "{paths:?}"
-        );
+        assert!(paths.socket.ends_with("knowhub/knowhubd.sock"), "{paths:?}");
+        // Never in a shared temp dir, where another user could create the directory first.
+        assert!(!paths.socket.starts_with(std::env::temp_dir()), "{paths:?}");
     }
 }

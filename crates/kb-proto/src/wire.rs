@@ -109,12 +109,30 @@ pub struct SubmitResult {
     /// Set when it merged as near-identical rather than identical: the cosine similarity.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub similarity: Option<f32>,
+    /// Set when it merged and brought something the stored experience lacks (other wording,
+    /// content or submitter): that is kept as a variant of it (`kb.get` shows variants).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub variant_kept: bool,
+    /// Set when a near-identical experience exists but says something different (another
+    /// outcome, value, version or a negation): this one was stored on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept_apart_from: Option<KeptApartFrom>,
+    /// What happened, in words, when the experience was not simply stored as new.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// What strict-mode redaction replaced, by kind.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub redactions: BTreeMap<String, usize>,
     /// Why the experience was held, e.g. `prompt_injection`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flags: Vec<String>,
+}
+
+/// A near-identical experience a submission did not merge into, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeptApartFrom {
+    pub id: String,
+    pub reason: String,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -227,6 +245,29 @@ pub struct ExperienceRecord {
     pub updated_at: String,
     pub merge_count: i64,
     pub recall_count: i64,
+    /// What merged duplicates brought that this experience does not hold (`kb.get` only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variants: Vec<VariantRecord>,
+}
+
+/// A merged duplicate's own wording, content or submitter, kept beside its experience.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VariantRecord {
+    pub task: String,
+    pub resource: String,
+    pub result: String,
+    pub score: u8,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submitted_by: Option<String>,
+    pub source: String,
+    /// The cosine similarity it merged at; absent for an exact duplicate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub similarity: Option<f64>,
+    pub created_at: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

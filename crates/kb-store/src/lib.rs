@@ -17,6 +17,7 @@ mod vectors;
 pub use error::{Error, Result};
 pub use migrations::SCHEMA_VERSION;
 pub use store::{
-    Changes, Counts, ExportRow, IndexRow, ListFilter, Store, StoredContent, VectorRef, WriteItem, WriteOutcome,
+    Changes, Counts, ExportRow, IndexRow, KeptApart, ListFilter, Store, StoredContent, Variant, VectorRef, WriteItem,
+    WriteOutcome,
 };
 pub use vectors::{EmbeddingSource, VectorChanges, VectorRow};

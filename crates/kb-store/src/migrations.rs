@@ -62,6 +62,28 @@ const MIGRATIONS: &[&str] = &[
         vector        BLOB NOT NULL
     ) STRICT;
     "#,
+    // Version 3: what a merged duplicate brought that its experience does not hold (other
+    // wording, other content, another submitter), kept so that a merge loses nothing anyone
+    // wrote. Deleted with their experience.
+    r#"
+    CREATE TABLE variants (
+        id            INTEGER PRIMARY KEY,
+        experience_id TEXT NOT NULL REFERENCES experiences (id) ON DELETE CASCADE,
+        task          TEXT NOT NULL,
+        resource      TEXT NOT NULL,
+        result        TEXT NOT NULL,
+        score         INTEGER NOT NULL,
+        content       TEXT,
+        content_type  TEXT,
+        agent_id      TEXT,
+        submitted_by  TEXT,
+        session_key   TEXT,
+        source        TEXT NOT NULL,
+        similarity    REAL,
+        created_at    INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX variants_experience ON variants (experience_id);
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -28,6 +28,50 @@ pub struct WriteOutcome {
     pub merged: bool,
     /// Set when it merged into `id` as near-identical (`WriteItem::similar_to`), not exact.
     pub similar: bool,
+    /// Set when it merged and brought something `id` does not hold (other wording, other
+    /// content, another submitter): that is kept as a variant of `id`, so nothing is lost.
+    pub variant_kept: bool,
+    /// Set when a near-identical experience was found but the two say different things
+    /// (`kb_core::sameness`): this one was stored on its own, and this says why.
+    pub kept_apart: Option<KeptApart>,
+}
+
+/// A near-identical experience that a new one did not merge into, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeptApart {
+    pub similar_to: String,
+    pub reason: String,
+}
+
+/// What a merged duplicate brought that its experience does not hold.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Variant {
+    pub task: String,
+    pub resource: String,
+    pub result: String,
+    pub score: u8,
+    pub content: Option<String>,
+    pub content_type: Option<String>,
+    pub agent_id: Option<String>,
+    pub submitted_by: Option<String>,
+    pub session_key: Option<String>,
+    pub source: String,
+    /// The cosine similarity it merged at; `None` for an exact duplicate.
+    pub similarity: Option<f64>,
+    pub created_at: i64,
+}
+
+/// A stored experience a new one may merge into: what the merge must compare.
+struct MergeTarget {
+    id: String,
+    score: i64,
+    status: String,
+    content: Option<String>,
+    task: String,
+    resource: String,
+    result: String,
+    agent_id: Option<String>,
+    submitted_by: Option<String>,
 }
 
 /// One experience to store, with what the daemon computed for it beforehand.
@@ -36,9 +80,10 @@ pub struct WriteItem<'a> {
     pub gated: &'a Gated,
     /// Its embedding, stored with it when it is inserted (a merge keeps the stored one's).
     pub vector: Option<VectorRef<'a>>,
-    /// A stored experience found near-identical to this one: the item merges into it, unless it
-    /// is an exact duplicate of another or that experience is gone by the time of the write.
-    pub similar_to: Option<&'a str>,
+    /// A stored experience found near-identical to this one, with their cosine similarity: the
+    /// item merges into it, unless it is an exact duplicate of another, that experience is gone
+    /// by the time of the write, or the two differ materially (`kb_core::sameness`).
+    pub similar_to: Option<(&'a str, f32)>,
 }
 
 impl<'a> WriteItem<'a> {
@@ -168,8 +213,10 @@ impl Store {
         let mut seq = read_seq(&tx)?;
         let mut outcomes = Vec::with_capacity(items.len());
         {
+            const TARGET_COLUMNS: &str = "e.id, e.score, e.status, c.content, e.task, e.resource, e.result, \
+                e.agent_id, e.submitted_by FROM experiences e LEFT JOIN contents c ON c.experience_id = e.id";
             let mut find_duplicate = tx
-                .prepare_cached("SELECT id, score, status, EXISTS (SELECT 1 FROM contents WHERE experience_id = id) FROM experiences WHERE dedup_key = ?1")
+                .prepare_cached(&format!("SELECT {TARGET_COLUMNS} WHERE e.dedup_key = ?1"))
                 .doing("preparing the duplicate lookup")?;
             let mut insert = tx
                 .prepare_cached(
@@ -190,51 +237,111 @@ impl Store {
                 )
                 .doing("preparing the merge")?;
             let mut find_similar = tx
-                .prepare_cached("SELECT id, score, status, EXISTS (SELECT 1 FROM contents WHERE experience_id = id) FROM experiences WHERE id = ?1")
+                .prepare_cached(&format!("SELECT {TARGET_COLUMNS} WHERE e.id = ?1"))
                 .doing("preparing the similar lookup")?;
             let mut insert_vector = tx
                 .prepare_cached("INSERT OR REPLACE INTO vectors (experience_id, model_id, vector) VALUES (?1, ?2, ?3)")
                 .doing("preparing the vector insert")?;
+            let mut insert_variant = tx
+                .prepare_cached(
+                    "INSERT INTO variants (experience_id, task, resource, result, score, content, content_type, \
+                     agent_id, submitted_by, session_key, source, similarity, created_at) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                )
+                .doing("preparing the variant insert")?;
             let merge_target = |row: &Row<'_>| {
-                Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?, row.get::<_, String>(2)?, row.get::<_, bool>(3)?))
+                Ok(MergeTarget {
+                    id: row.get(0)?,
+                    score: row.get(1)?,
+                    status: row.get(2)?,
+                    content: row.get(3)?,
+                    task: row.get(4)?,
+                    resource: row.get(5)?,
+                    result: row.get(6)?,
+                    agent_id: row.get(7)?,
+                    submitted_by: row.get(8)?,
+                })
             };
             for item in items {
                 let gated = item.gated;
                 let new = &gated.experience;
-                let mut similar = false;
+                let mut similarity = None;
+                let mut kept_apart = None;
                 let mut duplicate = find_duplicate
                     .query_row([&gated.dedup_key], merge_target)
                     .optional()
                     .doing("looking up duplicates")?;
-                if let (None, Some(similar_id)) = (&duplicate, item.similar_to) {
-                    duplicate =
+                if let (None, Some((similar_id, score))) = (&duplicate, item.similar_to) {
+                    let target =
                         find_similar.query_row([similar_id], merge_target).optional().doing("looking up duplicates")?;
-                    similar = duplicate.is_some();
+                    if let Some(target) = target {
+                        // Vectors say near-identical; the words decide whether they say the same.
+                        let stored = [target.task.as_str(), target.resource.as_str(), target.result.as_str()];
+                        let proposed = [new.task.as_str(), new.resource.as_str(), new.result.as_str()];
+                        match kb_core::sameness::material_difference(&stored, &proposed) {
+                            None => {
+                                similarity = Some(score);
+                                duplicate = Some(target);
+                            }
+                            Some(difference) => {
+                                kept_apart = Some(KeptApart { similar_to: target.id, reason: difference.to_string() })
+                            }
+                        }
+                    }
                 }
                 match duplicate {
-                    Some((id, stored_score, stored_status, has_content)) => {
-                        let adds_content = !has_content && new.content.is_some();
-                        let derived_change = i64::from(gated.score) > stored_score || adds_content;
+                    Some(target) => {
+                        let adds_content = target.content.is_none() && new.content.is_some();
+                        let derived_change = i64::from(gated.score) > target.score || adds_content;
                         if derived_change {
                             seq += 1;
                         }
                         merge
-                            .execute(params![id, now_ms, i64::from(gated.score), derived_change, seq as i64])
+                            .execute(params![target.id, now_ms, i64::from(gated.score), derived_change, seq as i64])
                             .doing("merging a duplicate")?;
                         if adds_content {
                             insert_content
-                                .execute(params![id, new.content, content_type_of(gated)])
+                                .execute(params![target.id, new.content, content_type_of(gated)])
                                 .doing("storing content")?;
                         }
-                        let status = Status::parse(&stored_status).ok_or_else(|| Error::Malformed {
-                            id: id.clone(),
-                            reason: format!("unknown status {stored_status:?}"),
+                        // Whatever this submission holds that the stored experience does not is
+                        // kept beside it: other wording, other content, another submitter.
+                        let brings_something = new.task != target.task
+                            || new.resource != target.resource
+                            || new.result != target.result
+                            || (!adds_content && new.content.is_some() && new.content != target.content)
+                            || (new.submitted_by.is_some() && new.submitted_by != target.submitted_by)
+                            || (new.agent_id.is_some() && new.agent_id != target.agent_id);
+                        if brings_something {
+                            insert_variant
+                                .execute(params![
+                                    target.id,
+                                    new.task,
+                                    new.resource,
+                                    new.result,
+                                    i64::from(gated.score),
+                                    new.content,
+                                    new.content.as_ref().map(|_| content_type_of(gated)),
+                                    new.agent_id,
+                                    new.submitted_by,
+                                    new.session_key,
+                                    new.source.unwrap_or(Source::Tool).as_str(),
+                                    similarity.map(f64::from),
+                                    now_ms,
+                                ])
+                                .doing("keeping a variant")?;
+                        }
+                        let status = Status::parse(&target.status).ok_or_else(|| Error::Malformed {
+                            id: target.id.clone(),
+                            reason: format!("unknown status {:?}", target.status),
                         })?;
                         outcomes.push(WriteOutcome {
-                            id: ExperienceId::from_stored(id),
+                            id: ExperienceId::from_stored(target.id),
                             status,
                             merged: true,
-                            similar,
+                            similar: similarity.is_some(),
+                            variant_kept: brings_something,
+                            kept_apart: None,
                         });
                     }
                     None => {
@@ -269,7 +376,14 @@ impl Store {
                                 .execute(params![id.as_str(), vector.model_id, vector.bytes])
                                 .doing("storing a vector")?;
                         }
-                        outcomes.push(WriteOutcome { id, status: gated.status, merged: false, similar: false });
+                        outcomes.push(WriteOutcome {
+                            id,
+                            status: gated.status,
+                            merged: false,
+                            similar: false,
+                            variant_kept: false,
+                            kept_apart,
+                        });
                     }
                 }
             }
@@ -348,6 +462,37 @@ impl Store {
 
     pub fn get(&self, id: &str) -> Result<Option<Experience>> {
         Ok(self.get_many(&[id])?.pop())
+    }
+
+    /// What merged duplicates of `id` brought that it does not hold, oldest first.
+    pub fn variants(&self, id: &str) -> Result<Vec<Variant>> {
+        let mut statement = self
+            .conn
+            .prepare_cached(
+                "SELECT task, resource, result, score, content, content_type, agent_id, submitted_by, session_key, \
+                 source, similarity, created_at FROM variants WHERE experience_id = ?1 ORDER BY id",
+            )
+            .doing("preparing the variants lookup")?;
+        statement
+            .query_map([id], |row| {
+                Ok(Variant {
+                    task: row.get(0)?,
+                    resource: row.get(1)?,
+                    result: row.get(2)?,
+                    score: row.get::<_, i64>(3)?.clamp(1, 5) as u8,
+                    content: row.get(4)?,
+                    content_type: row.get(5)?,
+                    agent_id: row.get(6)?,
+                    submitted_by: row.get(7)?,
+                    session_key: row.get(8)?,
+                    source: row.get(9)?,
+                    similarity: row.get(10)?,
+                    created_at: row.get(11)?,
+                })
+            })
+            .doing("reading variants")?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .doing("reading variants")
     }
 
     pub fn content(&self, id: &str) -> Result<StoredContent> {

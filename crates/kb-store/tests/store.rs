@@ -190,7 +190,7 @@ fn a_near_identical_experience_merges_into_the_one_named_unless_it_is_gone() {
 
     let similar = gated("run vitest just once in CI", 5, Some("use --run"));
     let (outcomes, _) =
-        store.write_items(&[WriteItem { similar_to: Some(&stored), ..WriteItem::plain(&similar) }], 2).unwrap();
+        store.write_items(&[WriteItem { similar_to: Some((&stored, 0.98)), ..WriteItem::plain(&similar) }], 2).unwrap();
     assert!(outcomes[0].merged && outcomes[0].similar);
     assert_eq!(outcomes[0].id.as_str(), stored);
     let merged = store.get(&stored).unwrap().unwrap();
@@ -198,18 +198,82 @@ fn a_near_identical_experience_merges_into_the_one_named_unless_it_is_gone() {
         (merged.task.as_str(), merged.score, merged.merge_count, merged.has_content),
         ("run vitest once in CI", 5, 1, true)
     );
+    // Its own wording and content are kept as a variant: nothing the second submitter wrote is lost.
+    let variants = store.variants(&stored).unwrap();
+    assert_eq!(variants.len(), 1);
+    assert_eq!(variants[0].task, "run vitest just once in CI");
+    assert_eq!(variants[0].content.as_deref(), Some("use --run"));
+    assert!((variants[0].similarity.unwrap() - 0.98).abs() < 1e-6);
 
     // An exact duplicate wins over the similar one named.
     let exact = gated("run vitest once in CI", 1, None);
     let (outcomes, _) = store
-        .write_items(&[WriteItem { similar_to: Some("01ARZ3NDEKTSV4RRFFQ69G5FAV"), ..WriteItem::plain(&exact) }], 3)
+        .write_items(
+            &[WriteItem { similar_to: Some(("01ARZ3NDEKTSV4RRFFQ69G5FAV", 0.98)), ..WriteItem::plain(&exact) }],
+            3,
+        )
         .unwrap();
     assert!(outcomes[0].merged && !outcomes[0].similar);
 
     // A similar experience deleted meanwhile: the item is stored as new.
     store.delete(&[&stored]).unwrap();
     let (outcomes, _) =
-        store.write_items(&[WriteItem { similar_to: Some(&stored), ..WriteItem::plain(&similar) }], 4).unwrap();
+        store.write_items(&[WriteItem { similar_to: Some((&stored, 0.98)), ..WriteItem::plain(&similar) }], 4).unwrap();
     assert!(!outcomes[0].merged);
     assert_ne!(outcomes[0].id.as_str(), stored);
+}
+
+/// Regression (search-quality issue): with the model loaded, "deploy succeeded" merged into
+/// "deploy failed" (cosine 0.983) and `cache: true` into `cache: false` (0.992); the second
+/// text was discarded and its submitter got the other's id.
+#[test]
+fn near_identical_vectors_with_different_meanings_stay_two_experiences() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("kb.db")).unwrap();
+    let pairs = [
+        ("deploy the app with kubectl: deploy succeeded", "deploy the app with kubectl: deploy failed", "outcome"),
+        ("enable the CI cache with cache: true", "enable the CI cache with cache: false", "outcome"),
+        ("pin node with nvm use 18", "pin node with nvm use 20", "values"),
+        ("the build is faster with ccache", "the build is not faster with ccache", "negated"),
+    ];
+    for (first, second, why) in pairs {
+        let (outcomes, _) = store.write(&[gated(first, 3, None)], 1).unwrap();
+        let stored = outcomes[0].id.to_string();
+        let other = gated(second, 3, None);
+        let (outcomes, _) = store
+            .write_items(&[WriteItem { similar_to: Some((&stored, 0.99)), ..WriteItem::plain(&other) }], 2)
+            .unwrap();
+        let outcome = &outcomes[0];
+        assert!(!outcome.merged, "{second:?} merged into {first:?}");
+        assert_ne!(outcome.id.as_str(), stored);
+        let kept_apart = outcome.kept_apart.as_ref().expect("the answer says why they were kept apart");
+        assert_eq!(kept_apart.similar_to, stored);
+        assert!(kept_apart.reason.contains(why), "{}", kept_apart.reason);
+        assert_eq!(store.get(outcome.id.as_str()).unwrap().unwrap().task, second);
+        // Deleting one leaves the other.
+        store.delete(&[outcome.id.as_str()]).unwrap();
+        assert!(store.get(&stored).unwrap().is_some());
+    }
+}
+
+#[test]
+fn an_exact_duplicate_with_other_content_keeps_that_content_as_a_variant() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("kb.db")).unwrap();
+    let (outcomes, _) = store.write(&[gated("cache docker layers", 3, Some("order COPY after deps"))], 1).unwrap();
+    let stored = outcomes[0].id.to_string();
+    // Same words, other content: merged, and the other content kept.
+    let (outcomes, _) = store.write(&[gated("cache docker layers", 4, Some("use BuildKit cache mounts"))], 2).unwrap();
+    assert!(outcomes[0].merged && outcomes[0].variant_kept);
+    assert_eq!(outcomes[0].id.as_str(), stored);
+    let variants = store.variants(&stored).unwrap();
+    assert_eq!(variants[0].content.as_deref(), Some("use BuildKit cache mounts"));
+    assert_eq!(variants[0].similarity, None);
+    // The very same submission again brings nothing new: no variant.
+    let (outcomes, _) = store.write(&[gated("cache docker layers", 3, Some("order COPY after deps"))], 3).unwrap();
+    assert!(outcomes[0].merged && !outcomes[0].variant_kept);
+    assert_eq!(store.variants(&stored).unwrap().len(), 1);
+    // Variants go with their experience.
+    store.delete(&[&stored]).unwrap();
+    assert!(store.variants(&stored).unwrap().is_empty());
 }

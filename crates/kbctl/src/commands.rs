@@ -118,6 +118,22 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 if let Some(content) = content {
                     output::line(format!("--- content ({}) ---\n{}", content.content_type, content.content))?;
                 }
+                for (number, variant) in record.variants.iter().enumerate() {
+                    let how = match variant.similarity {
+                        Some(similarity) => format!("near-identical, similarity {similarity:.3}"),
+                        None => "identical".to_owned(),
+                    };
+                    output::line(format!(
+                        "--- variant {} ({how}, {}{}) ---\ntask:     {}\nresource: {}\nresult:   {}{}",
+                        number + 1,
+                        variant.created_at,
+                        variant.submitted_by.as_deref().map(|who| format!(", by {who}")).unwrap_or_default(),
+                        variant.task,
+                        variant.resource,
+                        variant.result,
+                        variant.content.as_deref().map(|content| format!("\ncontent:  {content}")).unwrap_or_default(),
+                    ))?;
+                }
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -15,6 +15,8 @@ use crate::engine::{Engine, create_private_dir};
 
 /// How often accumulated recall counters are written to the store.
 const FLUSH_INTERVAL: Duration = Duration::from_secs(30);
+/// How often an index that could not take the latest changes tries again.
+const INDEX_HEAL_INTERVAL: Duration = Duration::from_secs(2);
 
 /// The longest socket path the kernel accepts (`sun_path` less its terminating NUL).
 const MAX_SOCKET_PATH: usize = 107;
@@ -121,6 +123,21 @@ impl Daemon {
                 }
             })
         };
+        // An index that failed (no file descriptors, a full disk) catches up by itself once the
+        // cause is gone: no restart, no write needed.
+        let healer = {
+            let engine = engine.clone();
+            tokio::spawn(async move {
+                let mut interval = tokio::time::interval(INDEX_HEAL_INTERVAL);
+                loop {
+                    interval.tick().await;
+                    if matches!(engine.index_state(), crate::engine::IndexState::Failed { .. }) {
+                        let engine = engine.clone();
+                        let _ = tokio::task::spawn_blocking(move || engine.heal_index()).await;
+                    }
+                }
+            })
+        };
         tracing::info!(socket = %socket.display(), pid = std::process::id(), "knowhubd is serving");
         let serving = crate::server::serve(listener, engine.clone(), &engine.config, shutdown);
         tokio::pin!(serving);
@@ -136,6 +153,7 @@ impl Daemon {
         })
         .await;
         flusher.abort();
+        healer.abort();
         stop_embedder.store(true, std::sync::atomic::Ordering::Relaxed);
         let _ = preparing.await;
         // A model still loading (a download, say) is not waited for: the process is ending.

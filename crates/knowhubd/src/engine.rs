@@ -75,8 +75,15 @@ pub type EngineResult<T> = std::result::Result<T, EngineError>;
 #[derive(Debug, Clone, PartialEq)]
 pub enum IndexState {
     Ready,
-    Rebuilding { reason: String },
-    Failed { reason: String },
+    Rebuilding {
+        reason: String,
+    },
+    /// The index could not take the latest changes (no file descriptors, a full disk...).
+    /// Searches answer from what it holds, with a note; `heal_index` retries until it catches
+    /// up, without a restart or a write to trigger it.
+    Failed {
+        reason: String,
+    },
 }
 
 /// The outcome of one submitted experience.
@@ -89,6 +96,41 @@ pub struct Submitted {
     pub similarity: Option<f32>,
     pub redactions: Vec<Redaction>,
     pub flags: Vec<String>,
+    /// It merged and brought something the stored experience lacked, kept as a variant.
+    pub variant_kept: bool,
+    /// A near-identical experience that says something different: this one was kept apart.
+    pub kept_apart: Option<kb_store::KeptApart>,
+}
+
+impl Submitted {
+    /// What happened, in words, when the experience was not simply stored as new.
+    pub fn note(&self) -> Option<String> {
+        let kept = if self.variant_kept {
+            "; what yours adds (wording, content or submitter) is kept as a variant of it"
+        } else {
+            "; yours added nothing it did not hold"
+        };
+        match (self.merged, self.similarity, &self.kept_apart) {
+            (true, Some(similarity), _) => Some(format!(
+                "merged into the near-identical experience {} (similarity {similarity:.3}){kept}",
+                self.id
+            )),
+            (true, None, _) => Some(format!("merged into the identical experience {}{kept}", self.id)),
+            (false, _, Some(apart)) => Some(format!(
+                "stored as a new experience: {} is near-identical but says something else ({})",
+                apart.similar_to, apart.reason
+            )),
+            (false, _, None) => None,
+        }
+    }
+}
+
+/// A submit waiting for the writer: its gated experience, its vector, and, once a writer has
+/// committed it, the outcome (group commit, see [`Engine::submit`]).
+struct PendingSubmit {
+    gated: kb_core::Gated,
+    vector: Option<(String, Vec<f32>, Vec<u8>)>,
+    outcome: Mutex<Option<Result<(kb_store::WriteOutcome, Option<f32>), String>>>,
 }
 
 /// The outcome of an import: one entry per item.
@@ -183,6 +225,8 @@ pub struct Engine {
     pub last_error: LastError,
     pub hooks: Hooks,
     pub semantic: Semantic,
+    /// Submits waiting for the writer; whichever gets it first commits them all (group commit).
+    pending_submits: Mutex<Vec<Arc<PendingSubmit>>>,
 }
 
 impl Engine {
@@ -197,7 +241,15 @@ impl Engine {
             .context("cannot open read connections to the experience store")?;
         let (index, outcome) = ExperienceIndex::open(&paths.index).context("cannot open the search index")?;
         let store_seq = writer.seq()?;
+        let active = writer.counts()?.active;
         let state = match &outcome {
+            // Up to date by its own account; the document count must agree, or it is rebuilt
+            // (a writer that lost documents once recorded the store's sequence number anyway).
+            OpenOutcome::Opened { applied_seq } if *applied_seq == store_seq && index.num_docs() != active => {
+                IndexState::Rebuilding {
+                    reason: format!("the index holds {} documents for {active} active experiences", index.num_docs()),
+                }
+            }
             OpenOutcome::Opened { applied_seq } if *applied_seq == store_seq => IndexState::Ready,
             // A new store needs nothing indexed.
             OpenOutcome::Created | OpenOutcome::Recreated { .. } if store_seq == 0 => IndexState::Ready,
@@ -237,6 +289,7 @@ impl Engine {
             hook_latency: LatencyWindow::default(),
             last_error: LastError::default(),
             hooks: Hooks::default(),
+            pending_submits: Mutex::new(Vec::new()),
         }))
     }
 
@@ -258,9 +311,19 @@ impl Engine {
             let mut store = self.lock_writer();
             let store_seq = store.seq()?;
             let applied = self.index.applied_seq();
-            if applied > 0 && applied <= store_seq {
-                // Behind only: apply the changes since the index's last commit.
-                return self.sync_index(&mut store, &HashSet::new()).map(|_| store_seq);
+            if applied > 0 && applied < store_seq {
+                // Behind only: apply the changes since the index's last commit, and keep the
+                // result if the document count agrees with the store.
+                self.sync_index(&mut store, &HashSet::new())?;
+                let active = store.counts()?.active;
+                if self.index.num_docs() == active {
+                    return Ok(store_seq);
+                }
+                tracing::warn!(
+                    documents = self.index.num_docs(),
+                    active,
+                    "the caught-up index disagrees with the store; rebuilding it"
+                );
             }
             let counts = store.counts()?;
             self.rebuild_total.store(counts.total, Ordering::Relaxed);
@@ -327,17 +390,77 @@ impl Engine {
                 return;
             }
         }
+        let was_failed = matches!(*self.index_state.borrow(), IndexState::Failed { .. });
         match self.sync_index(store, new_ids) {
-            Ok(()) => {
-                if matches!(*self.index_state.borrow(), IndexState::Failed { .. }) {
-                    self.index_state.send_replace(IndexState::Ready);
+            Ok(()) if was_failed => {
+                // Caught up after a failure: trusted only once the document count agrees; if it
+                // does not, the healer rebuilds the index from the store.
+                match store.counts() {
+                    Ok(counts) if counts.active == self.index.num_docs() => {
+                        tracing::info!("the search index caught up with the store");
+                        self.index_state.send_replace(IndexState::Ready);
+                    }
+                    _ => {}
                 }
             }
+            Ok(()) => {}
+            Err(error) => self.index_failed(format!("stored, but the search index could not be updated: {error:#}")),
+        }
+    }
+
+    /// Records that the index could not take the store's latest changes: its writer is reset to
+    /// the last good commit (nothing half-applied survives), searches go on with a note, and
+    /// `heal_index` retries.
+    fn index_failed(&self, message: String) {
+        tracing::error!("{message}");
+        if let Err(error) = self.index.reset_writer() {
+            tracing::warn!("{error:#}");
+        }
+        self.last_error.set(message.clone());
+        self.index_state.send_replace(IndexState::Failed { reason: message });
+    }
+
+    /// Retries a failed index: applies the store's changes since the index's last good commit,
+    /// checks that it holds as many documents as there are active experiences (else rebuilds
+    /// it from the store), and marks it ready. The daemon calls this every few seconds; it does
+    /// nothing while the index is ready. Returns whether the index is ready afterwards.
+    pub fn heal_index(&self) -> bool {
+        match &*self.index_state.borrow() {
+            IndexState::Ready => return true,
+            IndexState::Rebuilding { .. } => return false,
+            IndexState::Failed { .. } => {}
+        }
+        let Ok(_one_at_a_time) = self.rebuilding.try_lock() else {
+            return false;
+        };
+        let mut store = self.lock_writer();
+        // From the last good commit, on a writer that holds nothing half-applied.
+        let healed = self
+            .index
+            .reset_writer()
+            .map_err(anyhow::Error::from)
+            .and_then(|()| self.sync_index(&mut store, &HashSet::new()))
+            .and_then(|()| {
+                let active = store.counts()?.active;
+                Ok((self.index.num_docs(), active))
+            });
+        match healed {
+            Ok((documents, active)) if documents == active => {
+                tracing::info!(documents, "the search index caught up with the store");
+                self.index_state.send_replace(IndexState::Ready);
+                true
+            }
+            Ok((documents, active)) => {
+                let reason = format!("the index holds {documents} documents for {active} active experiences");
+                tracing::warn!("{reason}; rebuilding it");
+                self.index_state.send_replace(IndexState::Rebuilding { reason });
+                drop(store);
+                self.prepare_index_alone();
+                matches!(*self.index_state.borrow(), IndexState::Ready)
+            }
             Err(error) => {
-                let message = format!("stored, but the search index could not be updated: {error:#}");
-                tracing::error!("{message}");
-                self.last_error.set(message.clone());
-                self.index_state.send_replace(IndexState::Failed { reason: message });
+                self.index_failed(format!("the search index is behind the store and cannot catch up yet: {error:#}"));
+                false
             }
         }
     }
@@ -358,6 +481,13 @@ impl Engine {
     }
 
     /// Stores one experience.
+    ///
+    /// Group commit: concurrent submits share one transaction and one fsync. Each submit queues
+    /// itself, then waits for the writer; the first to get it writes every queued submit in one
+    /// transaction, brings the indexes up to date and hands each its outcome, so the others
+    /// find theirs done when they get the writer in turn. Every answer still waits for the
+    /// commit of its own experience. With 50 clients at once this is what keeps a submit from
+    /// waiting behind 49 fsyncs.
     pub fn submit(&self, new: NewExperience) -> EngineResult<Submitted> {
         let gated = kb_core::gate(new, &self.policy)?;
         let redactions = gated.redactions.clone();
@@ -366,31 +496,79 @@ impl Engine {
         // transaction as the experience, and used to find a near-identical one to merge into.
         let new = &gated.experience;
         let embedded = self.semantic.embed_now(&semantic::embedding_text(&new.task, &new.resource, &new.result));
-        let bytes = embedded.as_ref().map(|(_, vector)| kb_embed::to_bytes(vector));
+        let vector = embedded.map(|(model_id, vector)| {
+            let bytes = kb_embed::to_bytes(&vector);
+            (model_id, vector, bytes)
+        });
+        let pending = Arc::new(PendingSubmit { gated, vector, outcome: Mutex::new(None) });
+        self.pending_submits.lock().unwrap_or_else(PoisonError::into_inner).push(pending.clone());
         let mut store = self.lock_writer();
-        let similar = match &embedded {
-            Some((model_id, vector)) if gated.status == Status::Active => {
-                self.semantic.near_duplicate(model_id, vector)
+        let done = pending.outcome.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let done = match done {
+            Some(done) => done,
+            None => {
+                // Nobody wrote ours yet: we write everything queued, ours included.
+                let batch = std::mem::take(&mut *self.pending_submits.lock().unwrap_or_else(PoisonError::into_inner));
+                self.write_submits(&mut store, &batch);
+                drop(store);
+                pending
+                    .outcome
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take()
+                    .unwrap_or_else(|| Err("the submit was not written (it was not in the batch)".to_owned()))
             }
-            _ => None,
         };
-        let item = WriteItem {
-            gated: &gated,
-            vector: embedded.as_ref().zip(bytes.as_deref()).map(|((model_id, _), bytes)| VectorRef { model_id, bytes }),
-            similar_to: similar.as_ref().map(|hit| hit.id.as_str()),
-        };
-        let (mut outcomes, _) = store.write_items(&[item], now_ms())?;
-        self.after_write(&mut store, &created_ids(&outcomes));
-        drop(store);
-        let outcome = outcomes.pop().context("the store returned no outcome")?;
+        let (outcome, similarity) = done.map_err(|error| EngineError::Internal(anyhow::anyhow!(error)))?;
         Ok(Submitted {
             id: outcome.id.to_string(),
             status: outcome.status,
             merged: outcome.merged,
-            similarity: similar.filter(|_| outcome.similar).map(|hit| hit.score),
+            similarity,
             redactions,
             flags,
+            variant_kept: outcome.variant_kept,
+            kept_apart: outcome.kept_apart,
         })
+    }
+
+    /// Writes queued submits in one transaction, under the writer, and gives each its outcome.
+    fn write_submits(&self, store: &mut Store, batch: &[Arc<PendingSubmit>]) {
+        // Near-identical experiences are looked up under the writer, so a submit sees the
+        // vectors of every submit committed before it.
+        let similar: Vec<Option<kb_embed::Hit>> = batch
+            .iter()
+            .map(|pending| match &pending.vector {
+                Some((model_id, vector, _)) if pending.gated.status == Status::Active => {
+                    self.semantic.near_duplicate(model_id, vector)
+                }
+                _ => None,
+            })
+            .collect();
+        let items: Vec<WriteItem<'_>> = batch
+            .iter()
+            .zip(&similar)
+            .map(|(pending, similar)| WriteItem {
+                gated: &pending.gated,
+                vector: pending.vector.as_ref().map(|(model_id, _, bytes)| VectorRef { model_id, bytes }),
+                similar_to: similar.as_ref().map(|hit| (hit.id.as_str(), hit.score)),
+            })
+            .collect();
+        match store.write_items(&items, now_ms()) {
+            Ok((outcomes, _)) => {
+                self.after_write(store, &created_ids(&outcomes));
+                for ((pending, outcome), similar) in batch.iter().zip(outcomes).zip(&similar) {
+                    let similarity = similar.as_ref().filter(|_| outcome.similar).map(|hit| hit.score);
+                    *pending.outcome.lock().unwrap_or_else(PoisonError::into_inner) = Some(Ok((outcome, similarity)));
+                }
+            }
+            Err(error) => {
+                let message = format!("cannot store the experience: {error:#}");
+                for pending in batch {
+                    *pending.outcome.lock().unwrap_or_else(PoisonError::into_inner) = Some(Err(message.clone()));
+                }
+            }
+        }
     }
 
     /// Stores many experiences in one transaction; items that fail the gate are reported
@@ -488,9 +666,7 @@ impl Engine {
         // Fusion looks deeper than the answer: an experience ranked low by one retriever and
         // high by the other must be in both candidate lists to be rewarded.
         let n_fused = (top_k * 3).max(kb_embed::fusion::MIN_CANDIDATES);
-        if query.mode != SearchMode::Vector {
-            self.wait_for_index().await?;
-        }
+        let stale_index = if query.mode != SearchMode::Vector { self.wait_for_index().await? } else { None };
         let bm25 = |limit: usize| -> EngineResult<Vec<(String, f32)>> {
             let request =
                 SearchRequest { query: text, limit, min_score, agent_id: query.agent_id, status: Status::Active };
@@ -537,6 +713,12 @@ impl Engine {
         };
         if mode == SearchMode::Bm25 && query.mode == SearchMode::Bm25 {
             note = None;
+        }
+        if let Some(stale) = stale_index {
+            note = Some(match note {
+                Some(note) => format!("{stale}; {note}"),
+                None => stale,
+            });
         }
 
         let ranked = &ranked[..ranked.len().min(top_k)];
@@ -717,7 +899,9 @@ impl Engine {
         Ok(())
     }
 
-    async fn wait_for_index(&self) -> EngineResult<()> {
+    /// Waits while the index is being rebuilt. `Some(note)` when it is ready to answer but
+    /// behind the store (a failed index answers from its last good commit).
+    async fn wait_for_index(&self) -> EngineResult<Option<String>> {
         let mut state = self.index_state.subscribe();
         let waited = tokio::time::timeout(
             Duration::from_secs(30),
@@ -726,10 +910,10 @@ impl Engine {
         .await;
         match waited {
             Ok(Ok(state)) => match &*state {
-                IndexState::Failed { reason } => {
-                    Err(EngineError::Unavailable(format!("the search index is unavailable: {reason}")))
-                }
-                _ => Ok(()),
+                IndexState::Failed { reason } => Ok(Some(format!(
+                    "the search index is behind the store, so the newest experiences may be missing; it retries by itself ({reason})"
+                ))),
+                _ => Ok(None),
             },
             Ok(Err(_)) => Err(EngineError::Unavailable("the daemon is shutting down".to_owned())),
             Err(_) => Err(EngineError::Unavailable(format!(
@@ -760,6 +944,11 @@ impl Engine {
             StoredContent::NoContent => Err(EngineError::NotFound(format!("experience {id} has no detailed content"))),
             StoredContent::Content { content, content_type } => Ok((content, content_type)),
         }
+    }
+
+    /// What merged duplicates of `id` brought that it does not hold.
+    pub fn variants(&self, id: &str) -> EngineResult<Vec<kb_store::Variant>> {
+        Ok(self.reader().variants(id)?)
     }
 
     pub fn get(&self, id: &str) -> EngineResult<Experience> {

@@ -39,8 +39,14 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
             let submitted = engine.submit(new).map_err(|error| to_rpc_error(&engine, error))?;
             engine.submit_latency.record(started.elapsed());
             RpcResult::Ok(wire::SubmitResult {
+                note: submitted.note(),
                 duplicate_of: submitted.merged.then(|| submitted.id.clone()),
                 similarity: submitted.similarity.map(|similarity| (similarity * 1000.0).round() / 1000.0),
+                variant_kept: submitted.variant_kept,
+                kept_apart_from: submitted
+                    .kept_apart
+                    .as_ref()
+                    .map(|kept| wire::KeptApartFrom { id: kept.similar_to.clone(), reason: kept.reason.clone() }),
                 id: submitted.id,
                 status: submitted.status.as_str().to_owned(),
                 redactions: submitted
@@ -109,7 +115,24 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
             let params: wire::GetParams = parse(&params)?;
             let id = experience_id("experience_id", &params.experience_id)?;
             let experience = engine.get(&id).map_err(|error| to_rpc_error(&engine, error))?;
-            RpcResult::Ok(record(experience))
+            let variants = engine.variants(&id).map_err(|error| to_rpc_error(&engine, error))?;
+            let mut record = record(experience);
+            record.variants = variants
+                .into_iter()
+                .map(|variant| wire::VariantRecord {
+                    task: variant.task,
+                    resource: variant.resource,
+                    result: variant.result,
+                    score: variant.score,
+                    content: variant.content,
+                    agent_id: variant.agent_id,
+                    submitted_by: variant.submitted_by,
+                    source: variant.source,
+                    similarity: variant.similarity.map(|similarity| (similarity * 1000.0).round() / 1000.0),
+                    created_at: rfc3339(variant.created_at),
+                })
+                .collect();
+            RpcResult::Ok(record)
         })
         .expect("method names are unique");
     module
@@ -289,7 +312,7 @@ fn status(engine: &Engine, socket: &std::path::Path) -> RpcResult<wire::StatusRe
         IndexState::Rebuilding { reason } => {
             ("rebuilding", Some(format!("{reason}; {} done", engine.rebuild_progress())))
         }
-        IndexState::Failed { reason } => ("failed", Some(reason.clone())),
+        IndexState::Failed { reason } => ("degraded", Some(format!("{reason}; retrying every few seconds"))),
     };
     let latency = |figures: crate::stats::LatencyFigures| wire::LatencySummary {
         count: figures.count,
@@ -475,6 +498,7 @@ fn record(experience: Experience) -> wire::ExperienceRecord {
         updated_at: rfc3339(experience.updated_at_ms),
         merge_count: experience.merge_count,
         recall_count: experience.recall_count,
+        variants: Vec::new(),
     }
 }
 

@@ -68,16 +68,34 @@ impl Default for LimitsConfig {
     }
 }
 
+/// The limits that keep clients, slow or many, from starving the daemon (see `server`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ServerConfig {
+    /// Connections served at once; also capped by the open-file limit.
     pub max_connections: u32,
+    /// The largest request body accepted, in bytes.
     pub max_request_bytes: u32,
+    /// Request bodies held in memory at once, all connections together, in bytes.
+    pub body_budget_bytes: u64,
+    /// Seconds a client may take to send a request's headers (a new connection: its first request).
+    pub header_timeout_seconds: u64,
+    /// Seconds a client may take to send a request's body.
+    pub body_timeout_seconds: u64,
+    /// Seconds a keep-alive connection may stay idle between requests.
+    pub idle_timeout_seconds: u64,
 }
 
 impl Default for ServerConfig {
     fn default() -> ServerConfig {
-        ServerConfig { max_connections: 128, max_request_bytes: 64 * 1024 * 1024 }
+        ServerConfig {
+            max_connections: 256,
+            max_request_bytes: 64 * 1024 * 1024,
+            body_budget_bytes: 256 * 1024 * 1024,
+            header_timeout_seconds: 10,
+            body_timeout_seconds: 30,
+            idle_timeout_seconds: 60,
+        }
     }
 }
 
@@ -152,6 +170,21 @@ impl Config {
             "search.default_min_score must be from 1 to 5"
         );
         anyhow::ensure!(config.server.max_connections >= 1, "server.max_connections must be at least 1");
+        anyhow::ensure!(config.server.max_request_bytes >= 1024, "server.max_request_bytes must be at least 1024");
+        let least_budget = u64::from(config.server.max_request_bytes)
+            + u64::from(config.server.max_connections) * crate::server::BODY_BYTES_SET_ASIDE_PER_CONNECTION;
+        anyhow::ensure!(
+            config.server.body_budget_bytes >= least_budget,
+            "server.body_budget_bytes must be at least server.max_request_bytes + 64 KiB per connection \
+             (server.max_connections), here {least_budget}, so that the largest request fits"
+        );
+        for (key, seconds) in [
+            ("server.header_timeout_seconds", config.server.header_timeout_seconds),
+            ("server.body_timeout_seconds", config.server.body_timeout_seconds),
+            ("server.idle_timeout_seconds", config.server.idle_timeout_seconds),
+        ] {
+            anyhow::ensure!((1..=86_400).contains(&seconds), "{key} must be from 1 to 86400");
+        }
         anyhow::ensure!(
             config.embedding.similar_threshold > 0.0 && config.embedding.similar_threshold <= 1.01,
             "embedding.similar_threshold must be above 0 and at most 1.01 (above 1 turns merging off)"

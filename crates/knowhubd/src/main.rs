@@ -37,6 +37,11 @@ fn main() -> anyhow::Result<()> {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
 
+    // Connections, the store and the index all take file descriptors; systemd's soft limit of
+    // 1,024 ran out under a flood of idle connections (issue 14). The server sizes its
+    // connection cap from what this leaves.
+    let open_file_limit = knowhubd::server::raise_open_file_limit();
+    tracing::debug!(?open_file_limit, "open-file limit");
     // Everything the daemon creates (database, index, logs of its own) is the user's alone.
     rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
     // Before any thread starts: this takes the socket systemd or launchd passed, if any, and

@@ -239,10 +239,7 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
     module
         .register_blocking_method(method::BACKUP, |params, engine, _| {
             let params: wire::BackupParams = parse(&params)?;
-            let path = PathBuf::from(&params.path);
-            if !path.is_absolute() {
-                return Err(invalid("path", "must be an absolute path"));
-            }
+            let path = backup_path(&params.path)?;
             let bytes = engine.backup(&path).map_err(|error| to_rpc_error(&engine, error))?;
             RpcResult::Ok(wire::BackupResult { path: params.path, bytes })
         })
@@ -415,6 +412,36 @@ fn to_rpc_error(engine: &Engine, error: EngineError) -> ErrorObjectOwned {
     }
 }
 
+/// The longest path the kernel takes (`PATH_MAX`, its NUL included).
+const MAX_PATH_BYTES: usize = 4095;
+
+/// Checks `kb.backup`'s path before SQLite sees it: SQLite takes file names as C strings, so
+/// a NUL would cut the path short and the copy would land somewhere else, reported as 0 bytes
+/// (issue 14).
+fn backup_path(text: &str) -> RpcResult<PathBuf> {
+    if text.is_empty() {
+        return Err(invalid("path", "must not be empty"));
+    }
+    if let Some(position) = text.find('\0') {
+        return Err(invalid("path", format!("must not contain a NUL character (found at byte {position})")));
+    }
+    if text.len() > MAX_PATH_BYTES {
+        return Err(invalid("path", format!("is {} bytes long, over the limit of {MAX_PATH_BYTES}", text.len())));
+    }
+    let path = PathBuf::from(text);
+    if !path.is_absolute() {
+        return Err(invalid("path", format!("must be an absolute path, got {text:?}")));
+    }
+    if text.ends_with('/') || path.file_name().is_none() {
+        return Err(invalid("path", format!("must name a file, not a directory: {text:?}")));
+    }
+    let directory = path.parent().filter(|parent| !parent.as_os_str().is_empty()).unwrap_or(std::path::Path::new("/"));
+    if !directory.is_dir() {
+        return Err(invalid("path", format!("the directory {} does not exist", directory.display())));
+    }
+    Ok(path)
+}
+
 fn experience_id(field: &str, text: &str) -> RpcResult<String> {
     kb_core::ExperienceId::parse(text)
         .map(|id| id.to_string())
@@ -509,4 +536,27 @@ fn rfc3339(unix_ms: i64) -> String {
 
 fn millis(duration: Duration) -> f64 {
     (duration.as_secs_f64() * 1_000_000.0).round() / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn backup_error(path: &str) -> String {
+        let error = backup_path(path).expect_err(path);
+        assert_eq!(error.code(), ErrorCode::InvalidParams.code());
+        assert_eq!(error.data().map(|data| data.get()), Some(r#"{"field":"path"}"#));
+        error.message().to_owned()
+    }
+
+    #[test]
+    fn backup_paths_that_sqlite_would_misread_are_refused_by_name() {
+        assert!(backup_error("/tmp/backup\0.db").contains("NUL character (found at byte 11)"));
+        assert!(backup_error("").contains("must not be empty"));
+        assert!(backup_error("backup.db").contains("absolute"));
+        assert!(backup_error("/tmp/").contains("must name a file"));
+        assert!(backup_error("/no/such/directory/backup.db").contains("/no/such/directory does not exist"));
+        assert!(backup_error(&format!("/tmp/{}", "x".repeat(5000))).contains("over the limit of 4095"));
+        assert_eq!(backup_path("/tmp/backup.db").unwrap(), PathBuf::from("/tmp/backup.db"));
+    }
 }

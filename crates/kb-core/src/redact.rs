@@ -358,7 +358,8 @@ const RULES: &[Rule] = &[
         kind: "cli_password",
         placeholder: "[SECRET]",
         pattern: concat!(
-            r#"(?-u:\b)(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)(?-u:\b)[^\n|;&]*?[ \t]-p(?:"(?P<dq>[^"\n]{1,200})"|'(?P<sq>[^'\n]{1,200})'|(?P<bare>[^\s"'`;&|-][^\s"'`;&|]*))"#,
+            r#"(?-u:\b)(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)(?-u:\b)[^\n|;&]*?[ \t]-p"#,
+            value!(),
         ),
         span: cli_value,
     },

@@ -429,8 +429,9 @@ const RULES: &[Rule] = &[
         kind: "secret_in_prose",
         placeholder: "[SECRET]",
         pattern: concat!(
-            r#"(?i)(?:密码|口令|密钥|秘钥|私钥|令牌|app ?secret|secret ?key|api ?key|token)[ \t]*"#,
-            r#"(?:是|为|：|:|=|设置成|设置为|设成|设为|改成|改为|是：)?[ \t]*"#,
+            r#"(?i)(?:(?P<name>密码|口令|密钥|秘钥|私钥|令牌)[ \t]*(?:是|为|：|:|=|设置成|设置为|设成|设为|改成|改为|是：)?"#,
+            // English names only with a Chinese verb or colon: `TokenBucket…` is an identifier.
+            r#"|(?-u:\b)(?:app ?secret|secret ?key|api ?key|token)[ \t]*(?:是|为|：|设置成|设置为|设成|设为|改成|改为))[ \t]*"#,
             r#"(?P<bare>[A-Za-z0-9_+/=!@#$%^&*.~-]{6,200})"#,
         ),
         span: prose_value,
@@ -673,7 +674,10 @@ fn prose_value(text: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
         return None;
     }
     let name = caps.name("name").map(|name| name.as_str().to_ascii_lowercase());
-    let password_like = name.as_deref().is_none_or(|name| name.starts_with("pass") || name.starts_with("pw"));
+    // Chinese names are checked like passwords: the rule already needs the value glued to the
+    // name or after a verb (是, 为, 设置成), which ordinary Chinese prose does not produce.
+    let password_like =
+        name.as_deref().is_none_or(|name| name.starts_with("pass") || name.starts_with("pw") || !name.is_ascii());
     let ok = if password_like { looks_generated(value) } else { looks_machine_made(value) };
     ok.then_some(span.start..span.start + value.len())
 }
@@ -727,7 +731,8 @@ fn looks_machine_made(value: &str) -> bool {
     }
     let has_digit = value.bytes().any(|byte| byte.is_ascii_digit());
     let has_alpha = value.bytes().any(|byte| byte.is_ascii_alphabetic());
-    transitions >= 4 || (value.len() >= 20 && has_digit && has_alpha)
+    // A digit is required: CamelCase identifiers (`BucketRateLimiter`) change case often too.
+    has_digit && has_alpha && (transitions >= 4 || value.len() >= 20)
 }
 
 /// A Telegram token glued to `bot` in a URL is fine; glued to more digits it is some other number.
@@ -1119,6 +1124,111 @@ mod tests {
                 found.iter().any(|&(found_kind, _)| found_kind == kind),
                 "{input:?}: expected {kind}, got {found:?}"
             );
+        }
+    }
+
+    /// Formats that got through before (issue 14): each with its expected output, so the span
+    /// kept (the name, the scheme, the host) is pinned too. The full catalogue is in
+    /// `tests/data/redaction_catalogue.jsonl`.
+    #[test]
+    fn formats_from_the_hostile_review_are_redacted() {
+        let cases: &[(&str, &str, &str)] = &[
+            (
+                "azure_key",
+                "DefaultEndpointsProtocol=https;AccountName=kb;AccountKey=q1w2E3r4T5y6U7i8O9p0aSdFgHjKlZxCvBnM+/==;EndpointSuffix=core",
+                "DefaultEndpointsProtocol=https;AccountName=kb;AccountKey=[SECRET];EndpointSuffix=core",
+            ),
+            (
+                "azure_key",
+                "x.blob.core.windows.net/c?sv=2022&sp=r&sig=AbC123dEf456GhI789jKl012%3D",
+                "x.blob.core.windows.net/c?sv=2022&sp=r&sig=[SECRET]",
+            ),
+            ("secret_assignment", "SECRET_KEY_BASE=9f8e7d6c5b4a39281706f5e4d3c2b1a0", "SECRET_KEY_BASE=[SECRET]"),
+            ("secret_assignment", "DJANGO_SECRET_KEY='django-insecure-a1b2c3d4e5'", "DJANGO_SECRET_KEY='[SECRET]'"),
+            ("secret_assignment", "export SMTP_PASS=Zx9Qw8Er7T", "export SMTP_PASS=[SECRET]"),
+            ("secret_assignment", "[database]\npwd = Abc123xyz789", "[database]\npwd = [SECRET]"),
+            ("secret_assignment", "<password>Hunter2Hunter2</password>", "<password>[SECRET]</password>"),
+            (
+                "api_key",
+                r#"{"client_secret": "GOCSPX-AbCdEfGhIjKlMnOpQrStUvWxYz12"}"#,
+                r#"{"client_secret": "[API_KEY]"}"#,
+            ),
+            ("api_key", "secret GOCSPX-AbCdEfGhIjKlMnOpQrStUvWxYz12 here", "secret [API_KEY] here"),
+            (
+                "api_key",
+                "STRIPE_WEBHOOK_SECRET=whsec_AbCdEfGhIjKlMnOpQrStUvWxYz123456",
+                "STRIPE_WEBHOOK_SECRET=[API_KEY]",
+            ),
+            (
+                "api_key",
+                "client.run('MTAxNTk4NzY1NDMyMTAxMjM0NQ.GaBcDe.AbCdEfGhIjKlMnOpQrStUvWxYz0123456789')",
+                "client.run('[API_KEY]')",
+            ),
+            (
+                "api_key",
+                "curl https://api.telegram.org/bot1234567890:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/getMe",
+                "curl https://api.telegram.org/bot[TOKEN]/getMe",
+            ),
+            ("cli_password", "mysql -u root -pS3cretPass shop", "mysql -u root -p[SECRET] shop"),
+            ("cli_password", "sshpass -p 'Tr0ub4dor' ssh deploy@bastion", "sshpass -p '[SECRET]' ssh deploy@bastion"),
+            (
+                "cli_password",
+                "docker login -u me -p Dkr9pass registry.io",
+                "docker login -u me -p [SECRET] registry.io",
+            ),
+            ("cli_password", "redis-cli -h cache -a R3disPass ping", "redis-cli -h cache -a [SECRET] ping"),
+            ("pgpass", "db.internal:5432:app:app_user:Pg9pass7", "db.internal:5432:app:app_user:[SECRET]"),
+            (
+                "secret_in_prose",
+                "machine api.example.com login deploy password N3tRcPass",
+                "machine api.example.com login deploy password [SECRET]",
+            ),
+            (
+                "secret_in_prose",
+                "The admin password is Adm1nPass until Friday.",
+                "The admin password is [SECRET] until Friday.",
+            ),
+            ("secret_in_prose", "use the token Tk3nAbCdEf9GhIj for CI", "use the token [SECRET] for CI"),
+            ("secret_in_prose", "数据库的密码是Db2pass9，别外传", "数据库的密码是[SECRET]，别外传"),
+            ("secret_in_prose", "API密钥Ak3yAbCdEf9GhIjKl已配置", "API密钥[SECRET]已配置"),
+            ("secret_in_prose", "令牌是 Tk9AbCdEf3GhIjKl，有效期一天", "令牌是 [SECRET]，有效期一天"),
+            ("secret_assignment", "-H 'X-API-Key: 0123456789abcdef0123'", "-H 'X-API-Key: [SECRET]'"),
+            ("http_header", "Authorization: Token 0123456789abcdef0123", "Authorization: Token [TOKEN]"),
+            ("cookie", "Cookie: sid=Ab3dEf9; csrftoken=Xy7", "Cookie: [COOKIE]"),
+            (
+                "webhook",
+                "SENTRY_DSN=https://0123456789abcdef0123456789abcdef@o1.ingest.sentry.io/2",
+                "SENTRY_DSN=https://[TOKEN]@o1.ingest.sentry.io/2",
+            ),
+        ];
+        for &(kind, input, expected) in cases {
+            check(input, expected);
+            let found = kinds(input);
+            assert!(
+                found.iter().any(|&(found_kind, _)| found_kind == kind),
+                "{input:?}: expected {kind}, got {found:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn names_and_words_near_secrets_are_not_secrets() {
+        let cases = [
+            "the password is required and must be at least 12 characters",
+            "the token is valid for one hour; tokens per second went up",
+            "auth: required, key: my-config-map, pass: true",
+            "sshpass -p is insecure; mysql -p prompts for the password",
+            "docker login -u kbdemo --password-stdin",
+            "the .pgpass format is hostname:port:database:username:password",
+            "set the token cl100k_base in the tokenizer",
+            "let key = blake3::hash(bytes).to_hex();",
+            "SECRET_KEY_BASE is generated by rails secret",
+            "密码必须至少包含 12 个字符，令牌桶每秒补充 100 个令牌",
+            "Authorization header missing: 401",
+        ];
+        for input in cases {
+            let (redacted, found) = redact(input);
+            assert_eq!(redacted, input, "falsely redacted: {found:?}");
         }
     }
 

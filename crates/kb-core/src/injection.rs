@@ -26,6 +26,7 @@
 //! dropped (`忽 略 之 前 的 指 令`). Homoglyphs from other scripts (Cyrillic `і` for `i`) and
 //! letter-by-letter spacing of English words (`i g n o r e`) are not handled.
 
+use std::ops::Range;
 use std::sync::LazyLock;
 
 use regex::{Regex, RegexSet, RegexSetBuilder};
@@ -91,7 +92,9 @@ fn scan(text: &str, depth: usize, check: &mut dyn FnMut(&str, bool) -> bool) -> 
     if check(&squashed, true) {
         return true;
     }
-    if normalized.bytes().any(|byte| byte.is_ascii_alphabetic()) {
+    // ROT13 views cost three more passes, so they are taken only when the squashed text holds
+    // the ROT13 form of a word every attack here uses.
+    if ROT13_KEYWORDS.is_match(&squashed) {
         for (view, is_squashed) in [(&normalized, false), (&undisguised, false), (&squashed, true)] {
             if check(&rot13(view), is_squashed) {
                 return true;
@@ -183,7 +186,11 @@ fn normalize_folded(text: &str) -> String {
                 normalized.push(separator);
             }
         }
-        normalized.extend(ch.to_lowercase());
+        if ch.is_ascii() {
+            normalized.push(ch.to_ascii_lowercase());
+        } else {
+            normalized.extend(ch.to_lowercase());
+        }
         previous = Some(ch);
     }
     normalized
@@ -200,59 +207,68 @@ fn normalize(text: &str) -> String {
 /// joined (`i g n o r e`); a wider gap between them still separates words, as the spacing of
 /// `i g n o r e  a l l` intends. The result is lowercased with whitespace collapsed.
 fn undo_word_disguises(folded: &str) -> String {
-    // Tokens with the width of the gap before each: 0 at the start, 1 for one space, 2 for more
-    // or for a line break.
-    let mut tokens: Vec<(usize, String)> = Vec::new();
+    // One lowercased buffer of token text, and per token its range in it, the width of the gap
+    // before it (1 for one space, 2 for more or a line break) and whether that gap held a newline.
+    let mut buffer = String::with_capacity(folded.len());
+    let mut tokens: Vec<(Range<usize>, usize, bool)> = Vec::new();
+    let mut token_start = 0;
     let mut gap = 0;
-    let mut newline_before: Vec<bool> = Vec::new();
     let mut saw_newline = false;
-    let mut current = String::new();
-    let chars: Vec<char> = folded.chars().collect();
-    for (idx, &ch) in chars.iter().enumerate() {
+    let mut last_in_token: Option<char> = None;
+    let mut chars = folded.chars().peekable();
+    while let Some(ch) = chars.next() {
         if ch.is_whitespace() {
-            if !current.is_empty() {
-                tokens.push((gap, std::mem::take(&mut current)));
-                newline_before.push(std::mem::take(&mut saw_newline));
+            if last_in_token.is_some() {
+                tokens.push((token_start..buffer.len(), gap, std::mem::take(&mut saw_newline)));
                 gap = 0;
+                last_in_token = None;
             }
             gap += if ch == '\n' { 2 } else { 1 };
             saw_newline |= ch == '\n';
             continue;
         }
+        if last_in_token.is_none() {
+            token_start = buffer.len();
+        }
         let between_word_chars = !ch.is_alphanumeric()
-            && current.chars().last().is_some_and(char::is_alphanumeric)
-            && chars.get(idx + 1).is_some_and(|next| next.is_alphanumeric());
-        if between_word_chars && !matches!(ch, '\'' | ':' | '<' | '>' | '|' | '/') {
+            && !matches!(ch, '\'' | ':' | '<' | '>' | '|' | '/')
+            && last_in_token.is_some_and(char::is_alphanumeric)
+            && chars.peek().is_some_and(|next| next.is_alphanumeric());
+        if between_word_chars {
             continue;
         }
-        current.extend(ch.to_lowercase());
+        if ch.is_ascii() {
+            buffer.push(ch.to_ascii_lowercase());
+        } else {
+            buffer.extend(ch.to_lowercase());
+        }
+        last_in_token = Some(ch);
     }
-    if !current.is_empty() {
-        tokens.push((gap, current));
-        newline_before.push(saw_newline);
+    if last_in_token.is_some() {
+        tokens.push((token_start..buffer.len(), gap, saw_newline));
     }
-    let is_single_letter = |token: &str| {
-        let mut letters = token.chars();
+    let is_single_letter = |range: &Range<usize>| {
+        let mut letters = buffer[range.clone()].chars();
         letters.next().is_some_and(char::is_alphabetic) && letters.next().is_none()
     };
-    let mut joined = String::with_capacity(folded.len());
+    let mut joined = String::with_capacity(buffer.len() + tokens.len());
     let mut idx = 0;
     while idx < tokens.len() {
         // The run of single letters starting here, each after a one-space gap.
         let mut end = idx;
-        while end < tokens.len() && is_single_letter(&tokens[end].1) && (end == idx || tokens[end].0 == 1) {
+        while end < tokens.len() && is_single_letter(&tokens[end].0) && (end == idx || tokens[end].1 == 1) {
             end += 1;
         }
         if !joined.is_empty() {
-            joined.push(if newline_before[idx] { '\n' } else { ' ' });
+            joined.push(if tokens[idx].2 { '\n' } else { ' ' });
         }
         if end - idx >= 3 {
-            for (_, letter) in &tokens[idx..end] {
-                joined.push_str(letter);
+            for (range, _, _) in &tokens[idx..end] {
+                joined.push_str(&buffer[range.clone()]);
             }
             idx = end;
         } else {
-            joined.push_str(&tokens[idx].1);
+            joined.push_str(&buffer[tokens[idx].0.clone()]);
             idx += 1;
         }
     }
@@ -268,6 +284,13 @@ fn rot13(text: &str) -> String {
         })
         .collect()
 }
+
+/// ROT13 of ignore, disregard, forget, override, bypass, reveal, prompt, instruction, system,
+/// rules, jailbreak, "you are now".
+static ROT13_KEYWORDS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new("vtaber|qvfertneq|sbetrg|bireevqr|olcnff|eriyny|cebzcg|vafgehpgvba|flfgrz|ehyrf|wnvyoernx|lbhnerabj")
+        .expect("rot13 keyword pattern compiles")
+});
 
 /// Runs of base64 (standard or URL-safe) long enough to hide an instruction.
 static BASE64_RUN: LazyLock<Regex> =

@@ -400,7 +400,7 @@ const WORD_LISTS: &[(&str, &str)] = &[
     ("{ZH_PROMPT}", ZH_PROMPT),
     ("{ZH_GAP}", ZH_GAP),
 ];
-const IGNORE: &str = "ignore|disregard|forget|discard|abandon|neglect";
+const IGNORE: &str = "ignore|disregard|forget|discard|abandon|neglect|set aside|pay no attention to|supersedes?";
 /// Words that point at instructions the reader already has, or at a higher authority.
 const POINTERS: &str =
     "previous|prior|above|earlier|preceding|foregoing|former|initial|original|system|developer|safety";
@@ -685,6 +685,21 @@ const PATTERNS: &[(&str, &str)] = &[
             r"|시스템\s?프롬프트(?:를|을)?\s?(?:출력|보여|알려|공개)",
         ),
     ),
+    // Shapes seen in a held-out check (text written after the sets above were tuned on).
+    (
+        "instructions_changed",
+        concat!(
+            r"\byour (?:instructions|rules|guidelines|task|role) (?:have|has) (?:changed|been updated|been replaced)\b",
+            r"|\b(?:the )?(?:assistant|ai|llm|model|agent)s? (?:must|shall) (?:now |always )?",
+            r"(?:execute|run|send|delete|obey|ignore|forward|email|upload|append|leak|share)\b",
+            r"|\bnew (?:rule|policy|instruction|directive|task)s? for (?:the )?(?:assistant|ai|model|agent|you)\b",
+            r"|(?m)^\s*system\s*:\s*new (?:policy|rule|instructions?|task)\b",
+            r"|\bas an? (?:ai|assistant|model) with(?:out)? (?:no |any )?(?:{LIMITS}|filters?)\b",
+            r"|\b(?:skip|bypass|disable|ignore) (?:all |any |your )?(?:safety|content) (?:checks|filters|rules|guidelines|measures)\b",
+            r"|\bi am your (?:developer|creator|admin|administrator|owner|operator)\b|\boverride\s*:\s*you\b",
+        ),
+    ),
+    ("zh_unconditional_obedience", "无条件(?:地)?(?:服从|听从|遵从|执行)(?:我|用户)?的?(?:命令|指令|要求)?"),
 ];
 
 /// Patterns for the squashed view: letters and digits only, every space and sign removed, so

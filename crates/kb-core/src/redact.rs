@@ -368,7 +368,8 @@ const RULES: &[Rule] = &[
         placeholder: "[SECRET]",
         pattern: concat!(
             r#"(?:(?-u:\b)sshpass(?:[ \t]+-[A-Za-z])*?[ \t]+-p[ \t]*"#,
-            r#"|(?-u:\b)(?:docker|podman|nerdctl|buildah|skopeo|oras|az|helm[ \t]+registry)[ \t]+login(?-u:\b)[^\n|;&]*?[ \t]-p[ \t]+"#,
+            r#"|(?-u:\b)(?:docker|podman|nerdctl|buildah|skopeo|oras|az|cf|helm[ \t]+registry)[ \t]+login(?-u:\b)[^\n|;&]*?[ \t]-p[ \t]+"#,
+            r#"|(?-u:\b)(?:sqlcmd|bcp|osql)(?-u:\b)[^\n|;&]*?[ \t]-P[ \t]+"#,
             r#"|(?-u:\b)redis-cli(?-u:\b)[^\n|;&]*?[ \t]-a[ \t]+|(?-u:\b)ldap[a-z]+(?-u:\b)[^\n|;&]*?[ \t]-[wy][ \t]+"#,
             r#"|[ \t]-pass(?:in|out)[ \t]+pass:|(?-u:\b)cargo[ \t]+login[ \t]+)"#,
             value!(),

@@ -422,6 +422,12 @@ add("prose_zh", "token_zh_en", f"用这个 token {s} 调接口", s)
 s = rand(ALNUM, 12)
 add("prose_zh", "wifi_mima", f"公司 WiFi 密码：{s}", s)
 
+# Added after a held-out check missed them (kept last so the secrets above stay the same).
+s = rand(ALNUM, 12)
+add("cli", "sqlcmd_P", f"sqlcmd -S db.example.net -U sa -P {s} -Q 'select 1'", s)
+s = rand(ALNUM, 12)
+add("cli", "cf_login_p", f"cf login -a https://api.cf.example -u me -p {s}", s)
+
 for entry in entries:
     sys.stdout.write(json.dumps(entry, ensure_ascii=False) + "\n")
 print(f"{len(entries)} entries, {len({e['format'] for e in entries})} formats", file=sys.stderr)

@@ -6,6 +6,7 @@
 mod activation;
 mod daemon;
 mod fts5;
+mod gate;
 mod generate;
 mod hybrid;
 mod load;
@@ -86,6 +87,13 @@ enum Command {
         daemon: DaemonArgs,
         #[command(flatten)]
         activation: ActivationArgs,
+    },
+    /// Redaction caught/missed on the fake-secret catalogue, false redactions, injection
+    /// detection and false-positive rates, and the gate's cost per submit; in process, no daemon.
+    Gate {
+        /// Passes over the sets when timing the gate.
+        #[arg(long, default_value_t = 20)]
+        iterations: usize,
     },
     /// `load`, then `quality`, then `hybrid`, then `activation`.
     All {
@@ -290,6 +298,7 @@ fn main() -> ExitCode {
 async fn run(cli: Cli) -> anyhow::Result<()> {
     let (mut load_args, mut quality_args, mut hybrid_args, mut activation_args) = (None, None, None, None);
     let (daemon_args, model_args) = match &cli.command {
+        Command::Gate { iterations } => return gate::run(*iterations, cli.json),
         Command::Load { daemon, load } => {
             load_args = Some(load);
             (daemon, None)

@@ -1,4 +1,4 @@
-//! The gate every write passes: trim, validate, redact, flag injections, compute the duplicate key.
+//! The gate every write passes: trim, validate, redact (text and metadata), flag injections, compute the duplicate key.
 
 use crate::redact::Redaction;
 use crate::validate::{Limits, ValidationError, validate};
@@ -61,6 +61,14 @@ pub fn gate(mut new: NewExperience, policy: &GatePolicy) -> Result<Gated, Valida
         }
         if let Some(content) = &mut new.content {
             redact_in_place(content, &mut redactions);
+        }
+        // The metadata is stored and returned with every search hit (`agent_id`), so a secret or
+        // an address pasted there must not survive either.
+        for value in [&mut new.content_type, &mut new.agent_id, &mut new.submitted_by, &mut new.session_key]
+            .into_iter()
+            .flatten()
+        {
+            redact_in_place(value, &mut redactions);
         }
     }
 

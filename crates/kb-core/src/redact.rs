@@ -17,7 +17,7 @@ use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::LazyLock;
 
-use regex::{Captures, Regex, RegexSet};
+use regex::{Captures, Regex, RegexSet, RegexSetBuilder};
 
 /// How many matches of one kind of secret were replaced.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,10 +92,20 @@ struct Compiled {
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     let patterns = RULES.iter().map(|rule| rule.pattern);
     Compiled {
-        set: RegexSet::new(patterns).expect("redaction patterns compile"),
+        // The lazy DFA of a set this size needs a larger cache than the default, or it gives up
+        // and falls back to a much slower engine on every text of more than a few kilobytes.
+        set: RegexSetBuilder::new(patterns).dfa_size_limit(64 << 20).build().expect("redaction patterns compile"),
         regexes: RULES.iter().map(|rule| Regex::new(rule.pattern).expect("redaction pattern compiles")).collect(),
     }
 });
+
+/// A secret's value after its name: double-quoted, single-quoted or bare, in named groups so the
+/// span functions can tell whether trailing punctuation belongs to it.
+macro_rules! value {
+    () => {
+        r#"(?:"(?P<dq>[^"\r\n]{1,200})"|'(?P<sq>[^'\r\n]{1,200})'|(?P<bare>[^\s"'`,;&，。；！？、（）【】「」]+))"#
+    };
+}
 
 // `(?-u:\b)` is an ASCII word boundary. It is used throughout instead of `\b` for two reasons: a
 // Chinese character next to a secret (`密钥sk-…`, `电话13812345678`) must count as a boundary, and
@@ -215,6 +225,73 @@ const RULES: &[Rule] = &[
         pattern: r"(?-u:\b)pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}",
         span: whole_match,
     },
+    // Vendor formats with a recognisable prefix or shape. Each is specific enough to be taken
+    // wherever it appears, in prose as well as in settings.
+    Rule {
+        kind: "api_key",
+        placeholder: "[API_KEY]",
+        pattern: concat!(
+            r"(?-u:\b)(?:GOCSPX-[A-Za-z0-9_-]{24,}|ya29\.[A-Za-z0-9_-]{30,}|dop_v1_[a-f0-9]{64}|doo_v1_[a-f0-9]{64}",
+            r"|HRKU-[A-Za-z0-9_-]{30,}|hv[sbr]\.[A-Za-z0-9_-]{24,}|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}",
+            r"|dapi[a-f0-9]{32}(?:-[0-9])?|CFPAT-[A-Za-z0-9_-]{40,}|fo1_[A-Za-z0-9_-]{30,}|nfp_[A-Za-z0-9]{30,}",
+            r"|ATBB[A-Za-z0-9_=.-]{28,}|ATATT3[A-Za-z0-9_=-]{50,}|cio[A-Za-z0-9]{32}|dckr_pat_[A-Za-z0-9_-]{20,}",
+            r"|rubygems_[a-f0-9]{48}|oy2[a-z0-9]{43}|sntry[su]_[A-Za-z0-9_=+/-]{40,}|NRAK-[A-Z0-9]{27}",
+            r"|glc_[A-Za-z0-9_+/=-]{32,}|gsk_[A-Za-z0-9]{40,}|r8_[A-Za-z0-9]{37}|pplx-[A-Za-z0-9]{40,}",
+            r"|SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}|key-[a-f0-9]{32}|[a-f0-9]{32}-[a-f0-9]{8}-[a-f0-9]{8}",
+            r"|[a-f0-9]{32}-us[0-9]{1,2}|shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}|EAAA[A-Za-z0-9_-]{56,}",
+            r"|sq0(?:csp|atp)-[A-Za-z0-9_-]{22,}|whsec_[A-Za-z0-9+/=]{24,}|access_token\$production\$[a-z0-9]{16}\$[a-f0-9]{32}",
+            r"|lin_(?:api|oauth)_[A-Za-z0-9]{32,}|secret_[A-Za-z0-9]{43}|ntn_[A-Za-z0-9]{40,}",
+            r"|pat[A-Za-z0-9]{14}\.[a-f0-9]{64}|LTAI[A-Za-z0-9]{12,30}|AKID[A-Za-z0-9]{13,40}",
+            r"|SK[a-f0-9]{32}|AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}",
+            r"|[MN][A-Za-z0-9]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40})(?-u:\b)",
+        ),
+        span: whole_match,
+    },
+    // A Google OAuth refresh token (`1//…`) and a Telegram bot token (`123456789:AA…`), which
+    // appears glued to `bot` in API URLs, so it has no word boundary in front.
+    Rule {
+        kind: "api_key",
+        placeholder: "[TOKEN]",
+        pattern: r"(?:(?-u:\b)1//[A-Za-z0-9_-]{40,}|[0-9]{8,10}:AA[A-Za-z0-9_-]{32,})",
+        span: not_glued_to_digits,
+    },
+    // The secret half of a Twilio key pair right after its account SID: `Client('AC…', '…')`.
+    Rule {
+        kind: "api_key",
+        placeholder: "[SECRET]",
+        pattern: r#"(?-u:\b)AC[a-f0-9]{32}["']?[ \t]*[,:][ \t]*["']?([a-f0-9]{32})(?-u:\b)"#,
+        span: first_group_or_whole,
+    },
+    // Webhook URLs whose path is the credential: Discord, Feishu/Lark, Microsoft Teams, and a
+    // Sentry DSN (`https://<key>@o1.ingest.sentry.io/…`).
+    Rule {
+        kind: "webhook",
+        placeholder: "[TOKEN]",
+        pattern: concat!(
+            r"discord(?:app)?\.com/api/webhooks/([0-9]{5,}/[A-Za-z0-9_-]{20,})",
+            r"|open-apis/bot/v2/hook/([A-Za-z0-9-]{20,})",
+            r"|webhook\.office\.com/webhookb2/([^\s'\x22<>]{20,})",
+            r"|://([a-f0-9]{32})@[A-Za-z0-9.-]*sentry",
+        ),
+        span: first_group_or_whole,
+    },
+    // Azure storage account keys and SAS signatures, in connection strings and URLs.
+    Rule {
+        kind: "azure_key",
+        placeholder: "[SECRET]",
+        pattern: concat!(
+            r"(?i)(?:AccountKey|SharedAccessKey|SharedAccessSignature)[ \t]*=[ \t]*([A-Za-z0-9+/%=]{20,})",
+            r"|[?&;\x22' ]sig=([A-Za-z0-9+/%=]{20,})",
+        ),
+        span: first_group_or_whole,
+    },
+    // Cookies carry sessions: the whole value (before the `name=value` rules see its parts) of a `Cookie:` or `Set-Cookie:` header goes.
+    Rule {
+        kind: "cookie",
+        placeholder: "[COOKIE]",
+        pattern: r#"(?i)(?-u:\b)cookie[ \t]*:[ \t]*(?P<bare>[^\s'"][^\r\n'"]*)"#,
+        span: secret_value,
+    },
     // `password=…`, `"api_key": "…"`, `DB_PASSWORD: …`, `?access_token=…`, `密码：…`. The name
     // must end with the keyword (so `max_tokens`, `tokenizer` and `secretName` are left alone) and
     // only the value is replaced, so the text still says which setting it was.
@@ -222,9 +299,45 @@ const RULES: &[Rule] = &[
         kind: "secret_assignment",
         placeholder: "[SECRET]",
         pattern: concat!(
-            r#"(?i)(?:[A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|api[_-]?key|access[_-]?key|private[_-]?key"#,
-            r#"|token)|密码|口令|密钥|令牌)["']?[ \t]*(?:=>|:=|[:=：])[ \t]*"#,
-            r#"(?:"([^"\r\n]{1,200})"|'([^'\r\n]{1,200})'|([^\s"'`,;&，。；！？、（）【】「」]+))"#,
+            r#"(?i)(?:[A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|api[_ -]?key|access[_-]?key|private[_-]?key"#,
+            r#"|secret[_ -]?key(?:[_-]?base)?|app[_-]?(?:key|secret)|encryption[_-]?key|signing[_-]?key|master[_-]?key"#,
+            r#"|key[_-]data|token)|密码|口令|密钥|秘钥|令牌)(?:["']\]?)?[ \t]*(?:=>|:=|[:=：])[ \t]*"#,
+            value!(),
+        ),
+        span: secret_value,
+    },
+    // Shorter names that are also ordinary words or parts of words (`pass`, `pwd`, `auth`, `sig`,
+    // `key`, `credentials`): only as a whole name or after a separator or camel case, and only
+    // when the value looks generated, so `auth: required` and `key: my-config` stay.
+    Rule {
+        kind: "secret_assignment",
+        placeholder: "[SECRET]",
+        pattern: concat!(
+            r#"(?:(?-u:\b)(?i:[a-z0-9_.-]*[_.-])?(?i:pass|pwd|auth|sig|key|credentials?)"#,
+            r#"|[A-Za-z0-9]*[a-z0-9](?:Key|Pass|Pwd|Auth|Credentials?))(?-u:\b)(?:["']\]?)?[ \t]*(?:=>|:=|[:=])[ \t]*"#,
+            value!(),
+        ),
+        span: generated_value,
+    },
+    // Environment variables whose name says secret anywhere in it: `SECRET_KEY_BASE=…`,
+    // `DJANGO_SECRET_KEY=…`, `SMTP_PASS=…`, `TENCENTCLOUD_SECRET_ID=…`.
+    Rule {
+        kind: "secret_assignment",
+        placeholder: "[SECRET]",
+        pattern: concat!(
+            r#"(?:^|[\s;&|(])(?:export[ \t]+)?[A-Z][A-Z0-9_]*(?:KEY|SECRET|TOKEN|PASS|PWD|AUTH|CREDENTIALS?|SIG|SIGNATURE)"#,
+            r#"[A-Z0-9_]*[ \t]*=[ \t]*"#,
+            value!(),
+        ),
+        span: generated_value,
+    },
+    // XML settings: `<password>…</password>`, `<property name="password" value="…"/>`.
+    Rule {
+        kind: "secret_assignment",
+        placeholder: "[SECRET]",
+        pattern: concat!(
+            r#"(?i)<(?:[a-z_-]+:)?[a-z_.-]*(?:password|passwd|secret|token|api[_-]?key|private[_-]?key)>(?P<bare>[^<\s][^<\n]{0,200}?)</"#,
+            r#"|(?i)name=["'][a-z_.-]*(?:password|passwd|secret|token|api[_-]?key)["'][ \t]+value=["'](?P<dq>[^"'\n]{1,200})["']"#,
         ),
         span: secret_value,
     },
@@ -234,9 +347,95 @@ const RULES: &[Rule] = &[
         placeholder: "[SECRET]",
         pattern: concat!(
             r#"(?i)(?:^|[ \t])--(?:[a-z0-9]+-)*(?:password|passwd|passphrase|secret|api-?key|token)[ \t]+"#,
-            r#"(?:"([^"\r\n]{1,200})"|'([^'\r\n]{1,200})'|([^\s"'`;&|]+))"#,
+            r#"(?:"(?P<dq>[^"\r\n]{1,200})"|'(?P<sq>[^'\r\n]{1,200})'|(?P<bare>[^\s"'`;&|]+))"#,
         ),
         span: secret_value,
+    },
+    // Passwords given to tools as short flags: `mysql -pSECRET`, `sshpass -p SECRET`,
+    // `docker login -p SECRET`, `redis-cli -a SECRET`, `ldapsearch -w SECRET`, `smbclient -U u%SECRET`,
+    // `openssl … -passout pass:SECRET`, `echo 'u:SECRET' | chpasswd`, `cargo login TOKEN`.
+    Rule {
+        kind: "cli_password",
+        placeholder: "[SECRET]",
+        pattern: concat!(
+            r#"(?-u:\b)(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)(?-u:\b)[^\n|;&]*?[ \t]-p"#,
+            value!(),
+        ),
+        span: cli_value,
+    },
+    Rule {
+        kind: "cli_password",
+        placeholder: "[SECRET]",
+        pattern: concat!(
+            r#"(?:(?-u:\b)sshpass(?:[ \t]+-[A-Za-z])*?[ \t]+-p[ \t]*"#,
+            r#"|(?-u:\b)(?:docker|podman|nerdctl|buildah|skopeo|oras|az|cf|helm[ \t]+registry)[ \t]+login(?-u:\b)[^\n|;&]*?[ \t]-p[ \t]+"#,
+            r#"|(?-u:\b)(?:sqlcmd|bcp|osql)(?-u:\b)[^\n|;&]*?[ \t]-P[ \t]+"#,
+            r#"|(?-u:\b)redis-cli(?-u:\b)[^\n|;&]*?[ \t]-a[ \t]+|(?-u:\b)ldap[a-z]+(?-u:\b)[^\n|;&]*?[ \t]-[wy][ \t]+"#,
+            r#"|[ \t]-pass(?:in|out)[ \t]+pass:|(?-u:\b)cargo[ \t]+login[ \t]+)"#,
+            value!(),
+        ),
+        span: cli_value,
+    },
+    Rule {
+        kind: "cli_password",
+        placeholder: "[SECRET]",
+        pattern: concat!(
+            r#"[ \t]-U[ \t]+[^\s%'"]+%(?P<bare>[^\s'"]+)"#,
+            r#"|(?-u:\b)echo[ \t]+['"]?[^\s:'"]+:(?P<sq>[^\s'"]+)['"]?[ \t]*\|[ \t]*(?:sudo[ \t]+)?chpasswd"#,
+        ),
+        span: cli_value,
+    },
+    // A `.pgpass` line: `host:port:database:user:password`.
+    Rule {
+        kind: "pgpass",
+        placeholder: "[SECRET]",
+        pattern: r"(?m)(?:^|[ \t])[A-Za-z0-9*._-]+:(?:[0-9]{1,5}|\*):[^\s:]+:[^\s:]+:(?P<bare>[^\s]+)[ \t]*$",
+        span: secret_value,
+    },
+    // HTTP headers that carry a credential: `X-API-Key: …`, `X-Auth-Key: …`, `Private-Token: …`,
+    // and `Authorization:` with a scheme other than Bearer and Basic (`Token`, `Bot`, `SSO-Key`).
+    Rule {
+        kind: "http_header",
+        placeholder: "[TOKEN]",
+        pattern: concat!(
+            r#"(?i)(?:(?-u:\b)(?:x-[a-z-]*(?:key|token|secret|auth|signature)|api-?key|private-token)["']?[ \t]*:[ \t]*["']?"#,
+            r#"|(?-u:\b)authorization["']?[ \t]*:[ \t]*["']?(?:token|bot|sso-key|apikey|api-key|key|digest)[ \t]+)"#,
+            r#"(?P<bare>[^\s'"]{8,})"#,
+        ),
+        span: secret_value,
+    },
+    // Secrets in English prose: "the admin password is …", "use the token … for CI",
+    // "pw …", "the storage account key is …". Bare `key` needs a verb (`key is …`) since "key"
+    // is also an ordinary noun ("blake3 key …"); the value must look generated.
+    Rule {
+        kind: "secret_in_prose",
+        placeholder: "[SECRET]",
+        pattern: concat!(
+            r#"(?i)(?-u:\b)(?P<name>password|passphrase|passcode|passwd|pw|pwd|secret|token|api[ -]key|access[ -]key"#,
+            r#"|(?:account|private|secret|signing|license|master) key|key(?:[ \t]+(?:is|was))|credentials?)(?-u:\b)"#,
+            r#"(?:[ \t]+(?:is|was|are|of|for|set to|is now|to|now|=|:|->))*[ \t]*[:=]?[ \t]+["'“]?"#,
+            r#"(?P<bare>[^\s"'”,;，。；、)]{6,200})"#,
+        ),
+        span: prose_value,
+    },
+    // "credentials are deploy / hunter2", "login: deploy:hunter2".
+    Rule {
+        kind: "secret_in_prose",
+        placeholder: "[SECRET]",
+        pattern: r#"(?i)(?-u:\b)credentials?[ \t]+(?:are|is|:)[ \t]+[^\s/:]+[ \t]*[/:][ \t]*(?P<bare>[^\s"',;]{6,200})"#,
+        span: cli_value,
+    },
+    // Secrets in Chinese prose, with or without a colon: 密码是…, 密钥…, 令牌为…, 口令设置成….
+    Rule {
+        kind: "secret_in_prose",
+        placeholder: "[SECRET]",
+        pattern: concat!(
+            r#"(?i)(?:(?P<name>密码|口令|密钥|秘钥|私钥|令牌)[ \t]*(?:是|为|：|:|=|设置成|设置为|设成|设为|改成|改为|是：)?"#,
+            // English names only with a Chinese verb or colon: `TokenBucket…` is an identifier.
+            r#"|(?-u:\b)(?:app ?secret|secret ?key|api ?key|token)[ \t]*(?:是|为|：|设置成|设置为|设成|设为|改成|改为))[ \t]*"#,
+            r#"(?P<bare>[A-Za-z0-9_+/=!@#$%^&*.~-]{6,200})"#,
+        ),
+        span: prose_value,
     },
     // `curl -u user:pass`, `--user=user:pass`: HTTP basic credentials on a command line.
     Rule {
@@ -429,16 +628,121 @@ fn sk_api_key(_text: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
     key.as_str()[3..].bytes().any(|byte| byte.is_ascii_digit()).then(|| key.range())
 }
 
+/// The value of a named-group match (`dq`, `sq` or `bare`), unless it is a stand-in.
 fn secret_value(_text: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
-    let value = caps.iter().skip(1).flatten().next()?;
-    let quoted = caps.get(3).is_none();
+    let (value, quoted) = value_group(caps)?;
     // An unquoted value at the end of a sentence or inside brackets should not take the closing
     // punctuation with it: `{password: hunter2}` keeps its `}`.
     let kept = if quoted { value.as_str() } else { value.as_str().trim_end_matches(['.', ')', ']', '}', '>']) };
-    if is_reference_not_secret(kept) {
+    // The untrimmed value too: trimming `getToken()` to `getToken(` hides the call.
+    if is_reference_not_secret(kept) || is_reference_not_secret(value.as_str()) || kept.contains('[') {
         return None;
     }
     Some(value.start()..value.start() + kept.len())
+}
+
+fn value_group<'t>(caps: &Captures<'t>) -> Option<(regex::Match<'t>, bool)> {
+    if let Some(quoted) = caps.name("dq").or_else(|| caps.name("sq")) {
+        return Some((quoted, true));
+    }
+    caps.name("bare").map(|bare| (bare, false))
+}
+
+/// Like [`secret_value`], for names that are also ordinary words: the value must look generated.
+fn generated_value(text: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
+    let span = secret_value(text, caps)?;
+    let value = &text[span.clone()];
+    (looks_generated(value) && !value.contains("://")).then_some(span)
+}
+
+/// A password given on a command line: anything but a stand-in or an English word of the
+/// surrounding prose ("sshpass -p is insecure").
+fn cli_value(text: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
+    let span = secret_value(text, caps)?;
+    let value = &text[span.clone()];
+    let is_word = value.len() <= 4 && value.bytes().all(|byte| byte.is_ascii_lowercase());
+    (!is_word && !value.starts_with('-')).then_some(span)
+}
+
+/// A secret named in prose. Passwords may be weak (`hunter2`), so for them a digit or symbol
+/// is enough; a token, key or secret must look machine-made (several changes between letters,
+/// digits and case, or long and mixed), since "token" and "key" also precede ordinary words and
+/// identifiers ("the token cl100k_base").
+fn prose_value(text: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
+    let span = secret_value(text, caps)?;
+    let value = text[span.clone()].trim_end_matches(['.', ':', '!', '?']);
+    if value.len() < 6 || value.contains("://") || value.starts_with(['/', '~', '#', '@', '-']) {
+        return None;
+    }
+    let name = caps.name("name").map(|name| name.as_str().to_ascii_lowercase());
+    // Chinese names are checked like passwords: the rule already needs the value glued to the
+    // name or after a verb (是, 为, 设置成), which ordinary Chinese prose does not produce.
+    let password_like =
+        name.as_deref().is_none_or(|name| name.starts_with("pass") || name.starts_with("pw") || !name.is_ascii());
+    let ok = if password_like { looks_generated(value) } else { looks_machine_made(value) };
+    ok.then_some(span.start..span.start + value.len())
+}
+
+/// At least six characters, with a letter and a digit, or with mixed case and a symbol, and not
+/// a version number or a word: the least a set password or key has.
+fn looks_generated(value: &str) -> bool {
+    if value.len() < 6 {
+        return false;
+    }
+    let has_digit = value.bytes().any(|byte| byte.is_ascii_digit());
+    let has_alpha = value.bytes().any(|byte| byte.is_ascii_alphabetic());
+    let has_upper = value.bytes().any(|byte| byte.is_ascii_uppercase());
+    let has_lower = value.bytes().any(|byte| byte.is_ascii_lowercase());
+    let has_symbol = value.bytes().any(|byte| !byte.is_ascii_alphanumeric() && !matches!(byte, b'.' | b'-' | b'_'));
+    let version_like = value.bytes().all(|byte| byte.is_ascii_digit() || byte == b'.');
+    // Code, not a value: `blake3::hash(bytes)`, `getenv("X")`.
+    let code_like = value.contains("::") || value.contains('(');
+    !version_like
+        && !code_like
+        && ((has_digit && has_alpha)
+            || (has_upper && has_lower && has_symbol)
+            || (has_symbol && has_alpha && value.len() >= 12))
+}
+
+/// Random-looking: at least three changes between letter and digit or lower and upper case
+/// (`Zx9Qw8…`), or 20+ characters with letters and digits. Identifiers made of words
+/// (`cl100k_base`, `max_tokens`) have fewer.
+fn looks_machine_made(value: &str) -> bool {
+    #[derive(PartialEq, Clone, Copy)]
+    enum Class {
+        Lower,
+        Upper,
+        Digit,
+        Other,
+    }
+    let class = |byte: u8| match byte {
+        b'a'..=b'z' => Class::Lower,
+        b'A'..=b'Z' => Class::Upper,
+        b'0'..=b'9' => Class::Digit,
+        _ => Class::Other,
+    };
+    let mut transitions = 0;
+    let mut previous = Class::Other;
+    for byte in value.bytes() {
+        let current = class(byte);
+        if current != Class::Other && previous != Class::Other && current != previous {
+            transitions += 1;
+        }
+        previous = current;
+    }
+    let has_digit = value.bytes().any(|byte| byte.is_ascii_digit());
+    let has_alpha = value.bytes().any(|byte| byte.is_ascii_alphabetic());
+    // A digit is required: CamelCase identifiers (`BucketRateLimiter`) change case often too.
+    has_digit && has_alpha && (transitions >= 4 || value.len() >= 20)
+}
+
+/// A Telegram token glued to `bot` in a URL is fine; glued to more digits it is some other number.
+fn not_glued_to_digits(text: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
+    let whole = caps.get(0)?;
+    if byte_before(text, whole.start()).is_some_and(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    Some(whole.range())
 }
 
 fn home_dir_user(_text: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
@@ -821,6 +1125,111 @@ mod tests {
                 found.iter().any(|&(found_kind, _)| found_kind == kind),
                 "{input:?}: expected {kind}, got {found:?}"
             );
+        }
+    }
+
+    /// Formats that got through before (issue 14): each with its expected output, so the span
+    /// kept (the name, the scheme, the host) is pinned too. The full catalogue is in
+    /// `tests/data/redaction_catalogue.jsonl`.
+    #[test]
+    fn formats_from_the_hostile_review_are_redacted() {
+        let cases: &[(&str, &str, &str)] = &[
+            (
+                "azure_key",
+                "DefaultEndpointsProtocol=https;AccountName=kb;AccountKey=q1w2E3r4T5y6U7i8O9p0aSdFgHjKlZxCvBnM+/==;EndpointSuffix=core",
+                "DefaultEndpointsProtocol=https;AccountName=kb;AccountKey=[SECRET];EndpointSuffix=core",
+            ),
+            (
+                "azure_key",
+                "x.blob.core.windows.net/c?sv=2022&sp=r&sig=AbC123dEf456GhI789jKl012%3D",
+                "x.blob.core.windows.net/c?sv=2022&sp=r&sig=[SECRET]",
+            ),
+            ("secret_assignment", "SECRET_KEY_BASE=9f8e7d6c5b4a39281706f5e4d3c2b1a0", "SECRET_KEY_BASE=[SECRET]"),
+            ("secret_assignment", "DJANGO_SECRET_KEY='django-insecure-a1b2c3d4e5'", "DJANGO_SECRET_KEY='[SECRET]'"),
+            ("secret_assignment", "export SMTP_PASS=Zx9Qw8Er7T", "export SMTP_PASS=[SECRET]"),
+            ("secret_assignment", "[database]\npwd = Abc123xyz789", "[database]\npwd = [SECRET]"),
+            ("secret_assignment", "<password>Hunter2Hunter2</password>", "<password>[SECRET]</password>"),
+            (
+                "api_key",
+                r#"{"client_secret": "GOCSPX-AbCdEfGhIjKlMnOpQrStUvWxYz12"}"#,
+                r#"{"client_secret": "[API_KEY]"}"#,
+            ),
+            ("api_key", "secret GOCSPX-AbCdEfGhIjKlMnOpQrStUvWxYz12 here", "secret [API_KEY] here"),
+            (
+                "api_key",
+                "STRIPE_WEBHOOK_SECRET=whsec_AbCdEfGhIjKlMnOpQrStUvWxYz123456",
+                "STRIPE_WEBHOOK_SECRET=[API_KEY]",
+            ),
+            (
+                "api_key",
+                "client.run('MTAxNTk4NzY1NDMyMTAxMjM0NQ.GaBcDe.AbCdEfGhIjKlMnOpQrStUvWxYz0123456789')",
+                "client.run('[API_KEY]')",
+            ),
+            (
+                "api_key",
+                "curl https://api.telegram.org/bot1234567890:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/getMe",
+                "curl https://api.telegram.org/bot[TOKEN]/getMe",
+            ),
+            ("cli_password", "mysql -u root -pS3cretPass shop", "mysql -u root -p[SECRET] shop"),
+            ("cli_password", "sshpass -p 'Tr0ub4dor' ssh deploy@bastion", "sshpass -p '[SECRET]' ssh deploy@bastion"),
+            (
+                "cli_password",
+                "docker login -u me -p Dkr9pass registry.io",
+                "docker login -u me -p [SECRET] registry.io",
+            ),
+            ("cli_password", "redis-cli -h cache -a R3disPass ping", "redis-cli -h cache -a [SECRET] ping"),
+            ("pgpass", "db.internal:5432:app:app_user:Pg9pass7", "db.internal:5432:app:app_user:[SECRET]"),
+            (
+                "secret_in_prose",
+                "machine api.example.com login deploy password N3tRcPass",
+                "machine api.example.com login deploy password [SECRET]",
+            ),
+            (
+                "secret_in_prose",
+                "The admin password is Adm1nPass until Friday.",
+                "The admin password is [SECRET] until Friday.",
+            ),
+            ("secret_in_prose", "use the token Tk3nAbCdEf9GhIj for CI", "use the token [SECRET] for CI"),
+            ("secret_in_prose", "数据库的密码是Db2pass9，别外传", "数据库的密码是[SECRET]，别外传"),
+            ("secret_in_prose", "API密钥Ak3yAbCdEf9GhIjKl已配置", "API密钥[SECRET]已配置"),
+            ("secret_in_prose", "令牌是 Tk9AbCdEf3GhIjKl，有效期一天", "令牌是 [SECRET]，有效期一天"),
+            ("secret_assignment", "-H 'X-API-Key: 0123456789abcdef0123'", "-H 'X-API-Key: [SECRET]'"),
+            ("http_header", "Authorization: Token 0123456789abcdef0123", "Authorization: Token [TOKEN]"),
+            ("cookie", "Cookie: sid=Ab3dEf9; csrftoken=Xy7", "Cookie: [COOKIE]"),
+            (
+                "webhook",
+                "SENTRY_DSN=https://0123456789abcdef0123456789abcdef@o1.ingest.sentry.io/2",
+                "SENTRY_DSN=https://[TOKEN]@o1.ingest.sentry.io/2",
+            ),
+        ];
+        for &(kind, input, expected) in cases {
+            check(input, expected);
+            let found = kinds(input);
+            assert!(
+                found.iter().any(|&(found_kind, _)| found_kind == kind),
+                "{input:?}: expected {kind}, got {found:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn names_and_words_near_secrets_are_not_secrets() {
+        let cases = [
+            "the password is required and must be at least 12 characters",
+            "the token is valid for one hour; tokens per second went up",
+            "auth: required, key: my-config-map, pass: true",
+            "sshpass -p is insecure; mysql -p prompts for the password",
+            "docker login -u kbdemo --password-stdin",
+            "the .pgpass format is hostname:port:database:username:password",
+            "set the token cl100k_base in the tokenizer",
+            "let key = blake3::hash(bytes).to_hex();",
+            "SECRET_KEY_BASE is generated by rails secret",
+            "密码必须至少包含 12 个字符，令牌桶每秒补充 100 个令牌",
+            "Authorization header missing: 401",
+        ];
+        for input in cases {
+            let (redacted, found) = redact(input);
+            assert_eq!(redacted, input, "falsely redacted: {found:?}");
         }
     }
 

@@ -1,0 +1,318 @@
+//! `kb-bench gate`: what the write gate catches and what it costs, on the sets kept in
+//! `crates/kb-core/tests/data` (fake secrets in context, benign technical texts, prompt-injection
+//! attacks and benign talk about prompts). Runs the gate in this process; no daemon.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use anyhow::Context;
+use kb_core::{GatePolicy, NewExperience, Status, gate};
+use serde::{Deserialize, Serialize};
+
+const CATALOGUE: &str = include_str!("../../kb-core/tests/data/redaction_catalogue.jsonl");
+const REDACTION_BENIGN: &str = include_str!("../../kb-core/tests/data/redaction_benign.jsonl");
+const ATTACKS: &str = include_str!("../../kb-core/tests/data/injection_attacks.jsonl");
+const INJECTION_BENIGN: &str = include_str!("../../kb-core/tests/data/injection_benign.jsonl");
+
+#[derive(Debug, Deserialize)]
+struct CatalogueEntry {
+    family: String,
+    format: String,
+    text: String,
+    /// Substrings that must not survive redaction.
+    secrets: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Text {
+    text: String,
+    #[serde(default)]
+    kind: String,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct FamilyCount {
+    caught: usize,
+    missed: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct GateReport {
+    secrets_caught: usize,
+    secrets_missed: usize,
+    missed_formats: Vec<String>,
+    by_family: BTreeMap<String, FamilyCount>,
+    /// Metadata fields (submitted_by, agent_id, session_key, content_type) holding a secret.
+    metadata_caught: usize,
+    metadata_total: usize,
+    metadata_missed: Vec<String>,
+    benign_redacted: usize,
+    benign_total: usize,
+    benign_redacted_texts: Vec<String>,
+    attacks_held: usize,
+    attacks_total: usize,
+    attacks_missed: Vec<String>,
+    attacks_by_kind: BTreeMap<String, FamilyCount>,
+    benign_flagged: usize,
+    benign_prompt_talk_total: usize,
+    benign_flagged_texts: Vec<String>,
+    /// Mean time of one `gate` call over every text of the four sets, in microseconds.
+    gate_us_mean: f64,
+    /// Mean time of one `gate` call on a typical 1.5 KB experience with a little of everything.
+    gate_us_typical: f64,
+}
+
+fn parse_lines<T: for<'de> Deserialize<'de>>(name: &str, data: &str) -> anyhow::Result<Vec<T>> {
+    data.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(line_idx, line)| serde_json::from_str(line).with_context(|| format!("{name} line {}", line_idx + 1)))
+        .collect()
+}
+
+fn submission(text: &str) -> NewExperience {
+    NewExperience {
+        task: "note from a session".to_owned(),
+        resource: "kb-bench gate".to_owned(),
+        result: text.to_owned(),
+        ..NewExperience::default()
+    }
+}
+
+/// Every text field of a gated experience, to look for surviving secrets.
+fn stored_text(new: &NewExperience) -> String {
+    let mut all = format!("{}\n{}\n{}", new.task, new.resource, new.result);
+    for value in
+        [&new.content, &new.content_type, &new.agent_id, &new.submitted_by, &new.session_key].into_iter().flatten()
+    {
+        all.push('\n');
+        all.push_str(value);
+    }
+    all
+}
+
+pub fn run(iterations: usize, json: bool) -> anyhow::Result<()> {
+    let catalogue: Vec<CatalogueEntry> = parse_lines("redaction_catalogue.jsonl", CATALOGUE)?;
+    let redaction_benign: Vec<Text> = parse_lines("redaction_benign.jsonl", REDACTION_BENIGN)?;
+    let attacks: Vec<Text> = parse_lines("injection_attacks.jsonl", ATTACKS)?;
+    let injection_benign: Vec<Text> = parse_lines("injection_benign.jsonl", INJECTION_BENIGN)?;
+    let policy = GatePolicy::default();
+
+    let mut report = GateReport {
+        secrets_caught: 0,
+        secrets_missed: 0,
+        missed_formats: Vec::new(),
+        by_family: BTreeMap::new(),
+        metadata_caught: 0,
+        metadata_total: 0,
+        metadata_missed: Vec::new(),
+        benign_redacted: 0,
+        benign_total: redaction_benign.len(),
+        benign_redacted_texts: Vec::new(),
+        attacks_held: 0,
+        attacks_total: attacks.len(),
+        attacks_missed: Vec::new(),
+        attacks_by_kind: BTreeMap::new(),
+        benign_flagged: 0,
+        benign_prompt_talk_total: injection_benign.len(),
+        benign_flagged_texts: Vec::new(),
+        gate_us_mean: 0.0,
+        gate_us_typical: 0.0,
+    };
+
+    for entry in &catalogue {
+        let gated = gate(submission(&entry.text), &policy).with_context(|| format!("gating {}", entry.format))?;
+        let stored = stored_text(&gated.experience);
+        let survived = entry.secrets.iter().any(|secret| stored.contains(secret.as_str()));
+        let family = report.by_family.entry(entry.family.clone()).or_default();
+        if survived {
+            family.missed += 1;
+            report.secrets_missed += 1;
+            report.missed_formats.push(format!("{}: {:?}", entry.format, gated.experience.result));
+        } else {
+            family.caught += 1;
+            report.secrets_caught += 1;
+        }
+    }
+
+    // The catalogue's texts in the metadata fields, which are stored and returned with search
+    // hits: each on one line, cut to the identifier limit (256 characters).
+    for (entry_idx, entry) in catalogue.iter().enumerate() {
+        let one_line: String = entry.text.replace(['\n', '\r', '\t'], " ").chars().take(256).collect();
+        let secrets: Vec<&String> = entry.secrets.iter().filter(|secret| one_line.contains(secret.as_str())).collect();
+        if secrets.is_empty() {
+            continue;
+        }
+        let mut new = submission("metadata check");
+        match entry_idx % 4 {
+            0 => new.submitted_by = Some(one_line),
+            1 => new.agent_id = Some(one_line),
+            2 => new.session_key = Some(one_line),
+            _ => new.content_type = Some(one_line),
+        }
+        report.metadata_total += 1;
+        let gated = gate(new, &policy).with_context(|| format!("gating metadata {}", entry.format))?;
+        let stored = stored_text(&gated.experience);
+        if secrets.iter().all(|secret| !stored.contains(secret.as_str())) {
+            report.metadata_caught += 1;
+        } else {
+            report.metadata_missed.push(entry.format.clone());
+        }
+    }
+    for (idx, email) in ["alice.smith@example.com", "bob@corp.example.org"].into_iter().enumerate() {
+        let mut new = submission("metadata check");
+        if idx == 0 {
+            new.submitted_by = Some(email.to_owned());
+        } else {
+            new.agent_id = Some(format!("agent-for-{email}"));
+        }
+        report.metadata_total += 1;
+        let gated = gate(new, &policy)?;
+        if !stored_text(&gated.experience).contains(email) {
+            report.metadata_caught += 1;
+        }
+    }
+
+    for benign in &redaction_benign {
+        let gated = gate(submission(&benign.text), &policy)?;
+        if gated.experience.result != benign.text.trim() {
+            report.benign_redacted += 1;
+            report.benign_redacted_texts.push(format!("{:?} -> {:?}", benign.text, gated.experience.result));
+        }
+    }
+
+    for attack in &attacks {
+        let gated = gate(submission(&attack.text), &policy)?;
+        let kind = report.attacks_by_kind.entry(attack.kind.clone()).or_default();
+        if gated.status == Status::Pending {
+            report.attacks_held += 1;
+            kind.caught += 1;
+        } else {
+            kind.missed += 1;
+            report.attacks_missed.push(format!("[{}] {:?}", attack.kind, attack.text));
+        }
+    }
+    for benign in &injection_benign {
+        let gated = gate(submission(&benign.text), &policy)?;
+        if gated.status == Status::Pending {
+            report.benign_flagged += 1;
+            report.benign_flagged_texts.push(format!("{:?}", benign.text));
+        }
+    }
+
+    // Cost. Every text of the four sets, `iterations` times; then a typical experience.
+    let all_texts: Vec<&str> = catalogue
+        .iter()
+        .map(|entry| entry.text.as_str())
+        .chain(redaction_benign.iter().map(|text| text.text.as_str()))
+        .chain(attacks.iter().map(|text| text.text.as_str()))
+        .chain(injection_benign.iter().map(|text| text.text.as_str()))
+        .collect();
+    let started = Instant::now();
+    for _ in 0..iterations {
+        for text in &all_texts {
+            std::hint::black_box(gate(submission(text), &policy)?);
+        }
+    }
+    report.gate_us_mean = started.elapsed().as_secs_f64() * 1e6 / (iterations * all_texts.len()) as f64;
+    let typical = typical_experience();
+    let started = Instant::now();
+    for _ in 0..iterations * 10 {
+        std::hint::black_box(gate(typical.clone(), &policy)?);
+    }
+    report.gate_us_typical = started.elapsed().as_secs_f64() * 1e6 / (iterations * 10) as f64;
+
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_report(&report, catalogue.len(), iterations, all_texts.len());
+    }
+    Ok(())
+}
+
+/// A submission like the ones agents make: a few sentences in each field and a log excerpt.
+fn typical_experience() -> NewExperience {
+    NewExperience {
+        task: "Fix the flaky integration test in the payments service after the tokio upgrade".to_owned(),
+        resource: "cargo test -p payments --test integration; tokio 1.41; /srv/payments/Cargo.toml".to_owned(),
+        result: "The test raced the server start. Waiting for the readiness signal instead of sleeping 100 ms \
+                 fixed it; 200 runs passed. 修复后连续运行 200 次全部通过，耗时 3 分钟。"
+            .to_owned(),
+        content: Some(
+            "2026-11-20T10:01:02Z INFO payments: listening on 0.0.0.0:8080\n\
+             2026-11-20T10:01:02Z WARN retry 1/5 after 250ms (connection refused)\n\
+             thread 'checkout_flow' panicked at tests/integration.rs:88:5: assertion failed: status == 200\n\
+             note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n\
+             fn wait_ready(rx: oneshot::Receiver<()>) -> Result<(), Elapsed> { timeout(Duration::from_secs(5), rx) }\n"
+                .repeat(3),
+        ),
+        agent_id: Some("main".to_owned()),
+        submitted_by: Some("openclaw-plugin".to_owned()),
+        session_key: Some("agent:main:cli:01JD3ZQ6V8Y9K2N4P5R7S8T0VW".to_owned()),
+        content_type: Some("text/plain".to_owned()),
+        ..NewExperience::default()
+    }
+}
+
+fn percent(part: usize, total: usize) -> f64 {
+    if total == 0 { 0.0 } else { part as f64 * 100.0 / total as f64 }
+}
+
+fn print_report(report: &GateReport, n_formats: usize, iterations: usize, n_texts: usize) {
+    println!("gate report (sets in crates/kb-core/tests/data)");
+    println!(
+        "redaction: {} of {} fake secrets caught, {} missed ({} formats)",
+        report.secrets_caught,
+        report.secrets_caught + report.secrets_missed,
+        report.secrets_missed,
+        n_formats
+    );
+    for (family, count) in &report.by_family {
+        println!("  {family:<12} caught {:>3}  missed {:>3}", count.caught, count.missed);
+    }
+    for missed in &report.missed_formats {
+        println!("  MISSED {missed}");
+    }
+    println!(
+        "metadata fields (submitted_by, agent_id, session_key, content_type): {} of {} holding a secret redacted",
+        report.metadata_caught, report.metadata_total
+    );
+    for format in &report.metadata_missed {
+        println!("  MISSED in metadata {format}");
+    }
+    println!(
+        "benign texts redacted wrongly: {} of {} ({:.1}%)",
+        report.benign_redacted,
+        report.benign_total,
+        percent(report.benign_redacted, report.benign_total)
+    );
+    for text in &report.benign_redacted_texts {
+        println!("  WRONGLY REDACTED {text}");
+    }
+    println!(
+        "injection: {} of {} attacks held ({:.1}%)",
+        report.attacks_held,
+        report.attacks_total,
+        percent(report.attacks_held, report.attacks_total)
+    );
+    for (kind, count) in &report.attacks_by_kind {
+        println!("  {kind:<32} held {:>3}  missed {:>3}", count.caught, count.missed);
+    }
+    for missed in &report.attacks_missed {
+        println!("  MISSED {missed}");
+    }
+    println!(
+        "benign prompt talk flagged: {} of {} ({:.1}%)",
+        report.benign_flagged,
+        report.benign_prompt_talk_total,
+        percent(report.benign_flagged, report.benign_prompt_talk_total)
+    );
+    for text in &report.benign_flagged_texts {
+        println!("  FLAGGED {text}");
+    }
+    println!(
+        "gate cost: {:.1} µs per submit on the sets' texts ({n_texts} texts × {iterations}), \
+         {:.1} µs per typical 1.5 KB submit",
+        report.gate_us_mean, report.gate_us_typical
+    );
+}

@@ -1,0 +1,135 @@
+//! The gate against the sets in `tests/data` (see `tests/data/README.md`): every fake secret of
+//! the catalogue redacted, in the text fields and in the metadata; benign technical texts left
+//! untouched; at least 95% of the attacks held and at most 2% of benign talk about prompts
+//! flagged. `kb-bench gate` prints the same figures with the gate's cost.
+
+use kb_core::redact::redact;
+use kb_core::{GatePolicy, NewExperience, Status, gate};
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+struct CatalogueEntry {
+    format: String,
+    text: String,
+    secrets: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Text {
+    text: String,
+    #[serde(default)]
+    kind: String,
+}
+
+fn lines<T: for<'de> Deserialize<'de>>(data: &str) -> Vec<T> {
+    data.lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|error| panic!("{error}: {line}")))
+        .collect()
+}
+
+fn catalogue() -> Vec<CatalogueEntry> {
+    lines(include_str!("data/redaction_catalogue.jsonl"))
+}
+
+fn submission(text: &str) -> NewExperience {
+    NewExperience {
+        task: "note".to_owned(),
+        resource: "gate sets".to_owned(),
+        result: text.to_owned(),
+        ..NewExperience::default()
+    }
+}
+
+#[test]
+fn every_catalogued_secret_is_redacted_and_redaction_is_idempotent() {
+    let catalogue = catalogue();
+    assert!(catalogue.len() >= 100, "the catalogue must hold at least 100 formats");
+    let mut missed = Vec::new();
+    for entry in &catalogue {
+        let gated = gate(submission(&entry.text), &GatePolicy::default()).unwrap();
+        let stored = &gated.experience.result;
+        if entry.secrets.iter().any(|secret| stored.contains(secret.as_str())) {
+            missed.push(format!("{}: {stored:?}", entry.format));
+        }
+        assert!(!gated.redactions.is_empty(), "{}: nothing reported", entry.format);
+        let (again, found_again) = redact(stored);
+        assert_eq!(again, stored.as_str(), "{}: a second pass changed the text", entry.format);
+        assert!(found_again.is_empty(), "{}: a second pass found {found_again:?}", entry.format);
+    }
+    assert!(missed.is_empty(), "{} of {} secrets survived:\n{}", missed.len(), catalogue.len(), missed.join("\n"));
+}
+
+#[test]
+fn secrets_in_metadata_fields_are_redacted() {
+    let mut n_checked = 0;
+    for (entry_idx, entry) in catalogue().iter().enumerate() {
+        // Identifiers are one line of at most 256 characters.
+        let one_line: String = entry.text.replace(['\n', '\r', '\t'], " ").chars().take(256).collect();
+        let secrets: Vec<&String> = entry.secrets.iter().filter(|secret| one_line.contains(secret.as_str())).collect();
+        if secrets.is_empty() {
+            continue;
+        }
+        let mut new = submission("metadata");
+        match entry_idx % 4 {
+            0 => new.submitted_by = Some(one_line),
+            1 => new.agent_id = Some(one_line),
+            2 => new.session_key = Some(one_line),
+            _ => new.content_type = Some(one_line),
+        }
+        let gated = gate(new, &GatePolicy::default()).unwrap();
+        let metadata = [&gated.experience.submitted_by, &gated.experience.agent_id, &gated.experience.session_key]
+            .into_iter()
+            .chain([&gated.experience.content_type])
+            .flatten()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n");
+        for secret in secrets {
+            assert!(!metadata.contains(secret.as_str()), "{}: survived in metadata {metadata:?}", entry.format);
+        }
+        n_checked += 1;
+    }
+    assert!(n_checked >= 100, "only {n_checked} catalogue entries fit an identifier");
+    // An address in `submitted_by` is personal data like any other.
+    let mut new = submission("metadata");
+    new.submitted_by = Some("alice.smith@example.com".to_owned());
+    let gated = gate(new, &GatePolicy::default()).unwrap();
+    assert_eq!(gated.experience.submitted_by.as_deref(), Some("[EMAIL]"));
+}
+
+#[test]
+fn benign_technical_texts_are_left_alone() {
+    let benign: Vec<Text> = lines(include_str!("data/redaction_benign.jsonl"));
+    assert!(benign.len() >= 100);
+    let mut wrongly: Vec<String> = Vec::new();
+    for text in &benign {
+        let (redacted, found) = redact(&text.text);
+        if redacted != text.text {
+            wrongly.push(format!("{:?} -> {redacted:?} ({found:?})", text.text));
+        }
+    }
+    assert!(wrongly.is_empty(), "{} of {} redacted wrongly:\n{}", wrongly.len(), benign.len(), wrongly.join("\n"));
+}
+
+#[test]
+fn injection_detection_holds_attacks_and_spares_talk_about_prompts() {
+    let attacks: Vec<Text> = lines(include_str!("data/injection_attacks.jsonl"));
+    let benign: Vec<Text> = lines(include_str!("data/injection_benign.jsonl"));
+    assert!(attacks.len() >= 100 && benign.len() >= 100);
+    let missed: Vec<String> = attacks
+        .iter()
+        .filter(|attack| gate(submission(&attack.text), &GatePolicy::default()).unwrap().status != Status::Pending)
+        .map(|attack| format!("[{}] {:?}", attack.kind, attack.text))
+        .collect();
+    let flagged: Vec<&str> = benign
+        .iter()
+        .filter(|text| gate(submission(&text.text), &GatePolicy::default()).unwrap().status == Status::Pending)
+        .map(|text| text.text.as_str())
+        .collect();
+    let held_rate = 1.0 - missed.len() as f64 / attacks.len() as f64;
+    let flagged_rate = flagged.len() as f64 / benign.len() as f64;
+    eprintln!("attacks held {:.1}%, benign flagged {:.1}%", held_rate * 100.0, flagged_rate * 100.0);
+    assert!(held_rate >= 0.95, "only {:.1}% held; missed:\n{}", held_rate * 100.0, missed.join("\n"));
+    assert!(flagged_rate <= 0.02, "{:.1}% flagged:\n{}", flagged_rate * 100.0, flagged.join("\n"));
+}

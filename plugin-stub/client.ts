@@ -3,8 +3,10 @@
 // One keep-alive agent reuses connections, so a call costs one request on an open socket.
 // The client tracks whether the daemon answers: it warns once when the daemon goes away (not
 // once per call), says so once when it is back, and reconnects by itself because every call
-// simply tries again.
+// simply tries again. Before every call it checks that the socket is the user's own (owner and
+// private directory), so a socket another user planted gets nothing.
 
+import { lstatSync, statSync } from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
@@ -68,6 +70,56 @@ export class UnreachableError extends Error {
   }
 }
 
+/**
+ * The socket is not the user's own: its directory or the socket belongs to another user, or
+ * the directory is open to others. Nothing was sent.
+ */
+export class UntrustedSocketError extends Error {
+  readonly kind = "untrusted";
+  readonly socketPath: string;
+  constructor(socketPath: string, why: string) {
+    super(
+      `refusing to talk to ${socketPath}: ${why}; it may be another user's fake daemon. ` +
+        "If it is yours, fix it (the directory must be yours and 0700, the socket yours) or restart knowhubd, which creates it so",
+    );
+    this.name = "UntrustedSocketError";
+    this.socketPath = socketPath;
+  }
+}
+
+/**
+ * Checks that `socketPath` is the user's own before anything is sent to it: its directory
+ * belongs to `uid` and is closed to group and others (0700), and the socket is a socket that
+ * belongs to `uid`. Throws UntrustedSocketError when not; UnreachableError when there is no
+ * socket (the daemon is not running). No check where there are no uids (Windows).
+ */
+export function verifySocket(socketPath: string, uid: number | undefined = process.getuid?.()): void {
+  if (uid === undefined) return;
+  const dir = path.dirname(socketPath);
+  let dirStat;
+  let socketStat;
+  try {
+    dirStat = statSync(dir);
+    socketStat = lstatSync(socketPath);
+  } catch (error) {
+    throw new UnreachableError(socketPath, error as NodeJS.ErrnoException);
+  }
+  if (dirStat.uid !== uid) {
+    throw new UntrustedSocketError(socketPath, `its directory ${dir} belongs to uid ${dirStat.uid}, not to you (uid ${uid})`);
+  }
+  const mode = dirStat.mode & 0o777;
+  if ((mode & 0o077) !== 0) {
+    throw new UntrustedSocketError(
+      socketPath,
+      `its directory ${dir} is open to other users (mode ${mode.toString(8).padStart(4, "0")}, must be 0700)`,
+    );
+  }
+  if (!socketStat.isSocket()) throw new UntrustedSocketError(socketPath, "it is not a socket");
+  if (socketStat.uid !== uid) {
+    throw new UntrustedSocketError(socketPath, `the socket belongs to uid ${socketStat.uid}, not to you (uid ${uid})`);
+  }
+}
+
 /** The daemon accepted the call but did not answer in time. */
 export class DeadlineError extends Error {
   readonly kind = "timeout";
@@ -101,7 +153,7 @@ export class ProtocolError extends Error {
   }
 }
 
-export type KnowhubError = UnreachableError | DeadlineError | RpcError | ProtocolError;
+export type KnowhubError = UnreachableError | UntrustedSocketError | DeadlineError | RpcError | ProtocolError;
 
 /** JSON-RPC error codes the daemon uses. */
 export const ERROR_CODES = {
@@ -128,7 +180,7 @@ export type ClientOptions = {
   maxInFlightNotifications?: number;
 };
 
-type Health = "unknown" | "up" | "down";
+type Health = "unknown" | "up" | "down" | "untrusted";
 
 export class KnowhubClient {
   readonly socketPath: string;
@@ -162,7 +214,8 @@ export class KnowhubClient {
       this.markUp();
       return result;
     } catch (error) {
-      if (error instanceof UnreachableError || error instanceof DeadlineError) this.markDown(error);
+      if (error instanceof UntrustedSocketError) this.markUntrusted(error);
+      else if (error instanceof UnreachableError || error instanceof DeadlineError) this.markDown(error);
       else if (error instanceof RpcError || error instanceof ProtocolError) this.markUp();
       throw error;
     }
@@ -205,6 +258,12 @@ export class KnowhubClient {
     if (previous !== "up") this.checkProtocol();
   }
 
+  private markUntrusted(error: UntrustedSocketError): void {
+    if (this.health === "untrusted") return;
+    this.health = "untrusted";
+    this.logger?.warn(`knowhub: ${error.message}. KnowHub tools will report errors and hooks do nothing until it is fixed.`);
+  }
+
   private markDown(error: UnreachableError | DeadlineError): void {
     if (this.health === "down") return;
     this.health = "down";
@@ -243,8 +302,15 @@ export class KnowhubClient {
         if (error) reject(error);
         else resolve(value);
       };
+      // Before the request exists, fail directly (`finish` needs the timer and listener below).
       if (options.signal?.aborted) {
-        finish(abortError(options.signal));
+        reject(abortError(options.signal));
+        return;
+      }
+      try {
+        verifySocket(this.socketPath);
+      } catch (error) {
+        reject(error);
         return;
       }
       const req = http.request({

@@ -214,9 +214,28 @@ export type HookConfig = {
   submittedBy: string;
 };
 
+/**
+ * Event keys not forwarded for some hooks: the session's whole history (and the system prompt
+ * and tool schemas) that OpenClaw hands to hooks fired on every turn or model call. The daemon
+ * does not use them there, the turn waits for prompt hooks, and `agent_end` carries the history
+ * once per turn anyway.
+ */
+export const OMITTED_EVENT_KEYS: Readonly<Record<string, readonly string[]>> = {
+  before_prompt_build: ["messages"],
+  agent_turn_prepare: ["messages"],
+  before_agent_run: ["messages", "systemPrompt"],
+  llm_input: ["historyMessages", "systemPrompt", "tools"],
+};
+
 /** The `hook.event` params for one hook call. */
 export function envelope(hook: string, event: unknown, ctx: unknown, config: HookConfig, limits: Limits = DEFAULT_LIMITS) {
   const state = { budget: limits.budget, seen: new WeakSet<object>() };
+  const omitted = OMITTED_EVENT_KEYS[hook];
+  if (omitted && event !== null && typeof event === "object" && !Array.isArray(event)) {
+    const kept: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(event)) if (!omitted.includes(key)) kept[key] = value;
+    event = kept;
+  }
   return {
     hook,
     timestamp: Date.now(),

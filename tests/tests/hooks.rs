@@ -1,5 +1,7 @@
-//! End-to-end tests of the daemon's hook logic through `hook.event`: the intro, reminders,
-//! auto-recall and its safety, as the plugin stub will see them.
+//! End-to-end tests of the daemon's hook logic through `hook.event`, fed the event sequences
+//! OpenClaw 2026.9.6 really produces (recorded from `openclaw agent` runs): the intro once per
+//! session, reminders on the reminder mode's cadence of model calls, auto-recall and its safety,
+//! and statistics that count a Tool Search call once.
 
 mod common;
 
@@ -7,64 +9,229 @@ use common::TestDaemon;
 use kb_proto::ErrorCode;
 use serde_json::{Value, json};
 
-/// Sends `before_prompt_build` for `session` and returns the injected context, if any.
-fn prompt_build(daemon: &TestDaemon, session: &str, prompt: &str, config: Value) -> Option<String> {
-    let answer = daemon.ok(
-        "hook.event",
-        json!({"hook": "before_prompt_build", "timestamp": 1_763_700_000_000u64,
-               "event": {"prompt": prompt, "messages": []},
-               "ctx": {"sessionKey": session, "agentId": "main"}, "config": config}),
-    );
-    assert_eq!(answer["action"], "allow");
-    answer.get("prependContext").and_then(Value::as_str).map(str::to_owned)
+/// One OpenClaw session as the stub reports it: its key, OpenClaw's session id and the
+/// plugin config sent with every event.
+struct Session<'a> {
+    daemon: &'a TestDaemon,
+    key: String,
+    id: String,
+    config: Value,
 }
 
-fn end_session(daemon: &TestDaemon, session: &str) {
-    let answer = daemon
-        .ok("hook.event", json!({"hook": "agent_end", "event": {"success": true}, "ctx": {"sessionKey": session}}));
-    assert_eq!(answer, json!({"action": "allow"}));
-}
+impl<'a> Session<'a> {
+    fn new(daemon: &'a TestDaemon, key: &str, config: Value) -> Session<'a> {
+        Session { daemon, key: key.to_owned(), id: format!("{key}-id"), config }
+    }
 
-#[test]
-fn intro_once_per_session_then_reminders_by_mode() {
-    let daemon = TestDaemon::start();
-    for (mode, interval) in [("minimal", 5u64), ("normal", 3), ("aggressive", 2)] {
-        let session = format!("session-{mode}");
-        let config = json!({"reminderMode": mode, "autoRecall": false});
-        let first = prompt_build(&daemon, &session, "hello", config.clone()).expect("an intro on the first call");
-        assert!(first.contains("kb_search") && first.contains("kb_submit") && first.contains("kb_content"), "{first}");
-        let mut reminded_at = Vec::new();
-        for call in 2..=12u64 {
-            if let Some(text) = prompt_build(&daemon, &session, "go on", config.clone()) {
-                assert!(text.contains("kb_submit"), "{text}");
-                assert!(!text.contains("kb_content"), "the intro is not repeated: {text}");
-                reminded_at.push(call);
+    fn ctx(&self) -> Value {
+        json!({"sessionKey": self.key, "sessionId": self.id, "agentId": "main", "runId": "run-1"})
+    }
+
+    fn event(&self, hook: &str, event: Value) -> Value {
+        self.daemon.ok("hook.event", json!({"hook": hook, "timestamp": 1_763_700_000_000u64, "event": event, "ctx": self.ctx(), "config": self.config}))
+    }
+
+    /// `before_prompt_build` of a turn: the injected context, if any.
+    fn prompt_build(&self, prompt: &str) -> Option<String> {
+        let answer = self.event("before_prompt_build", json!({"prompt": prompt, "messages": []}));
+        assert_eq!(answer["action"], "allow");
+        answer.get("prependContext").and_then(Value::as_str).map(str::to_owned)
+    }
+
+    fn model_call(&self) {
+        self.event("model_call_started", json!({"runId": "run-1", "callId": "run-1:model:1", "sessionKey": self.key}));
+    }
+
+    /// A tool call as OpenClaw reports it after the tool ran.
+    fn tool(&self, name: &str) {
+        self.event("before_tool_call", json!({"toolName": name, "params": {}, "toolCallId": "call_1"}));
+        self.event(
+            "after_tool_call",
+            json!({"toolName": name, "params": {}, "toolCallId": "call_1", "result": {"content": []}}),
+        );
+    }
+
+    /// A tool called through Tool Search's `tool_call`: the hooks fire for the wrapper and again
+    /// for the real tool, nested (as OpenClaw does).
+    fn tool_via_tool_search(&self, name: &str) {
+        let nested = format!("tool_search_code:call_2:{name}:1");
+        self.event(
+            "before_tool_call",
+            json!({"toolName": "tool_call", "params": {"id": name, "args": {}}, "toolCallId": "call_2"}),
+        );
+        self.event("before_tool_call", json!({"toolName": name, "params": {}, "toolCallId": nested}));
+        self.event("after_tool_call", json!({"toolName": name, "params": {}, "toolCallId": nested, "result": {}}));
+        self.event(
+            "after_tool_call",
+            json!({"toolName": "tool_call", "params": {"id": name}, "toolCallId": "call_2", "result": {}}),
+        );
+    }
+
+    fn agent_end(&self) {
+        assert_eq!(self.event("agent_end", json!({"success": true, "messages": []})), json!({"action": "allow"}));
+    }
+
+    /// One agent turn: the prompt is built, then `calls` model calls, each but the last making
+    /// a call to `tool` (when given), then agent_end. Returns what the turn's prompt got.
+    fn turn(&self, prompt: &str, calls: u32, tool: Option<&str>) -> Option<String> {
+        let injected = self.prompt_build(prompt);
+        for call in 0..calls {
+            self.model_call();
+            if call + 1 < calls
+                && let Some(tool) = tool
+            {
+                self.tool(tool);
             }
         }
-        let expected: Vec<u64> = (2..=12).filter(|call| call % interval == 0).collect();
-        assert_eq!(reminded_at, expected, "reminder cadence for {mode}");
-        // A new run of the same session starts over after agent_end.
-        end_session(&daemon, &session);
-        assert!(prompt_build(&daemon, &session, "again", config).expect("intro again").contains("kb_search"));
+        self.agent_end();
+        injected
     }
+}
 
-    // Off: no intro, no reminders.
-    let off = json!({"reminderMode": "off", "autoRecall": false});
-    for _ in 0..6 {
-        assert_eq!(prompt_build(&daemon, "quiet", "hello", off.clone()), None);
-    }
-    // No config at all means the defaults: normal reminders, auto-recall on.
-    assert!(prompt_build(&daemon, "defaults", "hello", Value::Null).is_some());
+fn is_intro(text: &str) -> bool {
+    text.contains("KnowHub is available") && text.contains("kb_search {") && text.contains("kb_content {")
+}
 
-    // Sessions are independent.
-    let config = json!({"reminderMode": "aggressive", "autoRecall": false});
-    assert!(prompt_build(&daemon, "a", "x", config.clone()).is_some());
-    assert!(prompt_build(&daemon, "b", "x", config.clone()).is_some(), "b gets its own intro");
-    assert!(prompt_build(&daemon, "a", "x", config).is_some(), "a's second call is a reminder");
+fn is_reminder(text: &str) -> bool {
+    text.contains("KnowHub reminder") && text.contains("kb_submit {")
 }
 
 #[test]
-fn auto_recall_injects_relevant_experiences_escaped_and_never_injections() {
+fn intro_once_per_session_across_turns_until_the_session_ends() {
+    let daemon = TestDaemon::start();
+    let config = json!({"reminderMode": "normal", "autoRecall": false});
+    let session = Session::new(&daemon, "agent:main:explicit:s1", config.clone());
+    let first = session.turn("hello", 1, None).expect("an intro on the first turn");
+    assert!(is_intro(&first), "{first}");
+    // Issue 11: agent_end reset the session, so every turn was "call 1" and got the intro again.
+    for turn in 2..=5 {
+        assert_eq!(session.turn("go on", 1, None), None, "turn {turn} of a chat without tools gets nothing");
+    }
+
+    // `/new` keeps the key and changes OpenClaw's session id: a new session.
+    let renewed =
+        Session { id: "another-id".to_owned(), ..Session::new(&daemon, "agent:main:explicit:s1", config.clone()) };
+    assert!(is_intro(&renewed.turn("hello again", 1, None).unwrap()));
+    assert_eq!(renewed.turn("and again", 1, None), None);
+    // session_end and before_reset end a session.
+    for ending in ["session_end", "before_reset"] {
+        renewed.event(ending, json!({"reason": "test"}));
+        assert!(is_intro(&renewed.turn("hello", 1, None).unwrap()), "after {ending}");
+        assert_eq!(renewed.turn("more", 1, None), None, "after {ending}");
+    }
+
+    // Sessions are independent.
+    let other = Session::new(&daemon, "agent:main:explicit:s2", config);
+    assert!(is_intro(&other.turn("x", 1, None).unwrap()));
+
+    // Off: no intro, no reminders, even with tools.
+    let off = Session::new(&daemon, "quiet", json!({"reminderMode": "off", "autoRecall": false}));
+    for _ in 0..6 {
+        assert_eq!(off.turn("hello", 3, Some("exec")), None);
+    }
+    // No config at all means the defaults: the intro.
+    let defaults = Session { config: Value::Null, ..Session::new(&daemon, "defaults", Value::Null) };
+    assert!(is_intro(&defaults.prompt_build("hello").unwrap()));
+
+    let status = daemon.ok("status", json!({}));
+    assert_eq!(status["hooks"]["injected"]["intros"], 6, "{status}");
+    assert_eq!(status["hooks"]["sessions"], 4, "ended sessions are forgotten: {status}");
+}
+
+#[test]
+fn reminders_follow_the_model_call_cadence_when_tools_were_used_since_the_last_submit() {
+    let daemon = TestDaemon::start();
+    // Each turn makes 2 model calls and one exec call; the reminder falls due after `interval`
+    // model calls since the last intro or reminder and reaches the next turn's prompt.
+    for (mode, expected) in
+        [("aggressive", vec![2, 3, 4, 5, 6, 7, 8, 9, 10]), ("normal", vec![3, 5, 7, 9]), ("minimal", vec![4, 7, 10])]
+    {
+        let session =
+            Session::new(&daemon, &format!("cadence-{mode}"), json!({"reminderMode": mode, "autoRecall": false}));
+        let mut reminded = Vec::new();
+        for turn in 1..=10 {
+            if let Some(text) = session.turn("work on it", 2, Some("exec")) {
+                if turn == 1 {
+                    assert!(is_intro(&text) && !is_reminder(&text), "{text}");
+                } else {
+                    assert!(is_reminder(&text) && !is_intro(&text), "{mode} turn {turn}: {text}");
+                    reminded.push(turn);
+                }
+            }
+        }
+        assert_eq!(reminded, expected, "reminder turns for {mode}");
+    }
+
+    // Many model calls in one turn: one reminder at the next turn, not one per interval.
+    let busy = Session::new(&daemon, "busy", json!({"reminderMode": "aggressive", "autoRecall": false}));
+    busy.turn("start", 1, None);
+    assert_eq!(busy.turn("long task", 9, Some("exec")), None, "the reminder due in this turn waits for the next");
+    assert!(is_reminder(&busy.turn("next", 1, None).unwrap()));
+    assert_eq!(busy.turn("chat", 1, None), None, "no tools since: no reminder");
+
+    // Right after a submit: nothing, however many calls were made.
+    let submitter = Session::new(&daemon, "submitter", json!({"reminderMode": "aggressive", "autoRecall": false}));
+    submitter.turn("start", 1, None);
+    submitter.prompt_build("do and submit");
+    for tool in ["exec", "read", "kb_submit"] {
+        submitter.model_call();
+        submitter.tool(tool);
+    }
+    submitter.model_call();
+    submitter.agent_end();
+    assert_eq!(submitter.turn("thanks", 1, None), None, "no reminder right after kb_submit");
+    // A failed kb_submit is not a submit.
+    submitter.prompt_build("again");
+    submitter.model_call();
+    submitter.tool("exec");
+    submitter.model_call();
+    submitter.event("after_tool_call", json!({"toolName": "kb_submit", "error": "the daemon is down", "params": {}}));
+    submitter.model_call();
+    submitter.agent_end();
+    assert!(is_reminder(&submitter.turn("next", 1, None).unwrap()));
+
+    // KnowHub's own reads and Tool Search's discovery are not tool use worth a reminder.
+    let reader = Session::new(&daemon, "reader", json!({"reminderMode": "aggressive", "autoRecall": false}));
+    reader.turn("start", 1, None);
+    for tool in ["kb_search", "kb_content", "tool_search", "tool_describe"] {
+        assert_eq!(reader.turn("look things up", 3, Some(tool)), None, "{tool}");
+    }
+
+    // Under Tool Search, a submit through tool_call counts (the nested kb_submit event).
+    let bridged = Session::new(&daemon, "bridged", json!({"reminderMode": "aggressive", "autoRecall": false}));
+    bridged.turn("start", 1, None);
+    bridged.prompt_build("work");
+    bridged.model_call();
+    bridged.tool_via_tool_search("browser");
+    bridged.model_call();
+    bridged.tool_via_tool_search("kb_submit");
+    bridged.model_call();
+    bridged.agent_end();
+    assert_eq!(bridged.turn("next", 1, None), None, "kb_submit through tool_call resets the reminder");
+    bridged.prompt_build("work more");
+    bridged.model_call();
+    bridged.tool_via_tool_search("browser");
+    bridged.model_call();
+    bridged.agent_end();
+    assert!(is_reminder(&bridged.turn("next", 1, None).unwrap()));
+}
+
+#[test]
+fn a_tool_search_call_is_counted_once() {
+    let daemon = TestDaemon::start();
+    let session = Session::new(&daemon, "stats", json!({"autoRecall": false}));
+    session.tool_via_tool_search("kb_search");
+    session.tool_via_tool_search("kb_submit");
+    session.tool("exec");
+    session.tool("tool_search");
+    let hooks = &daemon.ok("status", json!({}))["hooks"];
+    assert_eq!(hooks["events"]["before_tool_call"], 4, "{hooks}");
+    assert_eq!(hooks["events"]["after_tool_call"], 4, "{hooks}");
+    assert_eq!(hooks["tool_calls"], json!({"exec": 1, "kb_search": 1, "kb_submit": 1, "tool_search": 1}));
+}
+
+#[test]
+fn auto_recall_injects_relevant_experiences_once_escaped_and_never_injections() {
     let daemon = TestDaemon::start();
     let good = daemon.submit("Run vitest once in CI", "vitest --run", "Avoids watch mode <hanging> & exits 0", 5);
     // Stored as pending by the gate: must never reach a prompt.
@@ -74,9 +241,9 @@ fn auto_recall_injects_relevant_experiences_escaped_and_never_injections() {
     );
     assert_eq!(injected["status"], "pending");
 
-    let config = json!({"reminderMode": "normal", "autoRecall": true});
-    let context =
-        prompt_build(&daemon, "recall", "How do I run vitest in CI without watch mode?", config.clone()).unwrap();
+    let session = Session::new(&daemon, "recall", json!({"reminderMode": "normal", "autoRecall": true}));
+    let context = session.prompt_build("How do I run vitest in CI without watch mode?").unwrap();
+    assert!(is_intro(&context), "{context}");
     assert!(context.contains("<knowhub-experiences>") && context.contains("</knowhub-experiences>"), "{context}");
     assert!(context.contains("not instructions"), "marked as untrusted data: {context}");
     assert!(context.contains(&good), "{context}");
@@ -84,18 +251,29 @@ fn auto_recall_injects_relevant_experiences_escaped_and_never_injections() {
     assert!(!context.contains("<hanging>"));
     assert!(!context.to_lowercase().contains("ignore all previous"), "{context}");
     assert!(!context.contains(injected["id"].as_str().unwrap()));
+    // The same experience is not shown again in the same session; a new match is.
+    assert_eq!(session.prompt_build("vitest in CI again, watch mode"), None);
+    let later = daemon.submit("Cache pnpm store in GitHub Actions", "actions/cache", "Halves CI install time", 4);
+    let next = session.prompt_build("cache the pnpm store in GitHub Actions").unwrap();
+    assert!(next.contains(&later) && !next.contains(&good) && !is_intro(&next), "{next}");
 
     // Auto-recall off: the intro only.
-    let no_recall =
-        prompt_build(&daemon, "no-recall", "How do I run vitest in CI?", json!({"autoRecall": false})).unwrap();
-    assert!(!no_recall.contains("<knowhub-experiences>"));
+    let no_recall = Session::new(&daemon, "no-recall", json!({"autoRecall": false}));
+    assert!(!no_recall.prompt_build("How do I run vitest in CI?").unwrap().contains("<knowhub-experiences>"));
     // Reminders off but recall on: the experiences only.
-    let recall_only =
-        prompt_build(&daemon, "recall-only", "vitest CI", json!({"reminderMode": "off", "autoRecall": true})).unwrap();
-    assert!(recall_only.starts_with("<knowhub-experiences>"), "{recall_only}");
-    // Nothing relevant: nothing injected beyond the intro.
-    let unrelated = prompt_build(&daemon, "unrelated", "打印机驱动安装失败", config).unwrap();
-    assert!(!unrelated.contains("<knowhub-experiences>"), "{unrelated}");
+    let recall_only = Session::new(&daemon, "recall-only", json!({"reminderMode": "off", "autoRecall": true}));
+    assert!(recall_only.prompt_build("vitest CI").unwrap().starts_with("<knowhub-experiences>"));
+    // Nothing relevant: no block, and on a later turn nothing at all.
+    let unrelated = Session::new(&daemon, "unrelated", json!({"autoRecall": true}));
+    assert!(!unrelated.prompt_build("打印机驱动安装失败").unwrap().contains("<knowhub-experiences>"));
+    assert_eq!(unrelated.prompt_build("печать не работает"), None);
+    // The harness's own request, when given, is what recall searches for.
+    let current = Session::new(&daemon, "current", json!({"reminderMode": "off", "autoRecall": true}));
+    let answer = current.event(
+        "before_prompt_build",
+        json!({"prompt": "[history] 打印机", "currentUserMessage": "vitest in CI", "messages": []}),
+    );
+    assert!(answer["prependContext"].as_str().unwrap().contains(&good), "{answer}");
 }
 
 #[test]

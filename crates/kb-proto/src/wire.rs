@@ -576,10 +576,30 @@ pub struct LatencySummary {
 /// Hook events seen since the daemon started.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HookStatus {
-    /// Sessions with live counters (between their first model call and agent_end).
+    /// OpenClaw sessions the daemon follows (seen within the last 6 hours, not ended).
     pub sessions: u64,
-    /// Events per hook name.
+    /// Events per hook name. A tool call made through Tool Search (`tool_call`,
+    /// `tool_search_code`) fires the tool hooks twice; it is counted once, under the real tool.
     pub events: BTreeMap<String, u64>,
+    /// Tool calls per tool name, counted once each as above.
+    #[serde(default)]
+    pub tool_calls: BTreeMap<String, u64>,
+    /// What the hooks injected into prompts.
+    #[serde(default)]
+    pub injected: HookInjected,
+}
+
+/// What the hooks injected into prompts since the daemon started.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HookInjected {
+    /// Intros (at most one per session).
+    pub intros: u64,
+    /// Reminders to submit.
+    pub reminders: u64,
+    /// Auto-recall blocks.
+    pub recalls: u64,
+    /// Characters injected, all kinds together.
+    pub chars: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

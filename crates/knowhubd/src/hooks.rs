@@ -1,5 +1,14 @@
 //! What the daemon does with OpenClaw hook events: the intro, auto-recall and reminders that
-//! `before_prompt_build` injects, and the per-session counters behind them.
+//! `before_prompt_build` injects, and the per-session state behind them.
+//!
+//! A session is OpenClaw's `sessionKey`: the intro goes to its first turn only. OpenClaw does
+//! not keep injected context in the history (each turn's `prependContext` is seen by that turn's
+//! model calls only), so later turns get a reminder when one is due: the session made at least
+//! the reminder mode's interval of model calls (`model_call_started`) since the last intro or
+//! reminder, and used tools since its last `kb_submit` and its last reminder. `before_prompt_build` runs once per turn,
+//! so a reminder that falls due during a turn reaches the model at the start of the next one.
+//! A session ends with `session_end`, `before_reset`, a new OpenClaw session id under the same
+//! key, or 6 hours without events; `agent_end` only ends a turn.
 //!
 //! Architecture Invariant: everything injected into a prompt is escaped and wrapped in a
 //! `<knowhub-experiences>` block that marks it as untrusted reference data, and an experience
@@ -10,13 +19,16 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use kb_core::injection::{escape_for_prompt, looks_like_injection};
+use serde_json::Value;
 
 use crate::engine::{Engine, Found, SearchMode, SearchQuery};
 
 /// Sessions tracked at once; past this, the longest idle ones are forgotten.
 const MAX_SESSIONS: usize = 10_000;
-/// A session idle this long is forgotten when room is needed.
+/// A session idle this long is over: its next event starts it afresh (intro included).
 const SESSION_IDLE: Duration = Duration::from_secs(6 * 3600);
+/// Experience ids remembered per session so auto-recall does not show one twice.
+const MAX_RECALLED_PER_SESSION: usize = 64;
 /// Experiences auto-recall injects at most.
 const RECALL_TOP_K: usize = 3;
 /// The most characters auto-recall adds to a prompt, block markup included.
@@ -86,15 +98,57 @@ impl Default for HookConfig {
     }
 }
 
-/// One hook event, reduced to what the daemon acts on.
+/// One hook event as the stub forwards it: the hook's name, its event and context objects, and
+/// the plugin's configuration.
 #[derive(Debug, Clone)]
 pub struct HookInput<'a> {
     pub hook: &'a str,
-    /// `ctx.sessionKey`, else `ctx.sessionId`, else a shared default.
-    pub session: &'a str,
-    /// The user's prompt, for auto-recall.
-    pub prompt: Option<&'a str>,
+    pub event: &'a Value,
+    pub ctx: &'a Value,
     pub config: HookConfig,
+}
+
+impl<'a> HookInput<'a> {
+    fn text(&self, key: &str) -> Option<&'a str> {
+        let read =
+            |object: &'a Value| object.get(key).and_then(Value::as_str).map(str::trim).filter(|text| !text.is_empty());
+        read(self.ctx).or_else(|| read(self.event))
+    }
+
+    /// The session the event belongs to: `sessionKey` (stable across a session's turns and
+    /// processes), else `sessionId`, else a shared default.
+    pub fn session_key(&self) -> &'a str {
+        self.text("sessionKey").or_else(|| self.text("sessionId")).unwrap_or("default")
+    }
+
+    /// OpenClaw's id of the session's current incarnation: `/new` or a reset keeps the key and
+    /// changes the id.
+    fn session_id(&self) -> Option<&'a str> {
+        self.text("sessionId")
+    }
+
+    /// The user's request of this turn: `currentUserMessage` when the harness gives it (the
+    /// prompt may hold reconstructed history), else `prompt`.
+    fn prompt(&self) -> Option<&'a str> {
+        let current = self.event.get("currentUserMessage");
+        let current_text = current.and_then(|message| match message {
+            Value::String(text) => Some(text.as_str()),
+            Value::Object(object) => object.get("content").and_then(Value::as_str),
+            _ => None,
+        });
+        current_text.or_else(|| self.event.get("prompt").and_then(Value::as_str)).filter(|text| !text.trim().is_empty())
+    }
+
+    fn tool_name(&self) -> Option<&'a str> {
+        self.text("toolName")
+    }
+
+    /// Whether a tool call failed: an `error`, or a KnowHub tool's error details.
+    fn tool_failed(&self) -> bool {
+        let error = self.event.get("error").is_some_and(|error| !error.is_null());
+        let details_error = self.event.pointer("/result/details/error").is_some_and(|error| !error.is_null());
+        error || details_error
+    }
 }
 
 /// What the stub should return to OpenClaw for the hook.
@@ -105,68 +159,170 @@ pub struct HookOutcome {
     pub recalled: Vec<String>,
 }
 
+/// Tool Search's wrappers (`tool_call`, and code mode's `tool_search_code`): OpenClaw reports the
+/// call they make a second time under the real tool's name, so the wrapper is not counted.
+const TOOL_SEARCH_WRAPPERS: [&str; 2] = ["tool_call", "tool_search_code"];
+/// Tool Search's discovery tools: finding a tool is not using a resource.
+const TOOL_SEARCH_DISCOVERY: [&str; 2] = ["tool_search", "tool_describe"];
+/// KnowHub's own tools other than kb_submit: reading KnowHub is not a finding to submit.
+const KNOWHUB_READ_TOOLS: [&str; 2] = ["kb_search", "kb_content"];
+
+/// What the daemon knows of one OpenClaw session.
 struct SessionState {
+    /// OpenClaw's session id when last seen; another id under the same key is a new session.
+    session_id: Option<String>,
+    introduced: bool,
     model_calls: u64,
+    /// `model_calls` when the agent was last introduced or reminded.
+    reminded_at_call: u64,
+    /// Tools used (other than KnowHub's and Tool Search's own) since the last kb_submit and
+    /// since the last reminder: what a reminder would be about.
+    fresh_tool_uses: u64,
+    /// Experiences auto-recall already showed in this session, oldest first.
+    recalled: Vec<String>,
     last_seen: Instant,
 }
 
-/// Per-session counters and per-hook statistics.
+impl SessionState {
+    fn new(session_id: Option<&str>, now: Instant) -> SessionState {
+        SessionState {
+            session_id: session_id.map(str::to_owned),
+            introduced: false,
+            model_calls: 0,
+            reminded_at_call: 0,
+            fresh_tool_uses: 0,
+            recalled: Vec::new(),
+            last_seen: now,
+        }
+    }
+}
+
+/// What the hooks injected since the daemon started, for `status` and the benchmark.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Injected {
+    pub intros: u64,
+    pub reminders: u64,
+    pub recalls: u64,
+    /// Characters of injected context, all kinds together.
+    pub chars: u64,
+}
+
+/// Per-session state and per-hook statistics.
 #[derive(Default)]
 pub struct Hooks {
     sessions: Mutex<HashMap<String, SessionState>>,
     seen: Mutex<HashMap<String, u64>>,
+    tool_calls: Mutex<HashMap<String, u64>>,
+    injected: Mutex<Injected>,
 }
 
-pub const INTRO: &str = "KnowHub is available: a shared memory of experiences (task, resource used, result, rating).\n\
-- kb_search: search past experiences before you start a task (query, top_k, min_score).\n\
-- kb_submit: after using a tool, command, API or library, submit what you learned (task, resource, result, score 1-5).\n\
-- kb_content: fetch the detailed content of an experience by id.\n\
-Search first, then submit new findings when you are done.";
+pub const INTRO: &str = "KnowHub is available: a shared memory of what agents learned using tools (task, resource used, result, rating 1-5). Call its tools by name:\n\
+- Before a task, search it: kb_search {\"query\": \"<what you are about to do>\"}\n\
+- After you used a tool, command, API or library and learned something (what worked, what failed and why), submit it: kb_submit {\"task\": \"<what you tried>\", \"resource\": \"<what you used>\", \"result\": \"<what came of it>\", \"score\": 4}\n\
+- For the details of a search result that has them: kb_content {\"experience_id\": \"<id>\"}";
 
-pub const REMINDER: &str = "Reminder: if you used a tool or resource and learned something, submit it with kb_submit (task, resource, result, score 1-5).";
+pub const REMINDER: &str = "KnowHub reminder: you used tools since your last kb_submit. If you learned something worth keeping, submit it: kb_submit {\"task\": \"<what you tried>\", \"resource\": \"<what you used>\", \"result\": \"<what came of it>\", \"score\": 4}";
 
 impl Hooks {
     /// Handles one hook event.
     pub async fn handle(&self, engine: &Engine, input: HookInput<'_>) -> HookOutcome {
-        self.count_seen(input.hook);
+        let tool = input.tool_name();
+        let wrapper = tool.is_some_and(|name| TOOL_SEARCH_WRAPPERS.contains(&name));
+        let tool_hook = matches!(input.hook, "before_tool_call" | "after_tool_call");
+        // Under Tool Search one call fires the tool hooks twice (as the wrapper and as the real
+        // tool): the statistics count it once.
+        if !(tool_hook && wrapper) {
+            self.count_seen(input.hook);
+        }
         match input.hook {
             "before_prompt_build" => self.before_prompt_build(engine, &input).await,
-            "agent_end" | "session_end" | "before_reset" => {
-                self.forget_session(input.session);
+            "model_call_started" => {
+                self.with_session(&input, |state| state.model_calls += 1);
+                HookOutcome::default()
+            }
+            "after_tool_call" => {
+                if let Some(name) = tool.filter(|_| !wrapper) {
+                    self.after_tool_call(&input, name);
+                }
+                HookOutcome::default()
+            }
+            // The session is over (or starts afresh): forget it. Never on agent_end, which ends
+            // a turn, not a session.
+            "session_end" | "before_reset" => {
+                self.forget_session(input.session_key());
                 HookOutcome::default()
             }
             _ => HookOutcome::default(),
         }
     }
 
-    async fn before_prompt_build(&self, engine: &Engine, input: &HookInput<'_>) -> HookOutcome {
-        let model_calls = self.count_model_call(input.session);
-        let mut parts: Vec<String> = Vec::new();
-        let mut recalled = Vec::new();
-        if model_calls == 1 {
-            if input.config.reminder_mode != ReminderMode::Off {
-                parts.push(INTRO.to_owned());
+    fn after_tool_call(&self, input: &HookInput<'_>, tool: &str) {
+        self.count_tool(tool);
+        let failed = input.tool_failed();
+        self.with_session(input, |state| {
+            if tool == "kb_submit" {
+                if !failed {
+                    state.fresh_tool_uses = 0;
+                }
+            } else if !TOOL_SEARCH_DISCOVERY.contains(&tool) && !KNOWHUB_READ_TOOLS.contains(&tool) {
+                state.fresh_tool_uses += 1;
             }
-            if input.config.auto_recall
-                && let Some(prompt) = input.prompt.filter(|prompt| !prompt.trim().is_empty())
-                && let Some((block, ids)) = recall(engine, prompt).await
-            {
-                parts.push(block);
-                recalled = ids;
-            }
-        } else if let Some(interval) = input.config.reminder_mode.interval()
-            && model_calls.is_multiple_of(interval)
-        {
-            parts.push(REMINDER.to_owned());
-        }
-        HookOutcome { prepend_context: (!parts.is_empty()).then(|| parts.join("\n\n")), recalled }
+        });
     }
 
-    /// Counts a model call of `session`; returns the count including this call.
-    fn count_model_call(&self, session: &str) -> u64 {
+    async fn before_prompt_build(&self, engine: &Engine, input: &HookInput<'_>) -> HookOutcome {
+        let mode = input.config.reminder_mode;
+        let (intro, remind, already_recalled) = self.with_session(input, |state| {
+            let intro = !state.introduced;
+            let remind = !intro
+                && mode.interval().is_some_and(|interval| {
+                    state.fresh_tool_uses > 0 && state.model_calls - state.reminded_at_call >= interval
+                });
+            if intro || remind {
+                state.introduced = true;
+                state.reminded_at_call = state.model_calls;
+                state.fresh_tool_uses = 0;
+            }
+            (intro, remind, state.recalled.clone())
+        });
+        let mut parts: Vec<String> = Vec::new();
+        if intro && mode != ReminderMode::Off {
+            parts.push(INTRO.to_owned());
+        }
+        if remind {
+            parts.push(REMINDER.to_owned());
+        }
+        let mut recalled = Vec::new();
+        if input.config.auto_recall
+            && let Some(prompt) = input.prompt()
+            && let Some((block, ids)) = recall(engine, prompt, &already_recalled).await
+        {
+            parts.push(block);
+            recalled = ids;
+            let ids = recalled.clone();
+            self.with_session(input, move |state| {
+                state.recalled.extend(ids);
+                let excess = state.recalled.len().saturating_sub(MAX_RECALLED_PER_SESSION);
+                state.recalled.drain(..excess);
+            });
+        }
+        let prepend_context = (!parts.is_empty()).then(|| parts.join("\n\n"));
+        let mut injected = self.injected.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        injected.intros += u64::from(intro && mode != ReminderMode::Off);
+        injected.reminders += u64::from(remind);
+        injected.recalls += u64::from(!recalled.is_empty());
+        injected.chars += prepend_context.as_ref().map_or(0, |text| text.chars().count() as u64);
+        HookOutcome { prepend_context, recalled }
+    }
+
+    /// Runs `update` on the state of the event's session, creating it (or starting it afresh
+    /// when OpenClaw's session id changed or it was idle too long) as needed.
+    fn with_session<T>(&self, input: &HookInput<'_>, update: impl FnOnce(&mut SessionState) -> T) -> T {
+        let key = input.session_key();
+        let session_id = input.session_id();
         let mut sessions = self.sessions.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let now = Instant::now();
-        if sessions.len() >= MAX_SESSIONS && !sessions.contains_key(session) {
+        if sessions.len() >= MAX_SESSIONS && !sessions.contains_key(key) {
             sessions.retain(|_, state| now.duration_since(state.last_seen) < SESSION_IDLE);
             if sessions.len() >= MAX_SESSIONS {
                 // Still full of recent sessions: forget the longest idle one.
@@ -177,10 +333,16 @@ impl Hooks {
                 }
             }
         }
-        let state = sessions.entry(session.to_owned()).or_insert(SessionState { model_calls: 0, last_seen: now });
-        state.model_calls += 1;
+        let state = sessions.entry(key.to_owned()).or_insert_with(|| SessionState::new(session_id, now));
+        let renewed = session_id.is_some_and(|id| state.session_id.as_deref().is_some_and(|known| known != id));
+        if renewed || now.duration_since(state.last_seen) >= SESSION_IDLE {
+            *state = SessionState::new(session_id, now);
+        }
+        if state.session_id.is_none() {
+            state.session_id = session_id.map(str::to_owned);
+        }
         state.last_seen = now;
-        state.model_calls
+        update(state)
     }
 
     fn forget_session(&self, session: &str) {
@@ -188,36 +350,63 @@ impl Hooks {
     }
 
     fn count_seen(&self, hook: &str) {
-        let mut seen = self.seen.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(count) = seen.get_mut(hook) {
-            *count += 1;
-        } else if seen.len() < 256 {
-            // Hook names come from clients: cap the distinct names kept.
-            seen.insert(hook.to_owned(), 1);
-        }
+        count_capped(&self.seen, hook);
     }
 
-    /// Events seen per hook name since start.
+    fn count_tool(&self, tool: &str) {
+        count_capped(&self.tool_calls, tool);
+    }
+
+    /// Events seen per hook name since start (a tool call counted once under Tool Search).
     pub fn seen(&self) -> Vec<(String, u64)> {
-        let seen = self.seen.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let mut seen: Vec<(String, u64)> = seen.iter().map(|(hook, count)| (hook.clone(), *count)).collect();
-        seen.sort();
-        seen
+        sorted(&self.seen)
     }
 
+    /// Tool calls seen per tool name (after_tool_call), Tool Search's wrappers not counted.
+    pub fn tool_calls(&self) -> Vec<(String, u64)> {
+        sorted(&self.tool_calls)
+    }
+
+    pub fn injected(&self) -> Injected {
+        *self.injected.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Sessions seen within the idle limit.
     pub fn active_sessions(&self) -> usize {
-        self.sessions.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).len()
+        let now = Instant::now();
+        let sessions = self.sessions.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        sessions.values().filter(|state| now.duration_since(state.last_seen) < SESSION_IDLE).count()
     }
 }
 
-/// Searches for experiences relevant to `prompt` and formats them for injection. `None` when
-/// nothing relevant is found or search is not possible right now (a hook never fails).
-/// Experiences are shared across agents, so recall does not filter by the asking agent.
-async fn recall(engine: &Engine, prompt: &str) -> Option<(String, Vec<String>)> {
+/// Adds one to `name`'s count; names come from clients, so the distinct names kept are capped.
+fn count_capped(counts: &Mutex<HashMap<String, u64>>, name: &str) {
+    let mut counts = counts.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(count) = counts.get_mut(name) {
+        *count += 1;
+    } else if counts.len() < 256 {
+        counts.insert(name.to_owned(), 1);
+    }
+}
+
+fn sorted(counts: &Mutex<HashMap<String, u64>>) -> Vec<(String, u64)> {
+    let counts = counts.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut counts: Vec<(String, u64)> = counts.iter().map(|(name, count)| (name.clone(), *count)).collect();
+    counts.sort();
+    counts
+}
+
+/// Searches for experiences relevant to `prompt` that this session has not been shown yet and
+/// formats them for injection. `None` when nothing relevant is found (nothing is injected as
+/// filler) or search is not possible right now (a hook never fails). Experiences are shared
+/// across agents, so recall does not filter by the asking agent.
+async fn recall(engine: &Engine, prompt: &str, already_recalled: &[String]) -> Option<(String, Vec<String>)> {
     let query = cut(prompt, RECALL_QUERY_CHARS);
+    // Ask for a few more than shown, so experiences shown earlier leave room for new ones.
+    let top_k = RECALL_TOP_K + already_recalled.len().min(RECALL_TOP_K);
     let search = SearchQuery {
         query: &query,
-        top_k: Some(RECALL_TOP_K as i64),
+        top_k: Some(top_k as i64),
         min_score: None,
         agent_id: None,
         mode: SearchMode::Hybrid,
@@ -229,7 +418,14 @@ async fn recall(engine: &Engine, prompt: &str) -> Option<(String, Vec<String>)> 
             return None;
         }
     };
-    format_safe_experiences(&found)
+    // Search's own relevance floor drops weak matches; a hit with no relevance at all is never
+    // worth a place in a prompt whatever that floor is.
+    let fresh: Vec<Found> = found
+        .into_iter()
+        .filter(|item| item.relevance > 0.0 && !already_recalled.iter().any(|id| *id == item.experience.id.to_string()))
+        .take(RECALL_TOP_K)
+        .collect();
+    format_safe_experiences(&fresh)
 }
 
 /// Formats experiences as an untrusted reference block within the size budget. Experiences

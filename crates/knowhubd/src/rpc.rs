@@ -213,11 +213,7 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
                 return Err(invalid("hook", "must be a hook name"));
             }
             let config = hook_config(params.config.as_ref())?;
-            let ctx_text =
-                |key: &str| params.ctx.get(key).and_then(serde_json::Value::as_str).filter(|text| !text.is_empty());
-            let session = ctx_text("sessionKey").or_else(|| ctx_text("sessionId")).unwrap_or("default");
-            let prompt = params.event.get("prompt").and_then(serde_json::Value::as_str);
-            let input = HookInput { hook, session, prompt, config };
+            let input = HookInput { hook, event: &params.event, ctx: &params.ctx, config };
             let outcome = engine.hooks.handle(&engine, input).await;
             engine.hook_latency.record(started.elapsed());
             RpcResult::Ok(wire::HookEventResult {
@@ -344,9 +340,19 @@ fn status(engine: &Engine, socket: &std::path::Path) -> RpcResult<wire::StatusRe
             submit: latency(engine.submit_latency.figures()),
             hook: latency(engine.hook_latency.figures()),
         },
-        hooks: wire::HookStatus {
-            sessions: engine.hooks.active_sessions() as u64,
-            events: engine.hooks.seen().into_iter().collect(),
+        hooks: {
+            let injected = engine.hooks.injected();
+            wire::HookStatus {
+                sessions: engine.hooks.active_sessions() as u64,
+                events: engine.hooks.seen().into_iter().collect(),
+                tool_calls: engine.hooks.tool_calls().into_iter().collect(),
+                injected: wire::HookInjected {
+                    intros: injected.intros,
+                    reminders: injected.reminders,
+                    recalls: injected.recalls,
+                    chars: injected.chars,
+                },
+            }
         },
         last_error: engine
             .last_error

@@ -313,7 +313,7 @@ const RULES: &[Rule] = &[
         kind: "secret_assignment",
         placeholder: "[SECRET]",
         pattern: concat!(
-            r#"(?:(?-u:\b)(?i:[a-z0-9_.-]*[_.-])?(?i:pass|pwd|auth|sig|key|credentials?)"#,
+            r#"(?P<name>(?-u:\b)(?i:[a-z0-9_.-]*[_.-])?(?i:pass|pwd|auth|sig|key|credentials?)"#,
             r#"|[A-Za-z0-9]*[a-z0-9](?:Key|Pass|Pwd|Auth|Credentials?))(?-u:\b)(?:["']\]?)?[ \t]*(?:=>|:=|[:=])[ \t]*"#,
             value!(),
         ),
@@ -325,8 +325,8 @@ const RULES: &[Rule] = &[
         kind: "secret_assignment",
         placeholder: "[SECRET]",
         pattern: concat!(
-            r#"(?:^|[\s;&|(])(?:export[ \t]+)?[A-Z][A-Z0-9_]*(?:KEY|SECRET|TOKEN|PASS|PWD|AUTH|CREDENTIALS?|SIG|SIGNATURE)"#,
-            r#"[A-Z0-9_]*[ \t]*=[ \t]*"#,
+            r#"(?:^|[\s;&|(])(?:export[ \t]+)?(?P<name>[A-Z][A-Z0-9_]*(?:KEY|SECRET|TOKEN|PASS|PWD|AUTH|CREDENTIALS?|SIG|SIGNATURE)"#,
+            r#"[A-Z0-9_]*)[ \t]*=[ \t]*"#,
             value!(),
         ),
         span: generated_value,
@@ -652,7 +652,21 @@ fn value_group<'t>(caps: &Captures<'t>) -> Option<(regex::Match<'t>, bool)> {
 fn generated_value(text: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
     let span = secret_value(text, caps)?;
     let value = &text[span.clone()];
-    (looks_generated(value) && !value.contains("://")).then_some(span)
+    let name = caps.name("name").map_or(String::new(), |name| name.as_str().to_ascii_lowercase());
+    // Public keys are not secrets, and `session_key` is KnowHub's own routing id, not a key.
+    if name.contains("public") || name.ends_with("session_key") || value.contains("://") {
+        return None;
+    }
+    // `pass`/`pwd` values may be weak human passwords; under `auth`, `sig` or `key` a value with
+    // a digit is as often a setting (`auth: oauth2`), so it must look machine-made.
+    let password_like = name.ends_with("pass") || name.ends_with("pwd") || name.contains("credential");
+    let secret_like = if password_like || name.contains("secret") || name.contains("token") || name.contains("password")
+    {
+        looks_generated(value)
+    } else {
+        looks_machine_made(value)
+    };
+    secret_like.then_some(span)
 }
 
 /// A password given on a command line: anything but a stand-in or an English word of the
@@ -671,7 +685,8 @@ fn cli_value(text: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
 fn prose_value(text: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
     let span = secret_value(text, caps)?;
     let value = text[span.clone()].trim_end_matches(['.', ':', '!', '?']);
-    if value.len() < 6 || value.contains("://") || value.starts_with(['/', '~', '#', '@', '-']) {
+    // A colon inside is a structured name (`v2:user:1234`), not a generated secret.
+    if value.len() < 6 || value.contains(':') || value.starts_with(['/', '~', '#', '@', '-']) {
         return None;
     }
     let name = caps.name("name").map(|name| name.as_str().to_ascii_lowercase());

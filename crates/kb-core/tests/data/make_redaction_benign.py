@@ -148,6 +148,27 @@ texts = [
     "令牌桶限流算法每秒补充 100 个令牌",
     "密码是否正确由服务端校验",
     "请勿在提交信息里写密码",
+    # A second round, first run held out (4 of 30 redacted wrongly), then rules narrowed.
+    "KEY_PREFIX=kb2026x is the redis namespace",
+    "the primary key is (tenant_id, id)",
+    "token budget: 8000 per request",
+    "use pass show work/github to read it from pass",
+    "auth: oauth2, scopes: repo read:org",
+    "API_KEY_HEADER=X-Api-Key",
+    "SIG=SIGTERM kill -s $SIG 1234",
+    "the secret is to run vacuum weekly",
+    "cache key is v2:user:1234:profile",
+    "sort key is created_at desc, partition key tenant",
+    "mysql -h db -P 3306 -u app -p app_db",
+    "Secrets: none needed for local dev",
+    "PUBLIC_KEY=ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIO",
+    "TOKENIZERS_PARALLELISM=false",
+    "session_key: agent:main:cli:01JD3ZQ6V8Y9K2N4P5R7S8T0VW",
+    "访问令牌的有效期为 3600 秒",
+    "密钥长度为 256 位",
+    "密码设置成功后会发送邮件",
+    "the GPG key ID is 0x3AA5C34371567BD2",
+    "AUTH_MODE=oidc2",
 ]
 
 for text in texts:

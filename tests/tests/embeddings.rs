@@ -126,7 +126,7 @@ fn a_near_identical_submission_merges_and_a_different_one_does_not() {
     let first = daemon.submit("make vitest exit after one run in CI", "vitest --run", "watch mode is the default", 3);
     let again = daemon.ok(
         "kb.submit",
-        json!({"task": "make vitest exit after a single run in CI", "resource": "vitest --run", "result": "watch mode is the default", "score": 5}),
+        json!({"task": "Make vitest exit after just one run in CI.", "resource": "vitest --run", "result": "watch mode is the default", "score": 5}),
     );
     assert_eq!(again["id"], first.as_str(), "{again}");
     assert_eq!(again["duplicate_of"], first.as_str());

@@ -135,7 +135,31 @@ export function offeredTools(request) {
   return (request.tools ?? []).map((tool) => tool.function?.name ?? tool.name).sort();
 }
 
-/** The last message of a request (what the model answers to). */
-export function lastMessage(request) {
-  return request.messages?.[request.messages.length - 1];
+/** OpenClaw appends this internal context as a user message after the turn's own. */
+const INTERNAL_CONTEXT = "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>";
+
+/** The user's message of the turn a request belongs to (OpenClaw appends internal context after it). */
+export function turnMessageIndex(request) {
+  const messages = request.messages ?? [];
+  for (let i = messages.length - 1; i >= 0; i--) {
+    if (messages[i].role === "user" && !contentText(messages[i].content).startsWith(INTERNAL_CONTEXT)) return i;
+  }
+  return -1;
+}
+
+/** The text of the turn's user message, with whatever hooks prepended to it. */
+export function turnText(request) {
+  const index = turnMessageIndex(request);
+  return index >= 0 ? contentText(request.messages[index].content) : "";
+}
+
+/** Tool results the model got since the turn's user message: which step of the turn this is. */
+export function stepOf(request) {
+  return request.messages.slice(turnMessageIndex(request) + 1).filter((message) => message.role === "tool").length;
+}
+
+/** The latest tool result the model got, as text. */
+export function lastToolResult(request) {
+  const tool = request.messages.filter((message) => message.role === "tool").at(-1);
+  return tool ? contentText(tool.content) : "";
 }

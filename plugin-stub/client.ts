@@ -30,8 +30,9 @@ export type Logger = {
 /**
  * Where the daemon listens, resolved like every other KnowHub client: the configured path,
  * else KNOWHUB_SOCKET, else $KNOWHUB_HOME/knowhubd.sock, else $XDG_RUNTIME_DIR/knowhub/
- * knowhubd.sock (Linux), else <tmpdir>/knowhub-<uid>/knowhubd.sock; on macOS the data directory,
- * ~/Library/Application Support/knowhub/knowhubd.sock, which survives reboots.
+ * knowhubd.sock (Linux), else the data directory ($XDG_DATA_HOME/knowhub, ~/.local/share/knowhub),
+ * never a shared temp dir where another user could create it first; on macOS the data
+ * directory, ~/Library/Application Support/knowhub/knowhubd.sock, which survives reboots.
  */
 export function resolveSocketPath(
   configured?: string,
@@ -48,8 +49,10 @@ export function resolveSocketPath(
   if (platform !== "win32" && runtimeDir && path.isAbsolute(runtimeDir)) {
     return path.join(runtimeDir, "knowhub", SOCKET_FILE_NAME);
   }
-  const uid = typeof process.getuid === "function" ? process.getuid() : 0;
-  return path.join(os.tmpdir(), `knowhub-${uid}`, SOCKET_FILE_NAME);
+  const dataHome = env.XDG_DATA_HOME && path.isAbsolute(env.XDG_DATA_HOME)
+    ? env.XDG_DATA_HOME
+    : path.join(env.HOME || os.homedir(), ".local", "share");
+  return path.join(dataHome, "knowhub", SOCKET_FILE_NAME);
 }
 
 function expandHome(p: string, env: NodeJS.ProcessEnv): string {

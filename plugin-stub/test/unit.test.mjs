@@ -30,18 +30,19 @@ const OPENCLAW_HOOKS = [
 ];
 
 test("the socket path resolves like crates/kb-proto/src/paths.rs", () => {
-  const uid = process.getuid();
   assert.equal(resolveSocketPath("/run/x.sock", { KNOWHUB_SOCKET: "/env.sock" }), "/run/x.sock");
   assert.equal(resolveSocketPath("~/kh.sock", { HOME: "/home/u" }), "/home/u/kh.sock");
   assert.equal(resolveSocketPath(undefined, { KNOWHUB_SOCKET: "/env.sock", KNOWHUB_HOME: "/kh" }), "/env.sock");
   assert.equal(resolveSocketPath(undefined, { KNOWHUB_HOME: "/kh", XDG_RUNTIME_DIR: "/run/user/1" }), "/kh/knowhubd.sock");
   assert.equal(resolveSocketPath(undefined, { XDG_RUNTIME_DIR: "/run/user/1" }, "linux"), "/run/user/1/knowhub/knowhubd.sock");
-  assert.equal(resolveSocketPath(undefined, { XDG_RUNTIME_DIR: "relative" }, "linux"), path.join(os.tmpdir(), `knowhub-${uid}`, "knowhubd.sock"));
+  // Without a runtime dir: the data directory, as the daemon has it (never a shared temp dir).
+  assert.equal(resolveSocketPath(undefined, { XDG_RUNTIME_DIR: "relative", HOME: "/home/u" }, "linux"), "/home/u/.local/share/knowhub/knowhubd.sock");
+  assert.equal(resolveSocketPath(undefined, { XDG_DATA_HOME: "/data", HOME: "/home/u" }, "linux"), "/data/knowhub/knowhubd.sock");
   assert.equal(
     resolveSocketPath(undefined, { XDG_RUNTIME_DIR: "/run/user/1", HOME: "/Users/ada" }, "darwin"),
     path.join("/Users/ada", "Library", "Application Support", "knowhub", "knowhubd.sock"),
   );
-  assert.equal(resolveSocketPath(undefined, {}, "linux"), path.join(os.tmpdir(), `knowhub-${uid}`, "knowhubd.sock"));
+  assert.equal(resolveSocketPath(undefined, {}, "linux"), path.join(os.homedir(), ".local", "share", "knowhub", "knowhubd.sock"));
 });
 
 test("the manifest declares the plugin, its tools and a strict config schema", () => {

@@ -21,7 +21,7 @@ import { OpenClawHome, agentTurn, checkEnvironment, scriptedModelConfig, startGa
 const INTRO = "KnowHub is available";
 const REMINDER = "KnowHub reminder";
 const RECALL_BLOCK = "<knowhub-experiences>";
-const PLUGIN_CONFIG = { reminderMode: "normal", submittedBy: "agent-test@example.com" };
+const PLUGIN_CONFIG = { reminderMode: "normal", submittedBy: "agent-tester" };
 
 // ---------------------------------------------------------------------------------------------
 // The scripted model

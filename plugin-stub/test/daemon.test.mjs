@@ -20,7 +20,7 @@ after(async () => {
 });
 
 function plugin(config = {}) {
-  const api = fakeApi({ socketPath: daemon.socket, submittedBy: "tester@example.com", ...config });
+  const api = fakeApi({ socketPath: daemon.socket, submittedBy: "tester", ...config });
   register(api);
   return api;
 }
@@ -44,7 +44,7 @@ test("kb_submit, kb_search and kb_content round-trip through the daemon", async 
   const stored = (await daemon.call("kb.get", { experience_id: id })).result;
   assert.equal(stored.agent_id, "coder");
   assert.equal(stored.session_key, "agent:coder:main");
-  assert.equal(stored.submitted_by, "tester@example.com");
+  assert.equal(stored.submitted_by, "tester");
   assert.equal(stored.source, "tool");
 
   const found = await api.tool("kb_search", CTX).execute("call-2", { query: "vitest watch mode" });

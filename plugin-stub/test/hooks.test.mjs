@@ -41,7 +41,7 @@ function plugin(config = {}) {
 }
 
 test("every hook is forwarded as hook.event {hook, timestamp, event, ctx, config}, without config or signals", async () => {
-  const api = plugin({ reminderMode: "aggressive", autoRecall: false, submittedBy: "me@example.com" });
+  const api = plugin({ reminderMode: "aggressive", autoRecall: false, submittedBy: "me" });
   server.requests.length = 0;
   const results = {};
   for (const hook of Object.keys(HOOKS)) {
@@ -64,7 +64,7 @@ test("every hook is forwarded as hook.event {hook, timestamp, event, ctx, config
       enableServerExtraction: false,
       extractionTrigger: "agent_end",
       requireApproval: true,
-      submittedBy: "me@example.com",
+      submittedBy: "me",
     });
   }
   assert.ok(!JSON.stringify(server.requests).includes("do-not-forward"));

@@ -48,7 +48,7 @@ describe("openclaw@2026.9.6", { concurrency: 2 }, () => {
     assert.ok(config.plugins.load.paths.includes(STUB_DIR), JSON.stringify(config.plugins));
     assert.equal(config.plugins.entries.knowhub.enabled, true);
 
-    home.configure({ socketPath: daemon.socket, submittedBy: "oc-test@example.com", reminderMode: "minimal" });
+    home.configure({ socketPath: daemon.socket, submittedBy: "oc-tester", reminderMode: "minimal" });
     const report = await home.inspect();
     // Local installs load the compiled peer when dist/ exists (OpenClaw prefers built JS).
     assertLoaded(report, { source: path.join(STUB_DIR, "dist", "index.js") });

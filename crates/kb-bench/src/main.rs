@@ -8,6 +8,7 @@ mod daemon;
 mod fts5;
 mod gate;
 mod generate;
+mod hostile;
 mod hybrid;
 mod load;
 mod quality;
@@ -94,6 +95,12 @@ enum Command {
         /// Passes over the sets when timing the gate.
         #[arg(long, default_value_t = 20)]
         iterations: usize,
+    },
+    /// Submit p50/p99 with 1, 10 and 50 clients, RSS during a flood of half-sent 60 MiB bodies,
+    /// and time to answer a new client during slow-body and idle-connection floods.
+    Hostile {
+        #[command(flatten)]
+        daemon: DaemonArgs,
     },
     /// `load`, then `quality`, then `hybrid`, then `activation`.
     All {
@@ -296,6 +303,11 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
+    if let Command::Hostile { daemon } = &cli.command {
+        let binary = daemon::resolve_binary(daemon.daemon.as_deref())?;
+        println!("kb-bench: {} ({})", binary.display(), daemon::version_of(&binary));
+        return hostile::run(&binary).await;
+    }
     let (mut load_args, mut quality_args, mut hybrid_args, mut activation_args) = (None, None, None, None);
     let (daemon_args, model_args) = match &cli.command {
         Command::Gate { iterations } => return gate::run(*iterations, cli.json),
@@ -315,6 +327,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             activation_args = Some(activation);
             (daemon, None)
         }
+        Command::Hostile { .. } => unreachable!("handled above"),
         Command::All { daemon, model, load, quality, hybrid, activation } => {
             (load_args, quality_args, hybrid_args, activation_args) =
                 (Some(load), Some(quality), Some(hybrid), Some(activation));

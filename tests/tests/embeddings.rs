@@ -1,5 +1,5 @@
 //! End to end with embeddings: the real daemon loading a real ONNX model through ONNX Runtime
-//! (the tiny fixture model for speed, all-MiniLM-L6-v2 from `../shared/models` for meaning),
+//! (the tiny fixture model for speed, all-MiniLM-L6-v2, built from PyPI by `tools/models.sh`, for meaning),
 //! driven over its socket: vectors on submit and import, vector and hybrid search, near-duplicate
 //! merging, re-embedding when the model changes or on `kbctl reindex`, and BM25 fallback without
 //! a model or runtime.
@@ -15,7 +15,6 @@ use common::{TestDaemon, ids_of};
 use serde_json::{Value, json};
 
 const TINY_MODEL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../crates/kb-embed/tests/fixtures/tiny-model");
-const MINILM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/models/all-minilm-l6-v2-onnx");
 const ENGLISH_CORPUS: &str =
     concat!(env!("CARGO_MANIFEST_DIR"), "/../crates/kb-bench/data/english-experiences/corpus.jsonl");
 
@@ -24,6 +23,11 @@ const ENGLISH_CORPUS: &str =
 fn ort_library() -> PathBuf {
     kb_embed::runtime::library_for_tests_and_benchmarks()
         .unwrap_or_else(|reason| panic!("{reason} (tests/run installs it)"))
+}
+
+/// The real all-MiniLM-L6-v2 model, provisioned into the checkout's `.cache/models` on first use.
+fn minilm() -> PathBuf {
+    kb_embed::test_models::model_dir(kb_embed::test_models::MINILM).unwrap_or_else(|reason| panic!("{reason}"))
 }
 
 /// A daemon whose config.toml is `config` and whose environment points at `model` and `ort`.
@@ -240,7 +244,7 @@ fn minilm_finds_a_paraphrase_with_no_word_in_common() {
         object.remove("id");
         object.remove("group");
     }
-    let daemon = start("", Path::new(MINILM), &ort_library());
+    let daemon = start("", &minilm(), &ort_library());
     wait_for_embedder(&daemon, "ready");
     let imported = daemon.ok("kb.import", json!({"items": items}));
     let target_id = imported["ids"].as_array().unwrap().last().unwrap().as_str().unwrap().to_owned();

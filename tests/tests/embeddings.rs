@@ -1,5 +1,5 @@
 //! End to end with embeddings: the real daemon loading a real ONNX model through ONNX Runtime
-//! (the tiny fixture model for speed, all-MiniLM-L6-v2 from `../shared/models` for meaning),
+//! (the tiny fixture model for speed, all-MiniLM-L6-v2, built from PyPI by `tools/models.sh`, for meaning),
 //! driven over its socket: vectors on submit and import, vector and hybrid search, near-duplicate
 //! merging, re-embedding when the model changes or on `kbctl reindex`, and BM25 fallback without
 //! a model or runtime.
@@ -15,7 +15,6 @@ use common::{TestDaemon, ids_of};
 use serde_json::{Value, json};
 
 const TINY_MODEL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../crates/kb-embed/tests/fixtures/tiny-model");
-const MINILM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/models/all-minilm-l6-v2-onnx");
 const ENGLISH_CORPUS: &str =
     concat!(env!("CARGO_MANIFEST_DIR"), "/../crates/kb-bench/data/english-experiences/corpus.jsonl");
 
@@ -24,6 +23,11 @@ const ENGLISH_CORPUS: &str =
 fn ort_library() -> PathBuf {
     kb_embed::runtime::library_for_tests_and_benchmarks()
         .unwrap_or_else(|reason| panic!("{reason} (tests/run installs it)"))
+}
+
+/// The real all-MiniLM-L6-v2 model, provisioned into the checkout's `.cache/models` on first use.
+fn minilm() -> PathBuf {
+    kb_embed::test_models::model_dir(kb_embed::test_models::MINILM).unwrap_or_else(|reason| panic!("{reason}"))
 }
 
 /// A daemon whose config.toml is `config` and whose environment points at `model` and `ort`.
@@ -240,7 +244,7 @@ fn minilm_finds_a_paraphrase_with_no_word_in_common() {
         object.remove("id");
         object.remove("group");
     }
-    let daemon = start("", Path::new(MINILM), &ort_library());
+    let daemon = start("", &minilm(), &ort_library());
     wait_for_embedder(&daemon, "ready");
     let imported = daemon.ok("kb.import", json!({"items": items}));
     let target_id = imported["ids"].as_array().unwrap().last().unwrap().as_str().unwrap().to_owned();
@@ -531,4 +535,59 @@ fn copy_dir(from: &Path, to: &Path) {
     for entry in std::fs::read_dir(from).unwrap().flatten() {
         std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
     }
+}
+
+/// Regression (search-quality issue): with the model loaded, 4 of 8 pairs of genuinely
+/// different experiences merged and the second text was discarded ("deploy succeeded" with
+/// "deploy failed" at 0.983, `cache: true` with `cache: false` at 0.992); the second submitter
+/// got the first one's id, so deleting "its" experience deleted the other.
+#[test]
+fn minilm_near_identical_experiences_that_say_different_things_stay_two() {
+    let daemon = start("", &minilm(), &ort_library());
+    wait_for_embedder(&daemon, "ready");
+    let pairs = [
+        (
+            ["deploy the web app to staging", "kubectl apply -f deploy.yaml", "deploy succeeded"],
+            "deploy failed",
+            "outcome",
+        ),
+        (["speed up the CI pipeline", "ci.yml build cache", "set cache: true"], "set cache: false", "outcome"),
+        (["pin the node version", "nvm use 18", "the tests pass on node 18"], "the tests pass on node 20", "values"),
+        (
+            ["run the unit tests in CI", "vitest --run", "the job exits when the tests are done"],
+            "the job does not exit when the tests are done",
+            "negated",
+        ),
+    ];
+    for ([task, resource, result], other_result, why) in pairs {
+        let first = daemon.submit(task, resource, result, 4);
+        let second =
+            daemon.ok("kb.submit", json!({"task": task, "resource": resource, "result": other_result, "score": 4}));
+        let second_id = second["id"].as_str().unwrap();
+        assert_ne!(second_id, first, "{other_result:?} merged into {result:?}: {second}");
+        assert!(second.get("duplicate_of").is_none(), "{second}");
+        // When the vectors called them near-identical, the answer says why they were kept apart.
+        if let Some(kept_apart) = second.get("kept_apart_from") {
+            assert_eq!(kept_apart["id"], first.as_str(), "{second}");
+            assert!(kept_apart["reason"].as_str().unwrap().contains(why), "{second}");
+        }
+        // Deleting the second leaves the first.
+        daemon.ok("kb.delete", json!({"ids": [second_id]}));
+        assert_eq!(daemon.ok("kb.get", json!({"experience_id": first}))["result"], result);
+    }
+
+    // A real duplicate, reworded, still merges, says so, and keeps its wording as a variant.
+    let first = daemon.submit("cache docker layers in CI", "BuildKit cache mounts", "pip install got fast", 3);
+    let again = daemon.ok(
+        "kb.submit",
+        json!({"task": "Caching the docker layers in CI.", "resource": "BuildKit cache mounts", "result": "pip install got fast", "score": 5, "submitted_by": "bob"}),
+    );
+    assert_eq!(again["duplicate_of"], first.as_str(), "{again}");
+    assert!(again["similarity"].as_f64().unwrap() >= 0.97, "{again}");
+    assert_eq!(again["variant_kept"], true, "{again}");
+    assert!(again["note"].as_str().unwrap().contains("merged into the near-identical experience"), "{again}");
+    let stored = daemon.ok("kb.get", json!({"experience_id": first}));
+    assert_eq!(stored["score"], 5);
+    assert_eq!(stored["variants"][0]["task"], "Caching the docker layers in CI.", "{stored}");
+    assert_eq!(stored["variants"][0]["submitted_by"], "bob", "{stored}");
 }

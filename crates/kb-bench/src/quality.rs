@@ -39,7 +39,7 @@ const NEUTRAL_RESULT: &str = "doc";
 
 #[derive(Debug, Clone)]
 pub struct QualityOptions {
-    /// Where the named sets are looked for first (the CMRC sets in `../shared/data`).
+    /// Where the named sets are looked for first (by default the crate's own data/).
     pub data_dir: PathBuf,
     /// Where they are looked for next (the English set in `crates/kb-bench/data`).
     pub bench_data_dir: PathBuf,

@@ -272,16 +272,29 @@ fn is_han(c: char) -> bool {
     matches!(c, '\u{3400}'..='\u{4DBF}' | '\u{4E00}'..='\u{9FFF}' | '\u{F900}'..='\u{FAFF}' | '\u{20000}'..='\u{2FA1F}')
 }
 
-/// A crude English stem, enough that "runs", "running" and "run" compare equal.
+/// A crude English stem, enough that "runs", "running" and "run", or "cache", "cached" and
+/// "caching", compare equal.
 fn stem(word: &str) -> String {
+    let mut stem = word;
     for suffix in ["ing", "ed", "es", "s"] {
-        if let Some(stem) = word.strip_suffix(suffix)
-            && stem.chars().count() >= 3
+        if let Some(stripped) = word.strip_suffix(suffix)
+            && stripped.chars().count() >= 3
         {
-            return stem.to_owned();
+            stem = stripped;
+            break;
         }
     }
-    word.to_owned()
+    let mut stem = stem.strip_suffix('e').filter(|rest| rest.chars().count() >= 3).unwrap_or(stem).to_owned();
+    // "running" → "runn" → "run"; "stopped" → "stopp" → "stop".
+    let bytes = stem.as_bytes();
+    if bytes.len() >= 4
+        && bytes[bytes.len() - 1] == bytes[bytes.len() - 2]
+        && bytes[bytes.len() - 1].is_ascii_alphabetic()
+        && !b"aeiousl".contains(&bytes[bytes.len() - 1])
+    {
+        stem.pop();
+    }
+    stem
 }
 
 #[cfg(test)]
@@ -329,6 +342,11 @@ mod tests {
                 ["Deploying using Helm", "helm upgrade", "the rollout works"],
             ),
             (["配置路径别名", "tsconfig.json", "导入更简洁"], ["配置的路径别名", "tsconfig.json", "导入就更简洁了"]),
+            (
+                ["cache docker layers in CI", "BuildKit", "fast"],
+                ["Caching the docker layers in CI.", "BuildKit", "fast"],
+            ),
+            (["stop the runner", "systemctl", "it stopped"], ["Stopping the runner", "systemctl", "it stops"]),
         ];
         for (first, second) in cases {
             assert_eq!(differs(first, second), None, "{first:?} vs {second:?}");

@@ -2,7 +2,7 @@
 //! after each stage of loading a model and embedding with it. Linux only. Run it in release:
 //!
 //! ```text
-//! KNOWHUB_MODEL_DIR=../shared/models/all-minilm-l6-v2-onnx ORT_DYLIB_PATH=.../libonnxruntime.so.1.31.1 \
+//! KNOWHUB_MODEL_DIR=.cache/models/all-minilm-l6-v2-onnx ORT_DYLIB_PATH=.../libonnxruntime.so.1.31.1 \
 //!     cargo run --release -p kb-embed --example model_memory
 //! ```
 //!

@@ -17,10 +17,72 @@ use crate::{Embedder, Error, Result, runtime};
 pub const LOCAL_MODEL_FILES: [&str; 5] =
     ["model.onnx", "tokenizer.json", "config.json", "special_tokens_map.json", "tokenizer_config.json"];
 
-/// The model downloaded for users who configure none: multilingual (Chinese and English among
-/// 50 languages), 384 dimensions, mean pooling, symmetric (no query or passage prefixes), about
-/// 470 MB.
-pub const DEFAULT_DOWNLOAD_MODEL: &str = "Xenova/paraphrase-multilingual-MiniLM-L12-v2";
+/// The model downloaded for users who configure none: multilingual-e5-small (MIT; Chinese,
+/// English and about 100 more languages), 384 dimensions, mean pooling, `query: ` / `passage: `
+/// prefixes, about 470 MB. Measured on the project's Chinese sets it finds the right paragraph
+/// by vectors alone about as often as BM25 does, where all-MiniLM-L6-v2 finds a quarter.
+pub const DEFAULT_DOWNLOAD_MODEL: &str = "intfloat/multilingual-e5-small";
+
+/// What is written before a text before it is embedded: asymmetric models were trained with one
+/// prefix for queries and another for the passages they should find (E5: `query: `,
+/// `passage: `); symmetric ones with none.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Prefixes {
+    pub query: String,
+    pub passage: String,
+}
+
+impl Prefixes {
+    /// E5's, as its model card prescribes.
+    pub fn e5() -> Prefixes {
+        Prefixes { query: "query: ".to_owned(), passage: "passage: ".to_owned() }
+    }
+
+    /// The prefixes a model directory declares in sentence-transformers' own file
+    /// (`config_sentence_transformers.json`, `"prompts": {"query": .., "passage" or "document": ..}`);
+    /// else E5's when `config.json` names an E5 model; else none.
+    /// `config_json` is the directory's `config.json`, already read by the caller.
+    pub fn for_local_dir(dir: &Path, config_json: &[u8]) -> Prefixes {
+        let declared = dir.join("config_sentence_transformers.json");
+        // A regular file only: reading anything else (a pipe) could block the load.
+        let declared = declared
+            .metadata()
+            .is_ok_and(|meta| meta.is_file())
+            .then(|| std::fs::read(&declared).ok())
+            .flatten()
+            .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok());
+        if let Some(prompts) = declared.and_then(|config| config.get("prompts").cloned()) {
+            let prompt = |keys: &[&str]| {
+                keys.iter().find_map(|key| prompts.get(*key).and_then(|value| value.as_str())).unwrap_or("").to_owned()
+            };
+            return Prefixes { query: prompt(&["query"]), passage: prompt(&["passage", "document"]) };
+        }
+        let name = serde_json::from_slice::<serde_json::Value>(config_json)
+            .ok()
+            .and_then(|config| config.get("_name_or_path").and_then(|name| name.as_str().map(str::to_owned)))
+            .unwrap_or_default();
+        if is_e5(&name) || dir.file_name().is_some_and(|dir| is_e5(&dir.to_string_lossy())) {
+            Prefixes::e5()
+        } else {
+            Prefixes::default()
+        }
+    }
+
+    /// E5's for a downloaded E5 model, none for the others fastembed offers.
+    pub fn for_download(model_code: &str) -> Prefixes {
+        if is_e5(model_code) { Prefixes::e5() } else { Prefixes::default() }
+    }
+
+    fn describe(&self) -> String {
+        format!("query_prefix={:?} passage_prefix={:?}", self.query, self.passage)
+    }
+}
+
+/// Whether a model name is one of the E5 family (`intfloat/multilingual-e5-small`, `e5-base-v2`..).
+fn is_e5(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    name.split(|c: char| !c.is_ascii_alphanumeric()).any(|part| part == "e5")
+}
 
 /// Where a model comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,6 +139,7 @@ impl Default for LoadOptions {
 pub struct FastEmbedder {
     model_id: String,
     dimensions: usize,
+    prefixes: Prefixes,
     batch_size: usize,
     /// fastembed needs `&mut` to run; one run at a time is what ONNX Runtime's own threads expect.
     model: Mutex<TextEmbedding>,
@@ -98,12 +161,17 @@ impl FastEmbedder {
     /// [`FastEmbedder::load`] with explicit options.
     pub fn load_with(spec: &ModelSpec, ort_dylib: Option<&Path>, options: &LoadOptions) -> Result<FastEmbedder> {
         let environment = runtime::environment(ort_dylib)?;
-        let (model, model_id) = match spec {
+        let (model, model_id, prefixes) = match spec {
             ModelSpec::LocalDir(dir) => load_local(dir, environment, options)?,
             ModelSpec::Download { name, cache_dir } => load_download(name, cache_dir, environment, options)?,
         };
-        let mut embedder =
-            FastEmbedder { model_id, dimensions: 0, batch_size: options.batch_size.max(1), model: Mutex::new(model) };
+        let mut embedder = FastEmbedder {
+            model_id,
+            dimensions: 0,
+            prefixes,
+            batch_size: options.batch_size.max(1),
+            model: Mutex::new(model),
+        };
         let probe = embedder.run_batch(&["dimension probe"])?;
         let dimensions = probe.first().map_or(0, Vec::len);
         if dimensions == 0 {
@@ -111,8 +179,38 @@ impl FastEmbedder {
         }
         embedder.dimensions = dimensions;
         embedder.check_vectors(&probe)?;
-        tracing::info!(model_id = %embedder.model_id, dimensions, "embedding model loaded");
+        tracing::info!(model_id = %embedder.model_id, dimensions, query_prefix = %embedder.prefixes.query,
+            passage_prefix = %embedder.prefixes.passage, "embedding model loaded");
         Ok(embedder)
+    }
+
+    /// The prefixes this model's texts get.
+    pub fn prefixes(&self) -> &Prefixes {
+        &self.prefixes
+    }
+
+    /// Embeds `texts` after `prefix`, in batches of similar length, in order.
+    fn embed_prefixed(&self, prefix: &str, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        let prefixed: Vec<String>;
+        let texts: Vec<&str> = if prefix.is_empty() {
+            texts.to_vec()
+        } else {
+            prefixed = texts.iter().map(|text| format!("{prefix}{text}")).collect();
+            prefixed.iter().map(String::as_str).collect()
+        };
+        // Batches of similar lengths waste little on padding; the order is restored at the end.
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_cached_key(|&text_idx| estimated_tokens(texts[text_idx]));
+        let mut vectors = vec![Vec::new(); texts.len()];
+        for batch in order.chunks(self.batch_size) {
+            let batch_texts: Vec<&str> = batch.iter().map(|&text_idx| texts[text_idx]).collect();
+            let batch_vectors = self.run_batch(&batch_texts)?;
+            self.check_vectors(&batch_vectors)?;
+            for (&text_idx, vector) in batch.iter().zip(batch_vectors) {
+                vectors[text_idx] = vector;
+            }
+        }
+        Ok(vectors)
     }
 
     /// One ONNX Runtime run over `texts`, turning panics inside fastembed or `ort` into errors so
@@ -157,19 +255,12 @@ impl Embedder for FastEmbedder {
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        // Batches of similar lengths waste little on padding; the order is restored at the end.
-        let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_cached_key(|&text_idx| estimated_tokens(texts[text_idx]));
-        let mut vectors = vec![Vec::new(); texts.len()];
-        for batch in order.chunks(self.batch_size) {
-            let batch_texts: Vec<&str> = batch.iter().map(|&text_idx| texts[text_idx]).collect();
-            let batch_vectors = self.run_batch(&batch_texts)?;
-            self.check_vectors(&batch_vectors)?;
-            for (&text_idx, vector) in batch.iter().zip(batch_vectors) {
-                vectors[text_idx] = vector;
-            }
-        }
-        Ok(vectors)
+        self.embed_prefixed(&self.prefixes.passage, texts)
+    }
+
+    fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
+        let mut vectors = self.embed_prefixed(&self.prefixes.query, &[query])?;
+        Ok(vectors.pop().unwrap_or_default())
     }
 }
 
@@ -186,7 +277,7 @@ fn load_local(
     dir: &Path,
     environment: ort::environment::Environment,
     options: &LoadOptions,
-) -> Result<(TextEmbedding, String)> {
+) -> Result<(TextEmbedding, String, Prefixes)> {
     if !dir.is_dir() {
         return Err(Error::ModelDirMissing { path: dir.to_path_buf() });
     }
@@ -209,7 +300,8 @@ fn load_local(
     let external_data_path = onnx_path.with_extension("onnx_data");
     let external_data = if external_data_path.is_file() { Some(read(external_data_path)?) } else { None };
 
-    let mut model_id = local_model_id(dir, &onnx_file, external_data.as_deref(), &tokenizer_files, options);
+    let prefixes = Prefixes::for_local_dir(dir, &tokenizer_files.config_file);
+    let mut model_id = local_model_id(dir, &onnx_file, external_data.as_deref(), &tokenizer_files, options, &prefixes);
     let quantized = if options.quantize && external_data.is_none() {
         match crate::quantize_int8(&onnx_file) {
             Ok(quantized) => {
@@ -251,20 +343,22 @@ fn load_local(
     let label = dir.display().to_string();
     let model_error = |reason: String| Error::ModelLoad { model: label.clone(), reason };
     match catch_unwind(AssertUnwindSafe(|| TextEmbedding::try_new_from_user_defined(model, init))) {
-        Ok(Ok(embedding)) => Ok((embedding, model_id)),
+        Ok(Ok(embedding)) => Ok((embedding, model_id, prefixes)),
         Ok(Err(error)) => Err(model_error(crate::error_chain(&error))),
         Err(panic) => Err(model_error(format!("panicked: {}", panic_message(&panic)))),
     }
 }
 
 /// `<directory name>@<16 hex digits of blake3>` over every byte that decides the vectors: the
-/// graph, its external weights, the tokenizer files, the pooling and the truncation length.
+/// graph, its external weights, the tokenizer files, the pooling, the truncation length and the
+/// prefixes (unchanged when there are none, so vectors stored before prefixes existed stay valid).
 fn local_model_id(
     dir: &Path,
     onnx_file: &[u8],
     external_data: Option<&[u8]>,
     tokenizer_files: &TokenizerFiles,
     options: &LoadOptions,
+    prefixes: &Prefixes,
 ) -> String {
     let mut hasher = blake3::Hasher::new();
     let parts: [(&str, &[u8]); 6] = [
@@ -281,6 +375,9 @@ fn local_model_id(
         hasher.update(bytes);
     }
     hasher.update(format!("pooling=mean max_length={}", options.max_length).as_bytes());
+    if *prefixes != Prefixes::default() {
+        hasher.update(prefixes.describe().as_bytes());
+    }
     let label = dir.canonicalize().ok().and_then(|dir| dir.file_name().map(|name| name.to_string_lossy().into_owned()));
     let hash = hasher.finalize().to_hex();
     format!("{}@{}", label.as_deref().unwrap_or("local"), &hash[..16])
@@ -291,7 +388,7 @@ fn load_download(
     cache_dir: &Path,
     environment: ort::environment::Environment,
     options: &LoadOptions,
-) -> Result<(TextEmbedding, String)> {
+) -> Result<(TextEmbedding, String, Prefixes)> {
     let model = find_model(name)?;
     let model_code = TextEmbedding::get_model_info(&model)
         .map(|info| info.model_code.clone())
@@ -322,17 +419,38 @@ fn load_download(
     // The hub cache records the revision it downloaded; it changes when the model does.
     let cache_root = std::env::var_os("HF_HOME").map_or_else(|| cache_dir.to_path_buf(), PathBuf::from);
     let revision_file = cache_root.join(format!("models--{}", model_code.replace('/', "--"))).join("refs").join("main");
-    let model_id = match std::fs::read_to_string(revision_file) {
-        Ok(revision) if !revision.trim().is_empty() => {
-            format!(
-                "{model_code}@{} max_length={}",
-                &revision.trim()[..revision.trim().len().min(12)],
-                options.max_length
-            )
+    let revision = std::fs::read_to_string(&revision_file).ok().map(|revision| revision.trim().to_owned());
+    // With int8 weights asked for, the downloaded files are loaded as a local directory, so
+    // that the same rewrite applies as to any local model (a float E5 takes 470 MB of memory).
+    if options.quantize
+        && let Some(revision) = revision.as_deref().filter(|revision| !revision.is_empty())
+    {
+        let snapshot = revision_file.parent().and_then(Path::parent).map(|root| root.join("snapshots").join(revision));
+        if let Some(snapshot) = snapshot.filter(|dir| dir.join("tokenizer.json").is_file()) {
+            drop(embedding);
+            let (embedding, local_id, _) = load_local(&snapshot, environment_for_reload()?, options)?;
+            let suffix = local_id.split_once('@').map_or("", |(_, hash)| hash);
+            let prefixes = Prefixes::for_download(&model_code);
+            return Ok((embedding, format!("{model_code}@{suffix}"), prefixes));
         }
-        _ => format!("{model_code} max_length={}", options.max_length),
+    }
+    let prefixes = Prefixes::for_download(&model_code);
+    let mut model_id = match revision.filter(|revision| !revision.is_empty()) {
+        Some(revision) => {
+            format!("{model_code}@{} max_length={}", &revision[..revision.len().min(12)], options.max_length)
+        }
+        None => format!("{model_code} max_length={}", options.max_length),
     };
-    Ok((embedding, model_id))
+    if prefixes != Prefixes::default() {
+        model_id.push(' ');
+        model_id.push_str(&prefixes.describe());
+    }
+    Ok((embedding, model_id, prefixes))
+}
+
+/// The process's ONNX Runtime environment, already loaded by the first load.
+fn environment_for_reload() -> Result<ort::environment::Environment> {
+    runtime::environment(runtime::loaded_library().as_deref())
 }
 
 /// fastembed's model by `EmbeddingModel` name or by repository, ignoring case.
@@ -373,10 +491,34 @@ mod tests {
     #[test]
     fn models_are_found_by_enum_name_and_by_repository() {
         assert_eq!(find_model("ParaphraseMLMiniLML12V2").unwrap(), EmbeddingModel::ParaphraseMLMiniLML12V2);
-        assert_eq!(find_model(DEFAULT_DOWNLOAD_MODEL).unwrap(), EmbeddingModel::ParaphraseMLMiniLML12V2);
+        assert_eq!(
+            find_model("Xenova/paraphrase-multilingual-MiniLM-L12-v2").unwrap(),
+            EmbeddingModel::ParaphraseMLMiniLML12V2
+        );
+        assert_eq!(find_model(DEFAULT_DOWNLOAD_MODEL).unwrap(), EmbeddingModel::MultilingualE5Small);
         assert_eq!(find_model("intfloat/multilingual-e5-small").unwrap(), EmbeddingModel::MultilingualE5Small);
         let error = find_model("no-such/model").unwrap_err();
         assert!(error.to_string().contains("unknown embedding model \"no-such/model\""), "{error}");
+    }
+
+    #[test]
+    fn e5_models_get_their_prefixes_and_others_none() {
+        assert_eq!(Prefixes::for_download("intfloat/multilingual-e5-small"), Prefixes::e5());
+        assert_eq!(Prefixes::for_download("Qdrant/multilingual-e5-large-onnx"), Prefixes::e5());
+        assert_eq!(Prefixes::for_download("Xenova/all-MiniLM-L6-v2"), Prefixes::default());
+        assert_eq!(Prefixes::for_download("BAAI/bge-small-en-v1.5"), Prefixes::default());
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(Prefixes::for_local_dir(dir.path(), b"{}"), Prefixes::default());
+        let e5_config = br#"{"_name_or_path": "intfloat/multilingual-e5-small"}"#;
+        assert_eq!(Prefixes::for_local_dir(dir.path(), e5_config), Prefixes::e5());
+        // A declaration in the directory wins over the name.
+        std::fs::write(
+            dir.path().join("config_sentence_transformers.json"),
+            r#"{"prompts": {"query": "search_query: ", "document": "search_document: "}}"#,
+        )
+        .unwrap();
+        let declared = Prefixes { query: "search_query: ".into(), passage: "search_document: ".into() };
+        assert_eq!(Prefixes::for_local_dir(dir.path(), e5_config), declared);
     }
 
     #[test]
@@ -389,17 +531,19 @@ mod tests {
         };
         let dir = Path::new("/nonexistent/model-dir");
         let options = LoadOptions::default();
-        let base = local_model_id(dir, b"graph", None, &files, &options);
+        let none = Prefixes::default();
+        let base = local_model_id(dir, b"graph", None, &files, &options, &none);
         assert!(base.starts_with("local@"), "{base}");
-        assert_eq!(base, local_model_id(dir, b"graph", None, &files, &options));
-        assert_ne!(base, local_model_id(dir, b"graph2", None, &files, &options));
-        assert_ne!(base, local_model_id(dir, b"graph", Some(b"weights"), &files, &options));
+        assert_eq!(base, local_model_id(dir, b"graph", None, &files, &options, &none));
+        assert_ne!(base, local_model_id(dir, b"graph2", None, &files, &options, &none));
+        assert_ne!(base, local_model_id(dir, b"graph", Some(b"weights"), &files, &options, &none));
         let longer = LoadOptions { max_length: 512, ..LoadOptions::default() };
-        assert_ne!(base, local_model_id(dir, b"graph", None, &files, &longer));
+        assert_ne!(base, local_model_id(dir, b"graph", None, &files, &longer, &none));
+        assert_ne!(base, local_model_id(dir, b"graph", None, &files, &options, &Prefixes::e5()));
         // Moving bytes between files is a different model too.
         assert_ne!(
-            local_model_id(dir, b"ab", None, &files, &options),
-            local_model_id(dir, b"a", Some(b"b"), &files, &options)
+            local_model_id(dir, b"ab", None, &files, &options, &none),
+            local_model_id(dir, b"a", Some(b"b"), &files, &options, &none)
         );
     }
 }

@@ -176,6 +176,131 @@ pub fn fuse<I: Clone + Eq + Hash>(
     }
 }
 
+/// The parts of a query that must be found as written: quoted strings (`"..."`, `'...'`,
+/// `` `...` ``, `“...”`, `「...」`) and identifiers (a word with a digit, an underscore, an inner
+/// `.`, `-`, `/`, `:`, `@` or `#`, or a capital after a small letter: `ERR_4242`, `tsconfig.json`,
+/// `v2.3.1`, `fooBar`). An experience that contains them is what such a query asks for, whatever
+/// the vectors say: vectors barely see the difference between `ERR_4242` and `ERR_4243`.
+/// Identifiers are compared ignoring case, quoted strings exactly (after trimming).
+pub fn exact_terms(query: &str) -> Vec<ExactTerm> {
+    let mut terms = Vec::new();
+    let mut rest = String::with_capacity(query.len());
+    let mut chars = query.char_indices().peekable();
+    while let Some((start, open)) = chars.next() {
+        let close = match open {
+            '"' => '"',
+            '\'' => '\'',
+            '`' => '`',
+            '“' => '”',
+            '「' => '」',
+            '『' => '』',
+            _ => {
+                rest.push(open);
+                continue;
+            }
+        };
+        let inner_start = start + open.len_utf8();
+        // An apostrophe inside a word (don't) opens nothing.
+        let after_letter = query[..start].chars().next_back().is_some_and(char::is_alphanumeric);
+        match query[inner_start..].find(close) {
+            Some(len) if !(open == '\'' && after_letter) => {
+                let inner = query[inner_start..inner_start + len].trim();
+                if inner.chars().filter(|c| c.is_alphanumeric()).count() >= 2 {
+                    terms.push(ExactTerm { text: inner.to_owned(), ignore_case: false });
+                }
+                rest.push(' ');
+                while chars.peek().is_some_and(|&(at, _)| at < inner_start + len + close.len_utf8()) {
+                    chars.next();
+                }
+            }
+            _ => rest.push(open),
+        }
+    }
+    for word in rest.split(|c: char| {
+        c.is_whitespace()
+            || matches!(
+                c,
+                ',' | ';'
+                    | '('
+                    | ')'
+                    | '['
+                    | ']'
+                    | '{'
+                    | '}'
+                    | '<'
+                    | '>'
+                    | '='
+                    | '，'
+                    | '。'
+                    | '；'
+                    | '：'
+                    | '、'
+                    | '？'
+                    | '！'
+            )
+    }) {
+        let word = word.trim_matches(|c: char| !c.is_alphanumeric() && c != '_');
+        if is_identifier(word) && !terms.iter().any(|term: &ExactTerm| term.text.eq_ignore_ascii_case(word)) {
+            terms.push(ExactTerm { text: word.to_owned(), ignore_case: true });
+        }
+    }
+    terms
+}
+
+/// A string a query asks for as written ([`exact_terms`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExactTerm {
+    pub text: String,
+    pub ignore_case: bool,
+}
+
+impl ExactTerm {
+    /// Whether `text` contains this term.
+    pub fn found_in(&self, text: &str) -> bool {
+        if self.ignore_case {
+            text.to_lowercase().contains(&self.text.to_lowercase())
+        } else {
+            text.contains(&self.text)
+        }
+    }
+}
+
+fn is_identifier(word: &str) -> bool {
+    if word.chars().count() < 3 || word.chars().any(is_han) || !word.chars().any(|c| c.is_ascii_alphabetic()) {
+        return false;
+    }
+    let chars: Vec<char> = word.chars().collect();
+    let has_digit = chars.iter().any(char::is_ascii_digit);
+    let has_underscore = chars.contains(&'_');
+    let inner_joiner =
+        chars.len() > 2 && chars[1..chars.len() - 1].iter().any(|c| matches!(c, '.' | '-' | '/' | ':' | '@' | '#'));
+    let camel = chars.windows(2).any(|pair| pair[0].is_lowercase() && pair[1].is_uppercase());
+    has_digit || has_underscore || inner_joiner || camel
+}
+
+/// Puts first the candidates whose text contains the most of `terms` (all of them before some,
+/// some before none), keeping the given order within each group: an exact identifier or quoted
+/// string wins over any score. Nothing moves when `terms` is empty or no candidate contains one.
+pub fn pin_exact<I: Clone>(
+    ranked: Vec<(I, f32)>,
+    terms: &[ExactTerm],
+    text_of: impl Fn(&I) -> Option<String>,
+) -> Vec<(I, f32)> {
+    if terms.is_empty() {
+        return ranked;
+    }
+    let mut keyed: Vec<(usize, (I, f32))> = ranked
+        .into_iter()
+        .map(|(id, score)| {
+            let found = text_of(&id).map_or(0, |text| terms.iter().filter(|term| term.found_in(&text)).count());
+            (found, (id, score))
+        })
+        .collect();
+    // Stable: equal counts keep the fused order.
+    keyed.sort_by(|a, b| b.0.cmp(&a.0));
+    keyed.into_iter().map(|(_, hit)| hit).collect()
+}
+
 /// Whether `c` is a Han character (CJK Unified Ideographs, extensions A to H, compatibility
 /// ideographs): the characters of Chinese text, one token each in BERT-style tokenizers.
 pub fn is_han(c: char) -> bool {
@@ -323,5 +448,38 @@ mod tests {
         for (query, expected) in cases {
             assert_eq!(QueryScript::detect(query), expected, "{query:?} (share {})", han_share(query));
         }
+    }
+
+    #[test]
+    fn identifiers_and_quoted_strings_are_exact_terms() {
+        let texts = |query: &str| exact_terms(query).into_iter().map(|term| term.text).collect::<Vec<_>>();
+        assert_eq!(texts("what fixed ERR_4242 in the build"), ["ERR_4242"]);
+        assert_eq!(texts("tsconfig.json paths with vitest v2.3.1"), ["tsconfig.json", "v2.3.1"]);
+        assert_eq!(texts("error \"cache: false\" after deploy"), ["cache: false"]);
+        assert_eq!(texts("why does useEffect run twice"), ["useEffect"]);
+        assert_eq!(texts("make the tests stop watching"), Vec::<String>::new());
+        assert_eq!(texts("don't use the cache"), Vec::<String>::new());
+        assert_eq!(texts("部署“灰度发布”失败"), ["灰度发布"]);
+        assert_eq!(texts("部署失败"), Vec::<String>::new());
+        assert!(exact_terms("KH-ID-0042").iter().all(|term| term.ignore_case));
+    }
+
+    #[test]
+    fn candidates_holding_the_exact_terms_come_first_in_their_order() {
+        let terms = exact_terms("ERR_4242 retry");
+        let texts = |id: &&str| {
+            Some(
+                match *id {
+                    "a" => "retry on ERR_4243",
+                    "b" => "fixed err_4242 by a retry",
+                    "c" => "ERR_4242",
+                    _ => "",
+                }
+                .to_owned(),
+            )
+        };
+        let ranked = vec![("a", 0.9), ("b", 0.5), ("c", 0.4), ("d", 0.3)];
+        assert_eq!(ids(&pin_exact(ranked.clone(), &terms, texts)), ["b", "c", "a", "d"]);
+        assert_eq!(ids(&pin_exact(ranked.clone(), &[], texts)), ["a", "b", "c", "d"]);
     }
 }

@@ -16,11 +16,12 @@ pub mod fusion;
 pub mod quantize;
 pub mod runtime;
 mod state;
+pub mod test_models;
 mod vector;
 
 pub use error::{Error, Result};
 pub use fastembedder::{
-    DEFAULT_DOWNLOAD_MODEL, FastEmbedder, LOCAL_MODEL_FILES, LoadOptions, ModelSpec, estimated_tokens,
+    DEFAULT_DOWNLOAD_MODEL, FastEmbedder, LOCAL_MODEL_FILES, LoadOptions, ModelSpec, Prefixes, estimated_tokens,
 };
 pub use quantize::{Quantized, quantize_int8};
 pub use state::{EmbedderState, error_chain};
@@ -37,6 +38,18 @@ pub trait Embedder: Send + Sync {
     /// The length of every vector this embedder returns.
     fn dimensions(&self) -> usize;
 
-    /// Embeds every text; the i-th vector belongs to the i-th text.
+    /// Embeds every text as a stored passage; the i-th vector belongs to the i-th text.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
+
+    /// Embeds a search query. Models trained with different prefixes for queries and passages
+    /// (E5's `query: ` and `passage: `) need to know which one a text is; for the others this
+    /// is [`Embedder::embed`] of the one text.
+    fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
+        let mut vectors = self.embed(&[query])?;
+        vectors.pop().ok_or_else(|| Error::Embed {
+            model_id: self.model_id().to_owned(),
+            n_texts: 1,
+            reason: "no vector came back".to_owned(),
+        })
+    }
 }

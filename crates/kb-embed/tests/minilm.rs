@@ -1,4 +1,4 @@
-//! The real all-MiniLM-L6-v2 model from `../shared/models`: it loads as it is, and its vectors
+//! The real all-MiniLM-L6-v2 model (built from PyPI by `tools/models.sh`): it loads as it is, and its vectors
 //! mean what hybrid search needs them to mean (paraphrases close, unrelated texts far).
 
 mod common;

@@ -1,5 +1,5 @@
 //! Measures retrieval quality on a CMRC-style data set and indexing throughput on synthetic
-//! experiences: `cargo run -p kb-index --release --example cmrc_recall -- /work/shared/data/cmrc-trial-chunks`.
+//! experiences: `cargo run -p kb-index --release --example cmrc_recall -- crates/kb-bench/data/cmrc-trial-chunks`.
 //!
 //! Quality: the corpus text is indexed as the task field in RAM, every query runs with limit 10,
 //! and Recall@1/5/10 (share of relevant ids in the top k, averaged over queries) and MRR@10 are
@@ -42,11 +42,10 @@ fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path) -> Vec<T> {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let data_dir = args
-        .iter()
-        .find(|arg| !arg.starts_with("--"))
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/work/shared/data/cmrc-trial-chunks"));
+    let data_dir =
+        args.iter().find(|arg| !arg.starts_with("--")).map(PathBuf::from).unwrap_or_else(|| {
+            PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../kb-bench/data/cmrc-trial-chunks"))
+        });
     let run_throughput = !args.iter().any(|arg| arg == "--no-throughput");
 
     let warm_start = Instant::now();

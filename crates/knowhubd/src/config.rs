@@ -111,7 +111,8 @@ pub struct EmbeddingConfig {
     /// The ONNX Runtime library file; `ORT_DYLIB_PATH` when unset.
     pub onnxruntime: Option<PathBuf>,
     pub precision: PrecisionConfig,
-    /// Load a local model with its float weights rewritten as int8 (`kb_embed::quantize_int8`).
+    /// Load the model with its float weights rewritten as int8 (`kb_embed::quantize_int8`); a
+    /// downloaded model is then loaded from its cached files as a local directory.
     pub quantize: bool,
     /// Cosine similarity at or above which a submitted experience merges into a stored one.
     pub similar_threshold: f32,

@@ -720,6 +720,10 @@ impl Engine {
                 None => stale,
             });
         }
+        // An identifier or a quoted string asks for the experience that holds it, whatever
+        // the vectors or the other words say (a vector-only search stays what it says it is).
+        let terms = if mode == SearchMode::Vector { Vec::new() } else { kb_embed::fusion::exact_terms(text) };
+        let ranked = if terms.is_empty() { ranked } else { self.pin_exact(ranked, &terms)? };
 
         let ranked = &ranked[..ranked.len().min(top_k)];
         let ids: Vec<&str> = ranked.iter().map(|(id, _)| id.as_str()).collect();
@@ -745,6 +749,35 @@ impl Engine {
         Ok((found, Answered { mode, note }))
     }
 
+    /// The candidates whose task, resource or result holds the most of `terms` first
+    /// ([`kb_embed::fusion::pin_exact`]), raised to the best candidate's relevance so that
+    /// relevance still falls down the list.
+    fn pin_exact(
+        &self,
+        ranked: Vec<(String, f32)>,
+        terms: &[kb_embed::fusion::ExactTerm],
+    ) -> EngineResult<Vec<(String, f32)>> {
+        let ids: Vec<&str> = ranked.iter().map(|(id, _)| id.as_str()).collect();
+        let texts: HashMap<String, String> = self
+            .reader()
+            .get_many(&ids)?
+            .into_iter()
+            .map(|experience| {
+                let text = semantic::embedding_text(&experience.task, &experience.resource, &experience.result);
+                (experience.id.to_string(), text)
+            })
+            .collect();
+        let holds = |id: &String| texts.get(id).is_some_and(|text| terms.iter().any(|term| term.found_in(text)));
+        let best = ranked.iter().map(|(_, score)| *score).fold(f32::NEG_INFINITY, f32::max);
+        let mut pinned = kb_embed::fusion::pin_exact(ranked, terms, |id| texts.get(id).cloned());
+        for (id, score) in &mut pinned {
+            if holds(id) {
+                *score = score.max(best);
+            }
+        }
+        Ok(pinned)
+    }
+
     /// Whether vectors can answer now; `Err` says why not.
     fn vector_ready(&self) -> Result<(), String> {
         match self.semantic.state() {
@@ -757,7 +790,7 @@ impl Engine {
     /// Embeds the query and searches the vectors; `Err` says why vectors cannot answer.
     fn vector_search(&self, text: &str, k: usize, filter: VectorFilter<'_>) -> Result<Vec<kb_embed::Hit>, String> {
         let (model_id, vector) =
-            self.semantic.embed_now(text).ok_or("the query could not be embedded (see the log)")?;
+            self.semantic.embed_query_now(text).ok_or("the query could not be embedded (see the log)")?;
         let mut hits = self
             .semantic
             .search(&model_id, &vector, k, filter)

@@ -527,18 +527,32 @@ impl Semantic {
         self.embedder.read().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
-    /// Embeds one text for a query or a near-duplicate check, ahead of the backlog. `None`
-    /// when no model is ready or the model fails (logged: search goes on by BM25).
+    /// Embeds one experience's text for a near-duplicate check, ahead of the backlog. `None`
+    /// when no model is ready or the model fails (logged: the write goes on without it).
     pub fn embed_now(&self, text: &str) -> Option<(String, Vec<f32>)> {
+        self.embed_ahead(|embedder| embedder.embed(&[text]).map(|mut vectors| vectors.pop().unwrap_or_default()))
+    }
+
+    /// Embeds a search query (with the model's query prefix), ahead of the backlog. `None` when
+    /// no model is ready or the model fails (logged: search goes on by BM25).
+    pub fn embed_query_now(&self, query: &str) -> Option<(String, Vec<f32>)> {
+        self.embed_ahead(|embedder| embedder.embed_query(query))
+    }
+
+    fn embed_ahead(
+        &self,
+        embed: impl FnOnce(&FastEmbedder) -> kb_embed::Result<Vec<f32>>,
+    ) -> Option<(String, Vec<f32>)> {
         let embedder = self.embedder()?;
         if !self.state().is_ready() {
             return None;
         }
         self.queries_waiting.fetch_add(1, Ordering::AcqRel);
-        let embedded = embedder.embed(&[text]);
+        let embedded = embed(&embedder);
         self.queries_waiting.fetch_sub(1, Ordering::AcqRel);
         match embedded {
-            Ok(mut vectors) => vectors.pop().map(|vector| (embedder.model_id().to_owned(), vector)),
+            Ok(vector) if !vector.is_empty() => Some((embedder.model_id().to_owned(), vector)),
+            Ok(_) => None,
             Err(error) => {
                 tracing::warn!("embedding failed: {}", kb_embed::error_chain(&error));
                 None

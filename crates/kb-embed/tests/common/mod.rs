@@ -32,15 +32,14 @@ pub fn tiny_model_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-model")
 }
 
-/// The real all-MiniLM-L6-v2 model, in `../shared/models` beside the checkout.
+/// The real all-MiniLM-L6-v2 model, built from PyPI by `tools/models.sh` into `.cache/models`.
 pub fn minilm_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/models/all-minilm-l6-v2-onnx");
-    assert!(
-        dir.join("model.onnx").is_file(),
-        "the MiniLM test model is missing: expected {} (the shared models directory beside the checkout)",
-        dir.display()
-    );
-    dir
+    kb_embed::test_models::model_dir(kb_embed::test_models::MINILM).unwrap_or_else(|reason| panic!("{reason}"))
+}
+
+/// The real multilingual-e5-small model, built the same way.
+pub fn e5_dir() -> PathBuf {
+    kb_embed::test_models::model_dir(kb_embed::test_models::MULTILINGUAL_E5).unwrap_or_else(|reason| panic!("{reason}"))
 }
 
 pub fn tiny() -> &'static FastEmbedder {

@@ -30,6 +30,11 @@ fn minilm() -> PathBuf {
     kb_embed::test_models::model_dir(kb_embed::test_models::MINILM).unwrap_or_else(|reason| panic!("{reason}"))
 }
 
+/// The real multilingual-e5-small model, the default, provisioned the same way.
+fn e5() -> PathBuf {
+    kb_embed::test_models::model_dir(kb_embed::test_models::MULTILINGUAL_E5).unwrap_or_else(|reason| panic!("{reason}"))
+}
+
 /// A daemon whose config.toml is `config` and whose environment points at `model` and `ort`.
 fn start(config: &str, model: &Path, ort: &Path) -> TestDaemon {
     let home = tempfile::Builder::new().prefix("kh-emb-").tempdir().expect("temp dir");
@@ -590,4 +595,55 @@ fn minilm_near_identical_experiences_that_say_different_things_stay_two() {
     assert_eq!(stored["score"], 5);
     assert_eq!(stored["variants"][0]["task"], "Caching the docker layers in CI.", "{stored}");
     assert_eq!(stored["variants"][0]["submitted_by"], "bob", "{stored}");
+}
+
+/// An identifier in a hybrid query finds the experience holding it first,
+/// right after it was submitted, among experiences that read alike (vectors barely tell
+/// `KH-1042` from `KH-1043`) and a background of real ones; with the default model.
+#[test]
+fn identifiers_find_their_experience_first_in_hybrid_search() {
+    let corpus = std::fs::read_to_string(ENGLISH_CORPUS).expect("the English experience set");
+    let background: Vec<Value> = corpus
+        .lines()
+        .take(100)
+        .map(|line| {
+            let mut row: Value = serde_json::from_str(line).unwrap();
+            let object = row.as_object_mut().unwrap();
+            object.remove("id");
+            object.remove("group");
+            row
+        })
+        .collect();
+    // Merging is not under test here: every submission stays its own experience.
+    let daemon = start("[embedding]\nsimilar_threshold = 1.01\n", &e5(), &ort_library());
+    wait_for_embedder(&daemon, "ready");
+    daemon.ok("kb.import", json!({"items": background}));
+    wait_for_embedder(&daemon, "ready");
+
+    let components = ["payment service", "search index", "login page", "nightly backup", "image resizer"];
+    let outcomes = ["failed with a timeout", "succeeded after a retry", "was rolled back", "passed"];
+    let mut found_first = 0;
+    let mut misses = Vec::new();
+    let mut ids = std::collections::HashSet::new();
+    for n in 0..50 {
+        let ticket = format!("KH-{}", 1000 + n * 7);
+        let component = components[n % components.len()];
+        let outcome = outcomes[n % outcomes.len()];
+        let id = daemon.submit(
+            &format!("deploy the {component} for ticket {ticket}"),
+            "kubectl rollout",
+            &format!("the rollout {outcome}"),
+            3,
+        );
+        assert!(ids.insert(id.clone()), "a submission came back with an earlier id");
+        let query = if n % 2 == 0 { format!("what happened with {ticket}?") } else { format!("{ticket} rollout") };
+        let answer = search(&daemon, &query, "hybrid");
+        assert_eq!(answer["mode"], "hybrid", "{answer}");
+        if ids_of(&answer).first().map(|first| first.to_string()) == Some(id.clone()) {
+            found_first += 1;
+        } else {
+            misses.push(query);
+        }
+    }
+    assert_eq!(found_first, 50, "missed: {misses:?}");
 }

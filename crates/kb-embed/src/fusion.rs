@@ -297,7 +297,7 @@ pub fn pin_exact<I: Clone>(
         })
         .collect();
     // Stable: equal counts keep the fused order.
-    keyed.sort_by(|a, b| b.0.cmp(&a.0));
+    keyed.sort_by_key(|entry| std::cmp::Reverse(entry.0));
     keyed.into_iter().map(|(_, hit)| hit).collect()
 }
 

@@ -130,8 +130,12 @@ impl Submitted {
 struct PendingSubmit {
     gated: kb_core::Gated,
     vector: Option<(String, Vec<f32>, Vec<u8>)>,
-    outcome: Mutex<Option<Result<(kb_store::WriteOutcome, Option<f32>), String>>>,
+    outcome: Mutex<Option<SubmitOutcome>>,
 }
+
+/// What the writer that committed a submit hands back to it: the store's outcome and, for a
+/// near-identical merge, the similarity; or why the batch could not be written.
+type SubmitOutcome = Result<(kb_store::WriteOutcome, Option<f32>), String>;
 
 /// The outcome of an import: one entry per item.
 #[derive(Debug, Default)]

@@ -5,7 +5,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::TestDaemon;
+use std::path::{Path, PathBuf};
+
+use common::{TestDaemon, ids_of};
 use rustix::process::{Pid, Resource, Rlimit, prlimit};
 use serde_json::{Value, json};
 
@@ -128,4 +130,132 @@ fn an_index_missing_documents_is_rebuilt_at_start() {
         "{}",
         daemon.log_text()
     );
+}
+
+/// Runs a daemon whose home is a small tmpfs of its own, with a smaller one for the index
+/// inside it (a private mount namespace: as root, or as an unprivileged user through a user
+/// namespace), its socket outside both.
+fn start_on_small_disks() -> TestDaemon {
+    let home = tempfile::Builder::new().prefix("kh-full-").tempdir().expect("temp dir");
+    let disk = home.path().join("disk");
+    std::fs::create_dir(&disk).expect("mount point");
+    let as_root = rustix::process::geteuid().is_root();
+    let namespace: &[&str] = if as_root { &["--mount"] } else { &["--user", "--map-root-user", "--mount"] };
+    // The config goes in after the mount, which hides whatever the directory held.
+    let script = "mount -t tmpfs -o size=16m,mode=0700 knowhub-store-disk \"$KNOWHUB_HOME\" && \
+         mkdir \"$KNOWHUB_HOME/index\" && \
+         mount -t tmpfs -o size=4m,mode=0700 knowhub-index-disk \"$KNOWHUB_HOME/index\" && \
+         printf '[embedding]\\nenabled = false\\n' > \"$KNOWHUB_HOME/config.toml\" && exec \"$0\"";
+    let mut wrapper: Vec<std::ffi::OsString> = vec!["unshare".into()];
+    wrapper.extend(namespace.iter().map(Into::into));
+    wrapper.extend(["--propagation", "private", "--", "sh", "-c", script].map(Into::into));
+    let socket = home.path().join("knowhub-run").join("knowhubd.sock");
+    let log = home.path().join("daemon.log");
+    let env = vec![("KNOWHUB_HOME".into(), disk.into()), ("KNOWHUB_SOCKET".into(), socket.clone().into())];
+    let mut daemon = TestDaemon { home, socket, child: None, log, env, wrapper };
+    daemon.spawn();
+    daemon
+}
+
+/// Writes zeros to `path` until its filesystem is full.
+fn fill(path: &Path) {
+    let mut file = std::fs::File::create(path).expect("filler");
+    let block = vec![0u8; 64 * 1024];
+    loop {
+        match std::io::Write::write(&mut file, &block) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(error) => {
+                assert_eq!(error.raw_os_error(), Some(libc_enospc()), "filling stops at a full disk: {error}");
+                return;
+            }
+        }
+    }
+}
+
+/// Full disks: the index's (writes are kept and acknowledged, status says degraded, searches
+/// answer with a note), then the store's (writes fail with an error that says so). Nothing
+/// acknowledged is lost, and once space is freed everything works again without a restart (the
+/// hostile-conditions issue saw every search fail with -32005 until a restart).
+#[test]
+fn full_disks_fail_clearly_lose_nothing_and_need_no_restart_once_freed() {
+    let daemon = start_on_small_disks();
+    let pid = daemon.pid();
+    // The daemon's own view of its disks: the mounts exist in its namespace only.
+    let disk = PathBuf::from(format!("/proc/{pid}/root{}", daemon.home.path().join("disk").display()));
+    assert!(disk.join("knowhub.db").exists(), "the store is on the small disk; log:\n{}", daemon.log_text());
+
+    let mut acknowledged: Vec<(String, String)> = Vec::new();
+    // With long content every write needs new pages in the store.
+    let mut submit = |label: String, long: bool| -> Result<(), String> {
+        let content = if long { format!("{label} ").repeat(2000) } else { String::new() };
+        let params = json!({"task": format!("provision volume {label}"), "resource": format!("disk-{label}-qz"), "result": "mounted", "content": content});
+        match daemon.call("kb.submit", params) {
+            Ok(answer) => {
+                acknowledged.push((label, answer["id"].as_str().expect("an id").to_owned()));
+                Ok(())
+            }
+            Err(error) => Err(error.to_string()),
+        }
+    };
+    for number in 0..5 {
+        submit(format!("before{number}"), false).expect("the disks have room");
+    }
+
+    // The index's disk fills up: the store still takes every write.
+    let index_filler = disk.join("index").join("filler");
+    fill(&index_filler);
+    for number in 0..5 {
+        submit(format!("indexfull{number}"), false).expect("the store has room");
+    }
+    let degraded = status(&daemon);
+    assert_eq!(degraded["index"]["state"], "degraded", "{degraded}");
+    assert_eq!(degraded["healthy"], false, "{degraded}");
+    let detail = degraded["index"]["detail"].as_str().unwrap_or_default();
+    assert!(detail.contains("No space left") || detail.contains("bytes free"), "says why: {detail}");
+    let answer = daemon.ok("kb.search", json!({"query": "provision volume", "min_score": 1}));
+    assert!(!ids_of(&answer).is_empty(), "searches answer from what the index holds: {answer}");
+    assert!(answer["note"].as_str().unwrap_or_default().contains("behind"), "{answer}");
+
+    // The store's disk fills up too: writes are refused, saying why.
+    let store_filler = disk.join("filler");
+    fill(&store_filler);
+    let mut refusals = Vec::new();
+    for number in 0..5 {
+        if let Err(error) = submit(format!("storefull{number}"), true) {
+            refusals.push(error);
+        }
+    }
+    assert!(!refusals.is_empty(), "a full disk refuses writes; log:\n{}", daemon.log_text());
+    for refusal in &refusals {
+        assert!(refusal.contains("disk is full") && refusal.contains("nothing was stored"), "{refusal}");
+    }
+
+    std::fs::remove_file(&store_filler).expect("space freed");
+    std::fs::remove_file(&index_filler).expect("space freed");
+    // No restart: the index catches up by itself, new writes succeed, and every acknowledged
+    // experience is found, the ones acknowledged while the index's disk was full included.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let healed = loop {
+        let status = status(&daemon);
+        if status["index"]["state"] == "ready" {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the index did not catch up by itself: {status}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(healed["healthy"], true, "{healed}");
+    submit("after".to_owned(), true).expect("writes work again");
+    let status = status(&daemon);
+    assert_eq!(status["experiences"].as_u64(), Some(acknowledged.len() as u64), "{status}");
+    assert_eq!(status["index"]["documents"], status["experiences"], "{status}");
+    assert_eq!(daemon.pid(), pid, "the same process");
+    for (label, id) in &acknowledged {
+        let found = daemon.ok("kb.search", json!({"query": format!("disk-{label}-qz"), "min_score": 1}));
+        assert_eq!(ids_of(&found).first(), Some(id), "{label} is found first after the disks were freed: {found}");
+    }
+}
+
+fn libc_enospc() -> i32 {
+    rustix::io::Errno::NOSPC.raw_os_error()
 }

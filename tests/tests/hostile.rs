@@ -59,7 +59,7 @@ fn start_with(config: &str, nofile: Option<u64>) -> TestDaemon {
         }
     }
     let child = command.spawn().expect("knowhubd starts");
-    let daemon = TestDaemon { home, socket, child: Some(child), log, env: Vec::new() };
+    let daemon = TestDaemon { home, socket, child: Some(child), log, env: Vec::new(), wrapper: Vec::new() };
     let deadline = Instant::now() + Duration::from_secs(30);
     while daemon.call("status", json!({})).is_err() {
         assert!(Instant::now() < deadline, "knowhubd did not answer; log:\n{}", daemon.log_text());

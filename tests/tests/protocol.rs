@@ -303,6 +303,72 @@ fn sigkill_after_acknowledged_submits_loses_nothing() {
     }
 }
 
+/// Group commit: submits sent at once share store transactions and index commits, and the index
+/// catches up outside the writer. Every answer must still mean "durable and searchable": each
+/// client searches for its experience right after its answer, deletes some, and after a SIGKILL
+/// (index commits not yet synced to disk) everything acknowledged is there and nothing deleted.
+#[test]
+fn concurrent_submits_are_each_searchable_at_their_answer_and_survive_sigkill() {
+    const CLIENTS: usize = 24;
+    const EACH: usize = 8;
+    let mut daemon = TestDaemon::start();
+    let socket = daemon.socket.clone();
+    let results: Vec<(String, String, bool)> = runtime().block_on(async {
+        let mut tasks = tokio::task::JoinSet::new();
+        for client_index in 0..CLIENTS {
+            let socket = socket.clone();
+            tasks.spawn(async move {
+                let mut client = Client::connect(&socket).await.expect("connects");
+                let mut mine = Vec::new();
+                for n in 0..EACH {
+                    // One made-up word per experience, so exactly one document holds it.
+                    let word = format!("zq{client_index}x{n}wv");
+                    let params = json!({"task": format!("group commit check {word}"), "resource": "parallel", "result": "found"});
+                    let answer = client.call_value("kb.submit", params).await.expect("submit");
+                    let id = answer["id"].as_str().expect("an id").to_owned();
+                    let found = client
+                        .call_value("kb.search", json!({"query": word, "mode": "bm25", "min_score": 1}))
+                        .await
+                        .expect("search");
+                    assert_eq!(ids_of(&found), std::slice::from_ref(&id), "{word} must be found right after its answer: {found}");
+                    // Every third one is deleted again at once.
+                    let deleted = n % 3 == 0;
+                    if deleted {
+                        client.call_value("kb.delete", json!({"ids": [id]})).await.expect("delete");
+                        let gone = client
+                            .call_value("kb.search", json!({"query": word, "mode": "bm25", "min_score": 1}))
+                            .await
+                            .expect("search");
+                        assert!(ids_of(&gone).is_empty(), "{word} was deleted: {gone}");
+                    }
+                    mine.push((word, id, deleted));
+                }
+                mine
+            });
+        }
+        let mut all = Vec::new();
+        while let Some(joined) = tasks.join_next().await {
+            all.extend(joined.expect("a client task"));
+        }
+        all
+    });
+    assert_eq!(results.len(), CLIENTS * EACH);
+    daemon.kill();
+    daemon.spawn();
+    let status = daemon.ok("status", json!({}));
+    let kept = results.iter().filter(|(_, _, deleted)| !deleted).count();
+    assert_eq!(status["experiences"], kept as u64, "{status}");
+    assert_eq!(status["index"]["documents"], kept as u64, "{status}");
+    for (word, id, deleted) in &results {
+        let found = daemon.search_ids(word);
+        if *deleted {
+            assert!(found.is_empty(), "{word} was deleted before the SIGKILL: {found:?}");
+        } else {
+            assert_eq!(&found, std::slice::from_ref(id), "{word} after the restart");
+        }
+    }
+}
+
 #[test]
 fn a_deleted_or_corrupted_index_is_rebuilt() {
     let mut daemon = TestDaemon::start();

@@ -50,6 +50,13 @@ pub enum Error {
         source: tantivy::TantivyError,
     },
 
+    /// Syncing committed index files to disk failed; they stay listed for the next attempt.
+    #[error("cannot sync the index files to disk")]
+    Sync {
+        #[source]
+        source: std::io::Error,
+    },
+
     /// The commit went through but the reader could not be reloaded to see it.
     #[error("cannot reload the index reader after commit")]
     Reload {

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use kb_core::Status;
 use tantivy::columnar::Column;
 use tantivy::directory::error::LockError;
-use tantivy::directory::{Directory, INDEX_WRITER_LOCK, MmapDirectory, WatchCallback, WatchHandle};
+use tantivy::directory::{Directory, INDEX_WRITER_LOCK, WatchCallback, WatchHandle};
 use tantivy::indexer::LogMergePolicy;
 use tantivy::query::{
     AllQuery, BooleanQuery, BoostQuery, EnableScoring, Occur, Query, TermQuery, TermSetQuery, Weight,
@@ -25,6 +25,7 @@ use tantivy::{
 };
 
 use crate::analyzer::{ANALYZER_NAME, analyze_with_spans, text_analyzer};
+use crate::directory::DeferredSyncDirectory;
 use crate::error::{Error, Result};
 use crate::schema::{CommitPayload, Fields, SCHEMA_VERSION, build_schema};
 
@@ -158,6 +159,8 @@ pub struct ExperienceIndex {
     _follow_merges: Option<WatchHandle>,
     /// The index, to start a new writer when the old one cannot be rolled back.
     index: Index,
+    /// On disk: commits are synced by [`ExperienceIndex::make_durable`], not one by one.
+    directory: Option<DeferredSyncDirectory>,
     /// Set when a rollback failed: tantivy's writer then holds no directory lock and may not
     /// be rolled back again (it panics), so the next reset starts a new writer instead.
     writer_broken: AtomicBool,
@@ -182,7 +185,7 @@ impl ExperienceIndex {
             source,
         })?;
         let create_error = |source: TantivyError| Error::Create { path: dir.to_owned(), source };
-        let directory = MmapDirectory::open(dir).map_err(|err| create_error(err.into()))?;
+        let directory = DeferredSyncDirectory::open(dir).map_err(|err| create_error(err.into()))?;
 
         // Hold the writer lock while deciding, so nothing is wiped under a live writer.
         let probe_lock = directory.acquire_lock(&INDEX_WRITER_LOCK).map_err(|err| lock_error(dir, err))?;
@@ -206,16 +209,17 @@ impl ExperienceIndex {
         let this = match opened {
             Some((index, reader, applied_seq)) => {
                 let writer = new_writer(&index, dir)?;
-                ExperienceIndex::assemble(&index, writer, reader, applied_seq).follow_merges(&index)?
+                ExperienceIndex::assemble(&index, Some(directory), writer, reader, applied_seq).follow_merges(&index)?
             }
             None => {
                 let (schema, _) = build_schema();
-                let fresh_directory = MmapDirectory::open(dir).map_err(|err| create_error(err.into()))?;
-                let index = Index::create(fresh_directory, schema, Default::default()).map_err(create_error)?;
+                let fresh_directory = DeferredSyncDirectory::open(dir).map_err(|err| create_error(err.into()))?;
+                let index = Index::create(fresh_directory.clone(), schema, Default::default()).map_err(create_error)?;
                 register_analyzer(&index);
                 let writer = new_writer(&index, dir)?;
                 let reader = new_reader(&index).map_err(create_error)?;
-                let this = ExperienceIndex::assemble(&index, writer, reader, 0).follow_merges(&index)?;
+                let this = ExperienceIndex::assemble(&index, Some(fresh_directory), writer, reader, 0)
+                    .follow_merges(&index)?;
                 // Record the schema version right away, so a later open can trust this index.
                 this.commit(0)?;
                 this
@@ -233,14 +237,21 @@ impl ExperienceIndex {
             .writer_with_num_threads(WRITER_THREADS, WRITER_MEMORY_BYTES)
             .map_err(|source| Error::CreateInRam { source })?;
         let reader = new_reader(&index).map_err(|source| Error::CreateInRam { source })?;
-        Ok(ExperienceIndex::assemble(&index, writer, reader, 0))
+        Ok(ExperienceIndex::assemble(&index, None, writer, reader, 0))
     }
 
-    fn assemble(index: &Index, writer: IndexWriter, reader: IndexReader, applied_seq: u64) -> ExperienceIndex {
+    fn assemble(
+        index: &Index,
+        directory: Option<DeferredSyncDirectory>,
+        writer: IndexWriter,
+        reader: IndexReader,
+        applied_seq: u64,
+    ) -> ExperienceIndex {
         let (_, fields) = build_schema();
         ExperienceIndex {
             fields,
             index: index.clone(),
+            directory,
             writer_broken: AtomicBool::new(false),
             writer: Mutex::new(writer),
             reloading: Arc::new(Mutex::new(())),
@@ -308,6 +319,21 @@ impl ExperienceIndex {
         *writer = fresh;
         self.writer_broken.store(false, Ordering::Release);
         Ok(())
+    }
+
+    /// Syncs every commit so far to disk and returns the store sequence number it reflects,
+    /// which a power loss can no longer take back. For an index in memory: its `applied_seq`.
+    pub fn make_durable(&self) -> Result<u64> {
+        let applied_seq = self.applied_seq();
+        if let Some(directory) = &self.directory {
+            directory.sync().map_err(|source| Error::Sync { source })?;
+        }
+        Ok(applied_seq)
+    }
+
+    /// Whether a commit since the last [`ExperienceIndex::make_durable`] is not on disk yet.
+    pub fn has_unsynced_commits(&self) -> bool {
+        self.directory.as_ref().is_some_and(DeferredSyncDirectory::has_unsynced)
     }
 
     /// The store sequence number recorded by the last commit; 0 for a new index.
@@ -385,8 +411,10 @@ impl ExperienceIndex {
         Ok(())
     }
 
-    /// Makes the pending changes durable, recording `applied_seq` and the schema version in the
-    /// commit, and reloads the reader so the next search sees them.
+    /// Commits the pending changes, recording `applied_seq` and the schema version, and reloads
+    /// the reader so the next search sees them. On disk the commit is durable once
+    /// [`ExperienceIndex::make_durable`] has run after it (a process crash loses nothing before
+    /// that; a power loss may, and the next open rebuilds what it damaged).
     pub fn commit(&self, applied_seq: u64) -> Result<()> {
         let payload = serde_json::to_string(&CommitPayload { schema_version: SCHEMA_VERSION, applied_seq })
             .map_err(|source| Error::Payload { source })?;
@@ -845,7 +873,10 @@ fn lock_error(dir: &Path, err: LockError) -> Error {
 /// Opens an existing index and checks everything that could make it unusable, returning why
 /// it cannot be used otherwise. Corrupt files can make tantivy panic, so panics count as
 /// "cannot be used" too.
-fn open_existing(directory: &MmapDirectory, has_meta: bool) -> std::result::Result<(Index, IndexReader, u64), String> {
+fn open_existing(
+    directory: &DeferredSyncDirectory,
+    has_meta: bool,
+) -> std::result::Result<(Index, IndexReader, u64), String> {
     if !has_meta {
         return Err("meta.json is missing".to_owned());
     }
@@ -863,7 +894,7 @@ fn open_existing(directory: &MmapDirectory, has_meta: bool) -> std::result::Resu
     }
 }
 
-fn try_open_existing(directory: &MmapDirectory) -> std::result::Result<(Index, IndexReader, u64), String> {
+fn try_open_existing(directory: &DeferredSyncDirectory) -> std::result::Result<(Index, IndexReader, u64), String> {
     let index = Index::open(directory.clone()).map_err(|err| format!("cannot open: {err}"))?;
     let metas = index.load_metas().map_err(|err| format!("cannot read meta.json: {err}"))?;
     let payload = metas.payload.as_deref().ok_or_else(|| "the last commit has no payload".to_owned())?;

@@ -18,6 +18,7 @@
 //! candidates those find, so that a query of frequent words does not walk every posting list.
 
 mod analyzer;
+mod directory;
 mod error;
 mod index;
 mod schema;

@@ -15,7 +15,8 @@ use crate::engine::{Engine, create_private_dir};
 
 /// How often accumulated recall counters are written to the store.
 const FLUSH_INTERVAL: Duration = Duration::from_secs(30);
-/// How often an index that could not take the latest changes tries again.
+/// How often an index that could not take the latest changes tries again, and how often index
+/// commits are synced to disk.
 const INDEX_HEAL_INTERVAL: Duration = Duration::from_secs(2);
 
 /// The longest socket path the kernel accepts (`sun_path` less its terminating NUL).
@@ -95,7 +96,10 @@ impl Daemon {
     ) -> anyhow::Result<()> {
         let Daemon { engine, listener, socket, _lock, owns_socket_file } = self;
         // Loading the Chinese dictionary takes a moment: do it now, not in the first request.
-        let warming = std::thread::spawn(kb_index::warm_up);
+        let warming = std::thread::spawn(|| {
+            kb_index::warm_up();
+            kb_core::warm_up();
+        });
         let preparing = {
             let engine = engine.clone();
             tokio::task::spawn_blocking(move || engine.prepare_index())
@@ -124,17 +128,22 @@ impl Daemon {
             })
         };
         // An index that failed (no file descriptors, a full disk) catches up by itself once the
-        // cause is gone: no restart, no write needed.
+        // cause is gone: no restart, no write needed. The same tick syncs the index's commits.
         let healer = {
             let engine = engine.clone();
             tokio::spawn(async move {
                 let mut interval = tokio::time::interval(INDEX_HEAL_INTERVAL);
                 loop {
                     interval.tick().await;
-                    if matches!(engine.index_state(), crate::engine::IndexState::Failed { .. }) {
-                        let engine = engine.clone();
-                        let _ = tokio::task::spawn_blocking(move || engine.heal_index()).await;
-                    }
+                    let engine = engine.clone();
+                    let _ = tokio::task::spawn_blocking(move || {
+                        if matches!(engine.index_state(), crate::engine::IndexState::Failed { .. }) {
+                            engine.heal_index();
+                        }
+                        // Index commits are synced in batches, here (see `Engine::persist_index`).
+                        engine.persist_index();
+                    })
+                    .await;
                 }
             })
         };
@@ -156,6 +165,10 @@ impl Daemon {
         healer.abort();
         stop_embedder.store(true, std::sync::atomic::Ordering::Relaxed);
         let _ = preparing.await;
+        {
+            let engine = engine.clone();
+            let _ = tokio::task::spawn_blocking(move || engine.persist_index()).await;
+        }
         // A model still loading (a download, say) is not waited for: the process is ending.
         if embedding.is_finished() {
             let _ = embedding.join();

@@ -8,7 +8,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
@@ -125,17 +125,50 @@ impl Submitted {
     }
 }
 
-/// A submit waiting for the writer: its gated experience, its vector, and, once a writer has
-/// committed it, the outcome (group commit, see [`Engine::submit`]).
+/// A submit waiting for the writer: its gated experience, its vector, and where it is in the
+/// group commit (see [`Engine::submit`]).
 struct PendingSubmit {
     gated: kb_core::Gated,
     vector: Option<(String, Vec<f32>, Vec<u8>)>,
-    outcome: Mutex<Option<SubmitOutcome>>,
+    state: Mutex<SubmitState>,
+    /// Notified when `state` becomes `Done`.
+    settled: Condvar,
+}
+
+/// Catch-ups of the BM25 index after submits, counted (see `Engine::index_after_submits`).
+#[derive(Debug, Default)]
+struct CatchUps {
+    started: u64,
+    finished: u64,
+    running: bool,
+}
+
+enum SubmitState {
+    /// In `pending_submits`: whoever gets the writer next writes it.
+    Queued,
+    /// In a batch being written; its writer settles it.
+    Taken,
+    /// Written, and searchable in the index (or it failed).
+    Done(SubmitOutcome),
+}
+
+/// Below this much free space, an index failure is put down to a full disk.
+const LOW_DISK_BYTES: u64 = 1024 * 1024;
+
+/// Bytes an unprivileged process may still write on the filesystem holding `path`.
+fn free_bytes(path: &Path) -> Option<u64> {
+    let stats = rustix::fs::statvfs(path).ok()?;
+    Some(stats.f_bavail.saturating_mul(stats.f_frsize))
+}
+
+fn lock_state(pending: &PendingSubmit) -> MutexGuard<'_, SubmitState> {
+    pending.state.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// What the writer that committed a submit hands back to it: the store's outcome and, for a
 /// near-identical merge, the similarity; or why the batch could not be written.
-type SubmitOutcome = Result<(kb_store::WriteOutcome, Option<f32>), String>;
+type SubmitOutcome = Result<Written, String>;
+type Written = (kb_store::WriteOutcome, Option<f32>);
 
 /// The outcome of an import: one entry per item.
 #[derive(Debug, Default)]
@@ -221,6 +254,17 @@ pub struct Engine {
     rebuilding: Mutex<()>,
     rebuild_done: AtomicU64,
     rebuild_total: AtomicU64,
+    /// Held while the BM25 index takes the store's changes (catch-up, commit, rebuild), so two
+    /// catch-ups never apply the same changes twice. Taken after the writer when both are held;
+    /// a submit's catch-up runs without the writer, so the next batch is written meanwhile.
+    index_sync: Mutex<()>,
+    /// The catch-ups submits wait for (see `index_after_submits`).
+    submit_catch_ups: Mutex<CatchUps>,
+    submit_caught_up: Condvar,
+    /// The highest sequence number of a delete applied to the index whose tombstones are still
+    /// kept (0: none). Tombstones go only once the index's deletes are on disk (`persist_index`):
+    /// an index that a power loss takes back to an older commit replays them from the store.
+    unpruned_delete_seq: AtomicU64,
     recalls: Mutex<HashMap<String, u64>>,
     started: Instant,
     pub search_latency: LatencyWindow,
@@ -286,6 +330,10 @@ impl Engine {
             rebuilding: Mutex::new(()),
             rebuild_done: AtomicU64::new(0),
             rebuild_total: AtomicU64::new(0),
+            index_sync: Mutex::new(()),
+            submit_catch_ups: Mutex::new(CatchUps::default()),
+            submit_caught_up: Condvar::new(),
+            unpruned_delete_seq: AtomicU64::new(0),
             recalls: Mutex::new(HashMap::new()),
             started: Instant::now(),
             search_latency: LatencyWindow::default(),
@@ -313,12 +361,13 @@ impl Engine {
         let started = Instant::now();
         let result = (|| -> anyhow::Result<u64> {
             let mut store = self.lock_writer();
+            let _index_turn = self.lock_index_sync();
             let store_seq = store.seq()?;
             let applied = self.index.applied_seq();
             if applied > 0 && applied < store_seq {
                 // Behind only: apply the changes since the index's last commit, and keep the
                 // result if the document count agrees with the store.
-                self.sync_index(&mut store, &HashSet::new())?;
+                self.sync_index(&store, &HashSet::new())?;
                 let active = store.counts()?.active;
                 if self.index.num_docs() == active {
                     return Ok(store_seq);
@@ -341,7 +390,9 @@ impl Engine {
                 Ok(())
             })?;
             self.index.commit(seq)?;
-            store.prune_tombstones(seq)?;
+            // A rebuild is rare and long: make it durable now, then nothing needs the tombstones.
+            let durable = self.index.make_durable()?;
+            store.prune_tombstones(durable)?;
             Ok(seq)
         })();
         match result {
@@ -361,7 +412,8 @@ impl Engine {
     /// Applies the store's changes since the index's last commit, then commits the index.
     /// `new_ids` are experiences the last write created: they cannot be in the index yet, so
     /// they are added without the delete an update needs.
-    fn sync_index(&self, store: &mut Store, new_ids: &HashSet<String>) -> anyhow::Result<()> {
+    /// The caller holds `index_sync`.
+    fn sync_index(&self, store: &Store, new_ids: &HashSet<String>) -> anyhow::Result<()> {
         let changes = store.changes_since(self.index.applied_seq())?;
         if changes.upserts.is_empty() && changes.deleted_ids.is_empty() && changes.seq == self.index.applied_seq() {
             return Ok(());
@@ -374,20 +426,65 @@ impl Engine {
         self.index.upsert(&updated)?;
         self.index.commit(changes.seq)?;
         if !changes.deleted_ids.is_empty() {
-            store.prune_tombstones(changes.seq)?;
+            self.unpruned_delete_seq.fetch_max(changes.seq, Ordering::AcqRel);
         }
         Ok(())
+    }
+
+    /// Makes the index's commits durable (they are visible at once but synced here, in one
+    /// batch: see `kb_index`'s directory), then drops the tombstones of the deletes that are now
+    /// on disk. The daemon calls this every few seconds and at shutdown; it costs nothing when
+    /// nothing was written. A failure is logged and retried next time: the store holds
+    /// everything the index would need to catch up.
+    pub fn persist_index(&self) {
+        let unpruned = self.unpruned_delete_seq.load(Ordering::Acquire);
+        if !self.index.has_unsynced_commits() && unpruned == 0 {
+            return;
+        }
+        let durable = match self.index.make_durable() {
+            Ok(durable) => durable,
+            Err(error) => {
+                let message = format!("cannot sync the search index to disk (retrying): {error:#}");
+                tracing::warn!("{message}");
+                self.last_error.set(message);
+                return;
+            }
+        };
+        if unpruned == 0 {
+            return;
+        }
+        let mut store = self.lock_writer();
+        match store.prune_tombstones(durable) {
+            // Deletes after `durable` keep theirs (and the mark) for the next round.
+            Ok(_) if durable >= unpruned => {
+                let _ = self.unpruned_delete_seq.compare_exchange(unpruned, 0, Ordering::AcqRel, Ordering::Acquire);
+            }
+            Ok(_) => {}
+            Err(error) => tracing::warn!("cannot prune tombstones: {error:#}"),
+        }
     }
 
     /// Runs after every store write, under the writer lock. A failure here does not undo the
     /// write (the store is the truth): it is reported, and the next write or a restart retries.
     fn after_write(&self, store: &mut Store, new_ids: &HashSet<String>) {
-        // Vectors first: the BM25 sync below may prune the tombstones this one reads.
+        self.sync_vectors(store);
+        let _index_turn = self.lock_index_sync();
+        self.catch_up_index(store, new_ids);
+    }
+
+    /// Brings the vector index up to the store; under the writer lock, so it reads every
+    /// tombstone before `persist_index` may prune it.
+    fn sync_vectors(&self, store: &mut Store) {
         if let Err(error) = self.semantic.sync(store) {
             let message = format!("stored, but the vector index could not be updated: {error:#}");
             tracing::error!("{message}");
             self.last_error.set(message);
         }
+    }
+
+    /// Brings the BM25 index up to the store after a write; the caller holds `index_sync`.
+    /// `store` may be a reader: it sees every committed write.
+    fn catch_up_index(&self, store: &Store, new_ids: &HashSet<String>) {
         if !matches!(*self.index_state.borrow(), IndexState::Ready) {
             // A rebuild in progress will pick the write up; a failed index is retried below.
             if !matches!(*self.index_state.borrow(), IndexState::Failed { .. }) {
@@ -416,6 +513,17 @@ impl Engine {
     /// the last good commit (nothing half-applied survives), searches go on with a note, and
     /// `heal_index` retries.
     fn index_failed(&self, message: String) {
+        // Tantivy reports an IO error in an indexing thread only as "an index writer was
+        // killed": say what a user can act on when it is a full disk.
+        let message = match free_bytes(&self.paths.index) {
+            Some(free) if free < LOW_DISK_BYTES => {
+                format!(
+                    "{message} (the disk holding the index at {} has {free} bytes free)",
+                    self.paths.index.display()
+                )
+            }
+            _ => message,
+        };
         tracing::error!("{message}");
         if let Err(error) = self.index.reset_writer() {
             tracing::warn!("{error:#}");
@@ -437,13 +545,14 @@ impl Engine {
         let Ok(_one_at_a_time) = self.rebuilding.try_lock() else {
             return false;
         };
-        let mut store = self.lock_writer();
+        let store = self.lock_writer();
+        let index_turn = self.lock_index_sync();
         // From the last good commit, on a writer that holds nothing half-applied.
         let healed = self
             .index
             .reset_writer()
             .map_err(anyhow::Error::from)
-            .and_then(|()| self.sync_index(&mut store, &HashSet::new()))
+            .and_then(|()| self.sync_index(&store, &HashSet::new()))
             .and_then(|()| {
                 let active = store.counts()?.active;
                 Ok((self.index.num_docs(), active))
@@ -458,6 +567,7 @@ impl Engine {
                 let reason = format!("the index holds {documents} documents for {active} active experiences");
                 tracing::warn!("{reason}; rebuilding it");
                 self.index_state.send_replace(IndexState::Rebuilding { reason });
+                drop(index_turn);
                 drop(store);
                 self.prepare_index_alone();
                 matches!(*self.index_state.borrow(), IndexState::Ready)
@@ -467,6 +577,10 @@ impl Engine {
                 false
             }
         }
+    }
+
+    fn lock_index_sync(&self) -> MutexGuard<'_, ()> {
+        self.index_sync.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     pub(crate) fn lock_writer(&self) -> MutexGuard<'_, Store> {
@@ -486,12 +600,14 @@ impl Engine {
 
     /// Stores one experience.
     ///
-    /// Group commit: concurrent submits share one transaction and one fsync. Each submit queues
-    /// itself, then waits for the writer; the first to get it writes every queued submit in one
-    /// transaction, brings the indexes up to date and hands each its outcome, so the others
-    /// find theirs done when they get the writer in turn. Every answer still waits for the
-    /// commit of its own experience. With 50 clients at once this is what keeps a submit from
-    /// waiting behind 49 fsyncs.
+    /// Group commit: concurrent submits share one transaction and one fsync, and one index
+    /// commit. Each submit queues itself, then waits for the writer; the first to get it takes
+    /// every queued submit, writes them in one transaction, brings the vector index up to date,
+    /// and lets the writer go before it brings the BM25 index up to date, so the next batch is
+    /// written while this one is indexed (and an index catch-up takes every batch committed
+    /// before it). The others wait for their writer to settle them. Every answer waits for its
+    /// experience to be durable in the store and searchable. Measured with 50 clients: the
+    /// index commit costs several times the store's, so it must not hold the writer.
     pub fn submit(&self, new: NewExperience) -> EngineResult<Submitted> {
         let gated = kb_core::gate(new, &self.policy)?;
         let redactions = gated.redactions.clone();
@@ -504,25 +620,43 @@ impl Engine {
             let bytes = kb_embed::to_bytes(&vector);
             (model_id, vector, bytes)
         });
-        let pending = Arc::new(PendingSubmit { gated, vector, outcome: Mutex::new(None) });
+        let pending =
+            Arc::new(PendingSubmit { gated, vector, state: Mutex::new(SubmitState::Queued), settled: Condvar::new() });
         self.pending_submits.lock().unwrap_or_else(PoisonError::into_inner).push(pending.clone());
         let mut store = self.lock_writer();
-        let done = pending.outcome.lock().unwrap_or_else(PoisonError::into_inner).take();
-        let done = match done {
-            Some(done) => done,
-            None => {
-                // Nobody wrote ours yet: we write everything queued, ours included.
-                let batch = std::mem::take(&mut *self.pending_submits.lock().unwrap_or_else(PoisonError::into_inner));
-                self.write_submits(&mut store, &batch);
-                drop(store);
-                pending
-                    .outcome
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .take()
-                    .unwrap_or_else(|| Err("the submit was not written (it was not in the batch)".to_owned()))
+        if matches!(*lock_state(&pending), SubmitState::Queued) {
+            // Nobody took ours yet: we write everything queued, ours included.
+            let batch = std::mem::take(&mut *self.pending_submits.lock().unwrap_or_else(PoisonError::into_inner));
+            for queued in &batch {
+                *lock_state(queued) = SubmitState::Taken;
+            }
+            let written = self.write_submits(&mut store, &batch);
+            drop(store);
+            if written.is_ok() {
+                self.index_after_submits();
+            }
+            let outcomes: Vec<SubmitOutcome> = match written {
+                Ok(outcomes) => outcomes.into_iter().map(Ok).collect(),
+                Err(error) => vec![Err(error); batch.len()],
+            };
+            for (queued, outcome) in batch.iter().zip(outcomes) {
+                *lock_state(queued) = SubmitState::Done(outcome);
+                queued.settled.notify_all();
+            }
+        } else {
+            drop(store);
+        }
+        let mut state = lock_state(&pending);
+        let done = loop {
+            match std::mem::replace(&mut *state, SubmitState::Taken) {
+                SubmitState::Done(done) => break done,
+                waiting => {
+                    *state = waiting;
+                    state = pending.settled.wait(state).unwrap_or_else(PoisonError::into_inner);
+                }
             }
         };
+        drop(state);
         let (outcome, similarity) = done.map_err(|error| EngineError::Internal(anyhow::anyhow!(error)))?;
         Ok(Submitted {
             id: outcome.id.to_string(),
@@ -536,8 +670,39 @@ impl Engine {
         })
     }
 
-    /// Writes queued submits in one transaction, under the writer, and gives each its outcome.
-    fn write_submits(&self, store: &mut Store, batch: &[Arc<PendingSubmit>]) {
+    /// Returns once the BM25 index has caught up with everything committed to the store before
+    /// the call. One thread at a time catches up, taking every batch committed so far; the
+    /// others wait for the first catch-up that started after their commit. (Waiting on
+    /// `index_sync` instead let late arrivals barge in and each commit a few experiences while
+    /// early ones waited: batches of one, 300 ms waits at 50 clients.) A failed catch-up counts
+    /// as done: the store has the submit and the healer brings the index up to it.
+    fn index_after_submits(&self) {
+        let mut catch_ups = self.submit_catch_ups.lock().unwrap_or_else(PoisonError::into_inner);
+        let needed = catch_ups.started + 1;
+        while catch_ups.finished < needed {
+            if catch_ups.running {
+                catch_ups = self.submit_caught_up.wait(catch_ups).unwrap_or_else(PoisonError::into_inner);
+                continue;
+            }
+            catch_ups.running = true;
+            catch_ups.started += 1;
+            let this_one = catch_ups.started;
+            drop(catch_ups);
+            {
+                let _index_turn = self.lock_index_sync();
+                let reader = self.reader();
+                self.catch_up_index(&reader, &HashSet::new());
+            }
+            catch_ups = self.submit_catch_ups.lock().unwrap_or_else(PoisonError::into_inner);
+            catch_ups.running = false;
+            catch_ups.finished = this_one;
+            self.submit_caught_up.notify_all();
+        }
+    }
+
+    /// Writes a batch of submits in one transaction, under the writer, and brings the vector
+    /// index up to date: each submit's outcome in batch order, and the ids created.
+    fn write_submits(&self, store: &mut Store, batch: &[Arc<PendingSubmit>]) -> Result<Vec<Written>, String> {
         // Near-identical experiences are looked up under the writer, so a submit sees the
         // vectors of every submit committed before it.
         let similar: Vec<Option<kb_embed::Hit>> = batch
@@ -558,21 +723,20 @@ impl Engine {
                 similar_to: similar.as_ref().map(|hit| (hit.id.as_str(), hit.score)),
             })
             .collect();
-        match store.write_items(&items, now_ms()) {
-            Ok((outcomes, _)) => {
-                self.after_write(store, &created_ids(&outcomes));
-                for ((pending, outcome), similar) in batch.iter().zip(outcomes).zip(&similar) {
-                    let similarity = similar.as_ref().filter(|_| outcome.similar).map(|hit| hit.score);
-                    *pending.outcome.lock().unwrap_or_else(PoisonError::into_inner) = Some(Ok((outcome, similarity)));
-                }
-            }
-            Err(error) => {
-                let message = format!("cannot store the experience: {error:#}");
-                for pending in batch {
-                    *pending.outcome.lock().unwrap_or_else(PoisonError::into_inner) = Some(Err(message.clone()));
-                }
-            }
-        }
+        let (outcomes, _) = store.write_items(&items, now_ms()).map_err(|error| {
+            // The whole chain: "database or disk is full" is what tells the user what to do.
+            format!("cannot store the experience (nothing was stored): {:#}", anyhow::Error::new(error))
+        })?;
+        self.sync_vectors(store);
+        let outcomes = outcomes
+            .into_iter()
+            .zip(&similar)
+            .map(|(outcome, similar)| {
+                let similarity = similar.as_ref().filter(|_| outcome.similar).map(|hit| hit.score);
+                (outcome, similarity)
+            })
+            .collect();
+        Ok(outcomes)
     }
 
     /// Stores many experiences in one transaction; items that fail the gate are reported
@@ -1035,6 +1199,7 @@ impl Engine {
         // Force a full rebuild rather than a catch-up.
         {
             let _store = self.lock_writer();
+            let _index_turn = self.lock_index_sync();
             self.index.clear().context("cannot clear the index")?;
             self.index.commit(0).context("cannot clear the index")?;
         }

@@ -37,6 +37,8 @@ pub struct TestDaemon {
     pub log: PathBuf,
     /// Extra environment for the daemon process.
     pub env: Vec<(OsString, OsString)>,
+    /// A command the daemon is run under (`unshare …`), with its arguments; empty: none.
+    pub wrapper: Vec<OsString>,
 }
 
 impl TestDaemon {
@@ -62,7 +64,7 @@ impl TestDaemon {
         let socket = home.path().join("knowhubd.sock");
         let log = home.path().join("daemon.log");
         let env = env.iter().map(|(name, value)| (OsString::from(name), value.to_os_string())).collect();
-        let mut daemon = TestDaemon { home, socket, child: None, log, env };
+        let mut daemon = TestDaemon { home, socket, child: None, log, env, wrapper: Vec::new() };
         daemon.spawn();
         daemon
     }
@@ -70,7 +72,15 @@ impl TestDaemon {
     /// Starts the daemon process (again) on this home and waits for it to answer.
     pub fn spawn(&mut self) {
         let log = std::fs::OpenOptions::new().create(true).append(true).open(&self.log).expect("log file");
-        let child = Command::new(bin("knowhubd"))
+        let mut command = match self.wrapper.split_first() {
+            Some((program, args)) => {
+                let mut command = Command::new(program);
+                command.args(args).arg(bin("knowhubd"));
+                command
+            }
+            None => Command::new(bin("knowhubd")),
+        };
+        let child = command
             .env("KNOWHUB_HOME", self.home.path())
             .env_remove("KNOWHUB_SOCKET")
             .env_remove("KNOWHUB_MODEL_DIR")

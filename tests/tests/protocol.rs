@@ -516,3 +516,54 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
         }
     }
 }
+
+/// An export carries the variants merged duplicates left, and an import keeps them (through the
+/// gate: a secret in a variant is redacted in strict mode), without doubling them when the same
+/// export is imported twice.
+#[test]
+fn export_and_import_keep_the_variants_of_merged_duplicates() {
+    let relaxed = tempfile::Builder::new().prefix("kh-").tempdir().expect("temp dir");
+    std::fs::write(relaxed.path().join("config.toml"), "[embedding]\nenabled = false\n[privacy]\nmode = \"relaxed\"\n")
+        .expect("config");
+    let source = TestDaemon::start_in(relaxed);
+    let task = json!({"task": "rotate the signing key", "resource": "vault", "result": "rotated without downtime"});
+    let first = source.ok("kb.submit", with(&task, json!({"submitted_by": "ana"})));
+    let second = source.ok(
+        "kb.submit",
+        with(
+            &task,
+            json!({"submitted_by": "bo", "content": "export VAULT_TOKEN=hvs.CAESIJ9z0t1Fq8WmVxT3kYpR2sLd then vault write"}),
+        ),
+    );
+    assert_eq!(second["id"], first["id"], "the second merges into the first: {second}");
+    assert_eq!(second["variant_kept"], true, "{second}");
+
+    let export = source.ok("kb.export", json!({}));
+    let items = export["items"].as_array().expect("items").clone();
+    assert_eq!(items.len(), 1);
+    let variants = items[0]["variants"].as_array().expect("the export carries the variant");
+    assert_eq!(variants.len(), 1, "{export}");
+    assert_eq!(variants[0]["submitted_by"], "bo");
+
+    let target = TestDaemon::start();
+    for round in 0..2 {
+        let imported = target.ok("kb.import", json!({"items": items}));
+        assert_eq!(imported["rejected"], json!([]), "round {round}: {imported}");
+    }
+    let ids = target.search_ids("rotate the signing key");
+    assert_eq!(ids.len(), 1);
+    let got = target.ok("kb.get", json!({"experience_id": ids[0]}));
+    let variants = got["variants"].as_array().expect("variants");
+    assert_eq!(variants.len(), 1, "kept once, though imported twice: {got}");
+    assert_eq!(variants[0]["submitted_by"], "bo");
+    let content = variants[0]["content"].as_str().expect("the variant's content");
+    assert!(content.contains("vault write"), "{content}");
+    assert!(!content.contains("hvs.CAESIJ9z0t1Fq8WmVxT3kYpR2sLd"), "strict mode redacts a variant too: {content}");
+}
+
+/// `base` with the fields of `extra` added.
+fn with(base: &Value, extra: Value) -> Value {
+    let mut merged = base.as_object().expect("an object").clone();
+    merged.extend(extra.as_object().expect("an object").clone());
+    Value::Object(merged)
+}

@@ -245,7 +245,8 @@ pub struct ExperienceRecord {
     pub updated_at: String,
     pub merge_count: i64,
     pub recall_count: i64,
-    /// What merged duplicates brought that this experience does not hold (`kb.get` only).
+    /// What merged duplicates brought that this experience does not hold (`kb.get` and
+    /// `kb.export`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub variants: Vec<VariantRecord>,
 }
@@ -260,9 +261,13 @@ pub struct VariantRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub submitted_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_key: Option<String>,
     pub source: String,
     /// The cosine similarity it merged at; absent for an exact duplicate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -350,6 +355,10 @@ pub struct ImportItem {
     /// From an export: a pending or rejected experience stays held; it is never promoted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
+    /// From an export: the variants merged duplicates left; kept beside the imported experience
+    /// (or the one it merges into), through the gate like it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variants: Vec<VariantRecord>,
     #[serde(default, skip_serializing)]
     pub id: Option<String>,
     #[serde(default, skip_serializing)]

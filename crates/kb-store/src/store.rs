@@ -1,5 +1,6 @@
 //! The `Store`: one SQLite connection, with the reads and writes the daemon needs.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use kb_core::{Experience, ExperienceId, Gated, Source, Status};
@@ -61,6 +62,28 @@ pub struct Variant {
     pub created_at: i64,
 }
 
+/// The columns [`variant_from_row`] reads, in its order.
+const VARIANT_COLUMNS: &str = "task, resource, result, score, content, content_type, agent_id, submitted_by, \
+    session_key, source, similarity, created_at";
+
+/// A [`Variant`] from [`VARIANT_COLUMNS`], starting at column `first`.
+fn variant_from_row(row: &Row<'_>, first: usize) -> rusqlite::Result<Variant> {
+    Ok(Variant {
+        task: row.get(first)?,
+        resource: row.get(first + 1)?,
+        result: row.get(first + 2)?,
+        score: row.get::<_, i64>(first + 3)?.clamp(1, 5) as u8,
+        content: row.get(first + 4)?,
+        content_type: row.get(first + 5)?,
+        agent_id: row.get(first + 6)?,
+        submitted_by: row.get(first + 7)?,
+        session_key: row.get(first + 8)?,
+        source: row.get(first + 9)?,
+        similarity: row.get(first + 10)?,
+        created_at: row.get(first + 11)?,
+    })
+}
+
 /// A stored experience a new one may merge into: what the merge must compare.
 struct MergeTarget {
     id: String,
@@ -84,11 +107,14 @@ pub struct WriteItem<'a> {
     /// item merges into it, unless it is an exact duplicate of another, that experience is gone
     /// by the time of the write, or the two differ materially (`kb_core::sameness`).
     pub similar_to: Option<(&'a str, f32)>,
+    /// Variants the item brings along (an export line's): kept beside whichever experience the
+    /// item becomes or merges into, unless that experience already holds the same variant.
+    pub carried: &'a [Variant],
 }
 
 impl<'a> WriteItem<'a> {
     pub fn plain(gated: &'a Gated) -> WriteItem<'a> {
-        WriteItem { gated, vector: None, similar_to: None }
+        WriteItem { gated, vector: None, similar_to: None, carried: &[] }
     }
 }
 
@@ -144,6 +170,8 @@ pub struct ListFilter {
 pub struct ExportRow {
     pub experience: Experience,
     pub content: Option<String>,
+    /// What merged duplicates brought (see [`Store::variants`]), oldest first.
+    pub variants: Vec<Variant>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -249,6 +277,12 @@ impl Store {
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
                 )
                 .doing("preparing the variant insert")?;
+            let mut find_variant = tx
+                .prepare_cached(
+                    "SELECT 1 FROM variants WHERE experience_id = ?1 AND task = ?2 AND resource = ?3 AND result = ?4 \
+                     AND content IS ?5 AND agent_id IS ?6 AND submitted_by IS ?7",
+                )
+                .doing("preparing the variant lookup")?;
             let merge_target = |row: &Row<'_>| {
                 Ok(MergeTarget {
                     id: row.get(0)?,
@@ -386,6 +420,39 @@ impl Store {
                         });
                     }
                 }
+                let owner = outcomes.last().map(|outcome| outcome.id.as_str().to_owned()).unwrap_or_default();
+                for variant in item.carried {
+                    let held = find_variant
+                        .exists(params![
+                            owner,
+                            variant.task,
+                            variant.resource,
+                            variant.result,
+                            variant.content,
+                            variant.agent_id,
+                            variant.submitted_by
+                        ])
+                        .doing("looking up variants")?;
+                    if !held {
+                        insert_variant
+                            .execute(params![
+                                owner,
+                                variant.task,
+                                variant.resource,
+                                variant.result,
+                                i64::from(variant.score),
+                                variant.content,
+                                variant.content_type,
+                                variant.agent_id,
+                                variant.submitted_by,
+                                variant.session_key,
+                                variant.source,
+                                variant.similarity,
+                                variant.created_at,
+                            ])
+                            .doing("keeping a carried variant")?;
+                    }
+                }
             }
         }
         write_seq(&tx, seq)?;
@@ -468,28 +535,10 @@ impl Store {
     pub fn variants(&self, id: &str) -> Result<Vec<Variant>> {
         let mut statement = self
             .conn
-            .prepare_cached(
-                "SELECT task, resource, result, score, content, content_type, agent_id, submitted_by, session_key, \
-                 source, similarity, created_at FROM variants WHERE experience_id = ?1 ORDER BY id",
-            )
+            .prepare_cached(&format!("SELECT {VARIANT_COLUMNS} FROM variants WHERE experience_id = ?1 ORDER BY id"))
             .doing("preparing the variants lookup")?;
         statement
-            .query_map([id], |row| {
-                Ok(Variant {
-                    task: row.get(0)?,
-                    resource: row.get(1)?,
-                    result: row.get(2)?,
-                    score: row.get::<_, i64>(3)?.clamp(1, 5) as u8,
-                    content: row.get(4)?,
-                    content_type: row.get(5)?,
-                    agent_id: row.get(6)?,
-                    submitted_by: row.get(7)?,
-                    session_key: row.get(8)?,
-                    source: row.get(9)?,
-                    similarity: row.get(10)?,
-                    created_at: row.get(11)?,
-                })
-            })
+            .query_map([id], |row| variant_from_row(row, 0))
             .doing("reading variants")?
             .collect::<rusqlite::Result<Vec<_>>>()
             .doing("reading variants")
@@ -540,13 +589,36 @@ impl Store {
              FROM experiences e WHERE (?1 IS NULL OR e.id > ?1) ORDER BY e.id LIMIT ?2"
         );
         let mut statement = self.conn.prepare_cached(&sql).doing("preparing the export")?;
-        statement
+        let mut rows = statement
             .query_map(params![after_id, limit as i64], |row| {
-                Ok(ExportRow { experience: experience_from_row(row)?, content: row.get(18)? })
+                Ok(ExportRow { experience: experience_from_row(row)?, content: row.get(18)?, variants: Vec::new() })
             })
             .doing("exporting experiences")?
             .collect::<rusqlite::Result<Vec<_>>>()
-            .doing("reading experiences")
+            .doing("reading experiences")?;
+        // The page's variants in one range scan: ids are ordered, so the page is a range.
+        if let (Some(first), Some(last)) = (rows.first(), rows.last()) {
+            let (first, last) = (first.experience.id.to_string(), last.experience.id.to_string());
+            let mut statement = self
+                .conn
+                .prepare_cached(&format!(
+                    "SELECT experience_id, {VARIANT_COLUMNS} FROM variants \
+                     WHERE experience_id >= ?1 AND experience_id <= ?2 ORDER BY experience_id, id"
+                ))
+                .doing("preparing the variants export")?;
+            let variants = statement
+                .query_map([first, last], |row| Ok((row.get::<_, String>(0)?, variant_from_row(row, 1)?)))
+                .doing("exporting variants")?;
+            let positions: HashMap<String, usize> =
+                rows.iter().enumerate().map(|(position, row)| (row.experience.id.to_string(), position)).collect();
+            for variant in variants {
+                let (owner, variant) = variant.doing("reading variants")?;
+                if let Some(&position) = positions.get(&owner) {
+                    rows[position].variants.push(variant);
+                }
+            }
+        }
+        Ok(rows)
     }
 
     pub fn counts(&self) -> Result<Counts> {

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
 use kb_core::redact::Redaction;
-use kb_core::{Experience, GatePolicy, NewExperience, Status, ValidationError};
+use kb_core::{Experience, GatePolicy, NewExperience, Source, Status, ValidationError};
 use kb_index::{ExperienceIndex, IndexDoc, OpenOutcome, SearchRequest};
 use kb_proto::Paths;
 use kb_store::{Counts, ExportRow, IndexRow, ListFilter, Store, StoredContent, VectorRef, WriteItem};
@@ -169,6 +169,27 @@ fn lock_state(pending: &PendingSubmit) -> MutexGuard<'_, SubmitState> {
 /// near-identical merge, the similarity; or why the batch could not be written.
 type SubmitOutcome = Result<Written, String>;
 type Written = (kb_store::WriteOutcome, Option<f32>);
+
+/// One item of an import: the experience, the status its export line carried, and the
+/// variants it brings along.
+#[derive(Debug)]
+pub struct ImportEntry {
+    pub new: NewExperience,
+    pub held: Option<Status>,
+    pub variants: Vec<CarriedVariant>,
+}
+
+/// A variant on an export line: another submitter's wording of the experience, kept when it
+/// merged (see `kb_store::Variant`).
+#[derive(Debug)]
+pub struct CarriedVariant {
+    pub new: NewExperience,
+    pub similarity: Option<f64>,
+    pub created_at_ms: i64,
+}
+
+/// An import item through the gate, with its variants through it too.
+type GatedImport = (kb_core::Gated, Vec<kb_store::Variant>);
 
 /// The outcome of an import: one entry per item.
 #[derive(Debug, Default)]
@@ -721,6 +742,7 @@ impl Engine {
                 gated: &pending.gated,
                 vector: pending.vector.as_ref().map(|(model_id, _, bytes)| VectorRef { model_id, bytes }),
                 similar_to: similar.as_ref().map(|hit| (hit.id.as_str(), hit.score)),
+                carried: &[],
             })
             .collect();
         let (outcomes, _) = store.write_items(&items, now_ms()).map_err(|error| {
@@ -743,10 +765,10 @@ impl Engine {
     /// and skipped, the rest are stored.
     /// An item may carry the status it had when it was exported: a held (pending or rejected)
     /// experience stays held, and nothing is promoted past what the gate decides.
-    pub fn import(&self, items: Vec<Result<(NewExperience, Option<Status>), String>>) -> EngineResult<Imported> {
+    pub fn import(&self, items: Vec<Result<ImportEntry, String>>) -> EngineResult<Imported> {
         let mut imported = Imported { ids: vec![None; items.len()], ..Imported::default() };
         let results = self.gate_all(items);
-        let mut gated = Vec::with_capacity(results.len());
+        let mut gated: Vec<GatedImport> = Vec::with_capacity(results.len());
         let mut positions = Vec::with_capacity(results.len());
         for (index, result) in results.into_iter().enumerate() {
             match result {
@@ -760,8 +782,12 @@ impl Engine {
         if gated.is_empty() {
             return Ok(imported);
         }
+        let write_items: Vec<WriteItem<'_>> = gated
+            .iter()
+            .map(|(item, carried)| WriteItem { carried: carried.as_slice(), ..WriteItem::plain(item) })
+            .collect();
         let mut store = self.lock_writer();
-        let (outcomes, _) = store.write(&gated, now_ms())?;
+        let (outcomes, _) = store.write_items(&write_items, now_ms())?;
         self.after_write(&mut store, &created_ids(&outcomes));
         drop(store);
         if gated.len() >= RELEASE_MEMORY_AFTER_ITEMS {
@@ -781,19 +807,46 @@ impl Engine {
 
     /// Runs import items through the gate, on two threads for large batches: the gate is pure
     /// CPU work (redaction and injection patterns) and a sizeable share of an import's cost.
-    fn gate_all(
-        &self,
-        items: Vec<Result<(NewExperience, Option<Status>), String>>,
-    ) -> Vec<Result<kb_core::Gated, String>> {
-        let gate_one = |item: Result<(NewExperience, Option<Status>), String>| {
-            item.and_then(|(new, held)| {
+    /// A carried variant passes the gate too (validation, redaction); one that fails it fails
+    /// its item, saying which.
+    fn gate_all(&self, items: Vec<Result<ImportEntry, String>>) -> Vec<Result<GatedImport, String>> {
+        let gate_one = |item: Result<ImportEntry, String>| {
+            item.and_then(|ImportEntry { new, held, variants }| {
                 let mut gated = kb_core::gate(new, &self.policy).map_err(|error| error.to_string())?;
                 if let Some(held @ (Status::Pending | Status::Rejected)) = held
                     && (gated.status == Status::Active || held == Status::Rejected)
                 {
                     gated.status = held;
                 }
-                Ok(gated)
+                let carried = variants
+                    .into_iter()
+                    .enumerate()
+                    .map(|(index, variant)| {
+                        let source = variant.new.source.unwrap_or(Source::Import);
+                        let gated = kb_core::gate(variant.new, &self.policy)
+                            .map_err(|error| format!("variants[{index}]: {error}"))?;
+                        let content_type =
+                            gated.experience.content.as_ref().map(|_| {
+                                gated.experience.content_type.clone().unwrap_or_else(|| "text/plain".to_owned())
+                            });
+                        let new = gated.experience;
+                        Ok(kb_store::Variant {
+                            task: new.task,
+                            resource: new.resource,
+                            result: new.result,
+                            score: gated.score,
+                            content: new.content,
+                            content_type,
+                            agent_id: new.agent_id,
+                            submitted_by: new.submitted_by,
+                            session_key: new.session_key,
+                            source: source.as_str().to_owned(),
+                            similarity: variant.similarity,
+                            created_at: variant.created_at_ms,
+                        })
+                    })
+                    .collect::<Result<Vec<_>, String>>()?;
+                Ok((gated, carried))
             })
         };
         if items.len() < PARALLEL_GATE_MIN_ITEMS {

@@ -14,7 +14,7 @@ use kb_proto::wire::{self, ParamError};
 use kb_proto::{ErrorCode, PROTOCOL_VERSION, method};
 use kb_store::ListFilter;
 
-use crate::engine::{Engine, EngineError, IndexState, Reindexed, SearchMode, SearchQuery};
+use crate::engine::{CarriedVariant, Engine, EngineError, ImportEntry, IndexState, Reindexed, SearchMode, SearchQuery};
 use crate::hooks::{ExtractionTrigger, HookConfig, HookInput, ReminderMode};
 use crate::semantic::Refresh;
 
@@ -117,21 +117,7 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
             let experience = engine.get(&id).map_err(|error| to_rpc_error(&engine, error))?;
             let variants = engine.variants(&id).map_err(|error| to_rpc_error(&engine, error))?;
             let mut record = record(experience);
-            record.variants = variants
-                .into_iter()
-                .map(|variant| wire::VariantRecord {
-                    task: variant.task,
-                    resource: variant.resource,
-                    result: variant.result,
-                    score: variant.score,
-                    content: variant.content,
-                    agent_id: variant.agent_id,
-                    submitted_by: variant.submitted_by,
-                    source: variant.source,
-                    similarity: variant.similarity.map(|similarity| (similarity * 1000.0).round() / 1000.0),
-                    created_at: rfc3339(variant.created_at),
-                })
-                .collect();
+            record.variants = variants.into_iter().map(variant_record).collect();
             RpcResult::Ok(record)
         })
         .expect("method names are unique");
@@ -199,7 +185,11 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
                 (rows.len() == limit).then(|| rows.last().map(|last| last.experience.id.to_string())).flatten();
             let items = rows
                 .into_iter()
-                .map(|row| wire::ExportItem { record: record(row.experience), content: row.content })
+                .map(|row| {
+                    let mut record = record(row.experience);
+                    record.variants = row.variants.into_iter().map(variant_record).collect();
+                    wire::ExportItem { record, content: row.content }
+                })
                 .collect();
             RpcResult::Ok(wire::ExportResult { items, next_after_id })
         })
@@ -486,8 +476,9 @@ fn new_experience(params: wire::SubmitParams) -> RpcResult<NewExperience> {
     })
 }
 
-/// An import item as a new experience, with the status its export line carried, if any.
-fn import_item(item: wire::ImportItem) -> RpcResult<(NewExperience, Option<Status>)> {
+/// An import item as a new experience, with the status and the variants its export line
+/// carried, if any.
+fn import_item(item: wire::ImportItem) -> RpcResult<ImportEntry> {
     let held = match item.status.as_deref() {
         None => None,
         Some(text) => Some(
@@ -508,7 +499,54 @@ fn import_item(item: wire::ImportItem) -> RpcResult<(NewExperience, Option<Statu
         session_key: item.session_key,
         confidence: item.confidence,
     };
-    Ok((new, held))
+    let variants = item
+        .variants
+        .into_iter()
+        .enumerate()
+        .map(|(index, variant)| {
+            let created_at = humantime::parse_rfc3339_weak(&variant.created_at).map_err(|error| {
+                invalid(&format!("variants[{index}].created_at"), format!("is not a time: {error}"))
+            })?;
+            let created_at_ms = created_at
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |since| i64::try_from(since.as_millis()).unwrap_or(i64::MAX));
+            Ok(CarriedVariant {
+                new: NewExperience {
+                    source: Some(source(Some(&variant.source), Source::Import)?),
+                    task: variant.task,
+                    resource: variant.resource,
+                    result: variant.result,
+                    score: Some(i64::from(variant.score)),
+                    content: variant.content,
+                    content_type: variant.content_type,
+                    agent_id: variant.agent_id,
+                    submitted_by: variant.submitted_by,
+                    session_key: variant.session_key,
+                    confidence: None,
+                },
+                similarity: variant.similarity,
+                created_at_ms,
+            })
+        })
+        .collect::<RpcResult<Vec<_>>>()?;
+    Ok(ImportEntry { new, held, variants })
+}
+
+fn variant_record(variant: kb_store::Variant) -> wire::VariantRecord {
+    wire::VariantRecord {
+        task: variant.task,
+        resource: variant.resource,
+        result: variant.result,
+        score: variant.score,
+        content: variant.content,
+        content_type: variant.content_type,
+        agent_id: variant.agent_id,
+        submitted_by: variant.submitted_by,
+        session_key: variant.session_key,
+        source: variant.source,
+        similarity: variant.similarity.map(|similarity| (similarity * 1000.0).round() / 1000.0),
+        created_at: rfc3339(variant.created_at),
+    }
 }
 
 fn record(experience: Experience) -> wire::ExperienceRecord {

@@ -647,3 +647,44 @@ fn identifiers_find_their_experience_first_in_hybrid_search() {
     }
     assert_eq!(found_first, 50, "missed: {misses:?}");
 }
+
+/// The relevance floor of the default model: multilingual-e5-small scores unrelated texts near
+/// 0.8, so a fixed 0.25 let every experience through as "relevant" (the real-agent-turns issue:
+/// "Found 5 relevant experiences" for a store of 5). Questions on other topics, English and
+/// Chinese, find nothing in hybrid mode; a paraphrase with no word in common still finds its
+/// experience through vectors.
+#[test]
+fn e5_drops_unrelated_vector_matches_and_keeps_a_paraphrase() {
+    let corpus = std::fs::read_to_string(ENGLISH_CORPUS).expect("the English experience set");
+    let items: Vec<Value> = corpus
+        .lines()
+        .take(60)
+        .map(|line| {
+            let mut row: Value = serde_json::from_str(line).unwrap();
+            let object = row.as_object_mut().unwrap();
+            object.remove("id");
+            object.remove("group");
+            row
+        })
+        .collect();
+    let daemon = start("", &e5(), &ort_library());
+    wait_for_embedder(&daemon, "ready");
+    daemon.ok("kb.import", json!({"items": items}));
+    let wanted = daemon.submit(
+        "the nightly database dump fills the disk",
+        "pg_dump --compress=9 piped to the object store",
+        "backups stream out and no longer land on the local volume",
+        4,
+    );
+    wait_for_embedder(&daemon, "ready");
+    for unrelated in
+        ["recipe for vegetarian lasagna with spinach", "how to care for an orchid indoors", "怎么做提拉米苏蛋糕"]
+    {
+        let answer = search(&daemon, unrelated, "vector");
+        assert_eq!(ids_of(&answer), Vec::<String>::new(), "{unrelated}: {answer}");
+        let answer = search(&daemon, unrelated, "hybrid");
+        assert_eq!(ids_of(&answer), Vec::<String>::new(), "{unrelated}: {answer}");
+    }
+    let answer = search(&daemon, "keep postgres backups off the server's own storage", "hybrid");
+    assert_eq!(ids_of(&answer).first(), Some(&wanted), "{answer}");
+}

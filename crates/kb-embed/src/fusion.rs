@@ -126,6 +126,15 @@ pub enum Fusion {
 /// ranked lower than by BM25 alone; 6 ties BM25 there and changes nothing in English.
 pub const SHIPPED: Fusion = Fusion::Saturated { half: 10.0, exponent: 3, han_power: 6 };
 
+/// Whether [`SHIPPED`] gives the vectors any weight for `query` (it does not for a mostly Han
+/// query: see `han_power`).
+pub fn vectors_weigh_in(query: &str) -> bool {
+    match SHIPPED {
+        Fusion::Saturated { han_power, .. } => (1.0 - han_share(query)).powi(han_power) >= 0.01,
+        _ => true,
+    }
+}
+
 /// Fuses with [`SHIPPED`].
 pub fn hybrid<I: Clone + Eq + Hash>(query: &str, bm25: &[(I, f32)], vector: &[(I, f32)]) -> Vec<(I, f32)> {
     fuse(SHIPPED, query, bm25, vector)

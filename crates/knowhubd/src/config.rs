@@ -116,8 +116,9 @@ pub struct EmbeddingConfig {
     pub quantize: bool,
     /// Cosine similarity at or above which a submitted experience merges into a stored one.
     pub similar_threshold: f32,
-    /// Vector matches less similar than this are not results (they would be noise).
-    pub min_similarity: f32,
+    /// Vector matches less similar than this are not results (they would be noise); unset, the
+    /// model's own floor (`semantic::default_min_similarity`).
+    pub min_similarity: Option<f32>,
     /// Seconds between attempts to load a model that could not be loaded.
     pub retry_seconds: u64,
 }
@@ -133,7 +134,7 @@ impl Default for EmbeddingConfig {
             precision: PrecisionConfig::Int8,
             quantize: false,
             similar_threshold: 0.97,
-            min_similarity: 0.25,
+            min_similarity: None,
             retry_seconds: 60,
         }
     }

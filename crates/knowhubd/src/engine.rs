@@ -152,6 +152,19 @@ enum SubmitState {
     Done(SubmitOutcome),
 }
 
+/// A BM25 score below this is a match on common words only (in a store of 60 experiences,
+/// "for" and "with" together score about 1.5, one rare word about 4).
+const WEAK_BM25: f32 = 5.0;
+
+/// Drops the BM25 hits that only common words found and the vectors, which passed the model's
+/// relevance floor, do not: both retrievers say "unrelated", and a hit then is filler ("recipe
+/// for vegetarian lasagna with spinach" found five deployment experiences through "for" and
+/// "with", each sold as relevant).
+fn with_evidence(bm25_hits: Vec<(String, f32)>, vector_hits: &[(String, f32)]) -> Vec<(String, f32)> {
+    let supported: HashSet<&str> = vector_hits.iter().map(|(id, _)| id.as_str()).collect();
+    bm25_hits.into_iter().filter(|(id, score)| *score >= WEAK_BM25 || supported.contains(id.as_str())).collect()
+}
+
 /// Below this much free space, an index failure is put down to a full disk.
 const LOW_DISK_BYTES: u64 = 1024 * 1024;
 
@@ -925,6 +938,12 @@ impl Engine {
         let (ranked, mode): (Vec<(String, f32)>, SearchMode) = match (query.mode, vector_hits) {
             (SearchMode::Hybrid, Some(vector_hits)) => {
                 let vector_hits: Vec<(String, f32)> = vector_hits.into_iter().map(|hit| (hit.id, hit.score)).collect();
+                let bm25_hits =
+                    if kb_embed::fusion::vectors_weigh_in(text) && kb_embed::fusion::exact_terms(text).is_empty() {
+                        with_evidence(bm25_hits, &vector_hits)
+                    } else {
+                        bm25_hits
+                    };
                 (kb_embed::fusion::hybrid(text, &bm25_hits, &vector_hits), SearchMode::Hybrid)
             }
             (SearchMode::Vector, Some(vector_hits)) => {
@@ -1016,7 +1035,8 @@ impl Engine {
             .semantic
             .search(&model_id, &vector, k, filter)
             .ok_or_else(|| "the vector index is not loaded yet".to_owned())?;
-        hits.retain(|hit| hit.score >= self.semantic.choice().min_similarity);
+        let floor = self.semantic.choice().min_similarity_for(&model_id);
+        hits.retain(|hit| hit.score >= floor);
         Ok(hits)
     }
 

@@ -55,7 +55,40 @@ pub struct ModelChoice {
     pub quantize: bool,
     pub retry: Duration,
     pub similar_threshold: f32,
-    pub min_similarity: f32,
+    /// The floor for vector matches the user set; `None`: the model's (see
+    /// [`default_min_similarity`]).
+    pub min_similarity: Option<f32>,
+}
+
+impl ModelChoice {
+    /// Vector matches of `model_id` less similar (cosine) than this are not results.
+    pub fn min_similarity_for(&self, model_id: &str) -> f32 {
+        self.min_similarity.unwrap_or_else(|| default_min_similarity(model_id))
+    }
+}
+
+/// The relevance floor of a model: the cosine below which a vector match is noise.
+///
+/// Cosines are not comparable across models: all-MiniLM-L6-v2 puts unrelated texts near 0.2,
+/// multilingual-e5-small near 0.8. Measured with `tools/calibrate-floor.py` (vector mode, through
+/// the daemon; relevant = the labelled experience or paragraph when in the top 10; unrelated =
+/// `crates/kb-bench/data/unrelated-queries.txt`, 20 English and 20 Chinese questions on cooking,
+/// travel, health...: top-1 cosine):
+///
+/// | model | set | relevant p1 / p5 / p50 | unrelated p50 / p90 / max |
+/// |---|---|---|---|
+/// | e5-small | english-experiences | 0.834 / 0.841 / 0.904 | 0.792 / 0.820 / 0.823 |
+/// | e5-small | cmrc-trial (zh) | 0.844 / 0.858 / 0.908 | 0.832 / 0.866 / 0.871 |
+/// | e5-small | cmrc-trial-chunks | 0.853 / 0.868 / 0.919 | 0.842 / 0.882 / 0.886 |
+/// | MiniLM | english-experiences | 0.255 / 0.305 / 0.621 | 0.164 / 0.202 / 0.276 |
+///
+/// So 0.83 for the E5 family: it keeps 99% of the relevant matches on every set and drops every
+/// unrelated English query's (on the Chinese encyclopedia sets "unrelated" questions about
+/// festivals or food do find paragraphs about them, rightly). MiniLM keeps 0.25. A model this
+/// table does not know gets 0.25 too; set `embedding.min_similarity` for it.
+pub fn default_min_similarity(model_id: &str) -> f32 {
+    let name = model_id.to_ascii_lowercase();
+    if name.split(|c: char| !c.is_ascii_alphanumeric()).any(|part| part == "e5") { 0.83 } else { 0.25 }
 }
 
 impl ModelChoice {
@@ -722,7 +755,7 @@ mod tests {
             quantize: false,
             retry: Duration::from_secs(60),
             similar_threshold: 0.97,
-            min_similarity: 0.25,
+            min_similarity: Some(0.25),
         }
     }
 }

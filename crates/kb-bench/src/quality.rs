@@ -148,6 +148,13 @@ fn candidate_fusions() -> Vec<(String, Fusion)> {
         ("OpenClaw 0.7 cos + 0.3/(1+rank)".to_owned(), Fusion::OpenClaw),
         ("saturated BM25 + vectors, as shipped".to_owned(), fusion::SHIPPED),
         ("saturated, han power 4".to_owned(), Fusion::Saturated { half: 10.0, exponent: 3, han_power: 4 }),
+        ("saturated, han power 1".to_owned(), Fusion::Saturated { half: 10.0, exponent: 3, han_power: 1 }),
+        (
+            "saturated, vectors whatever the script".to_owned(),
+            Fusion::Saturated { half: 10.0, exponent: 3, han_power: 0 },
+        ),
+        ("saturated half 5, any script".to_owned(), Fusion::Saturated { half: 5.0, exponent: 3, han_power: 0 }),
+        ("saturated half 20, any script".to_owned(), Fusion::Saturated { half: 20.0, exponent: 3, han_power: 0 }),
     ]
 }
 

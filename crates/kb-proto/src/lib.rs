@@ -32,4 +32,7 @@ pub mod method {
     pub const REINDEX: &str = "kb.reindex";
     pub const BACKUP: &str = "kb.backup";
     pub const HOOK_EVENT: &str = "hook.event";
+    pub const PENDING: &str = "kb.pending";
+    pub const APPROVE: &str = "kb.approve";
+    pub const REJECT: &str = "kb.reject";
 }

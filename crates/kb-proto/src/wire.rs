@@ -671,3 +671,41 @@ mod tests {
         assert_eq!(item.score, Some(4));
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// kb.pending, kb.approve, kb.reject: the review queue
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PendingParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingResult {
+    pub count: usize,
+    /// Newest first; `flags` says why each is held (e.g. `prompt_injection`).
+    pub experiences: Vec<ExperienceRecord>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewParams {
+    pub ids: Vec<String>,
+    /// Why (kept in the log; `kb.reject` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReviewResult {
+    /// The ids whose status changed.
+    pub changed: Vec<String>,
+    /// The ids that already had that status.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unchanged: Vec<String>,
+    /// The ids of no experience.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
+}

@@ -460,6 +460,42 @@ impl Store {
         Ok((outcomes, seq))
     }
 
+    /// Sets the status of experiences (the review queue's approve and reject). Returns, per id,
+    /// the status it had (`None`: no such experience), and the sequence number after. A changed
+    /// row gets a new sequence number, so the indexes take it in or drop it.
+    pub fn set_status(&mut self, ids: &[&str], status: Status, now_ms: i64) -> Result<(Vec<Option<Status>>, u64)> {
+        let tx = self.conn.transaction().doing("starting a review")?;
+        let mut seq = read_seq(&tx)?;
+        let mut before = Vec::with_capacity(ids.len());
+        {
+            let mut current = tx
+                .prepare_cached("SELECT status FROM experiences WHERE id = ?1")
+                .doing("preparing the status lookup")?;
+            let mut update = tx
+                .prepare_cached("UPDATE experiences SET status = ?2, updated_at = ?3, seq = ?4 WHERE id = ?1")
+                .doing("preparing the status update")?;
+            for id in ids {
+                let found: Option<String> =
+                    current.query_row([id], |row| row.get(0)).optional().doing("reading a status")?;
+                let found = match found {
+                    None => None,
+                    Some(text) => Some(Status::parse(&text).ok_or_else(|| Error::Malformed {
+                        id: (*id).to_owned(),
+                        reason: format!("unknown status {text:?}"),
+                    })?),
+                };
+                if found.is_some_and(|found| found != status) {
+                    seq += 1;
+                    update.execute(params![id, status.as_str(), now_ms, seq as i64]).doing("setting a status")?;
+                }
+                before.push(found);
+            }
+        }
+        write_seq(&tx, seq)?;
+        tx.commit().doing("committing a review")?;
+        Ok((before, seq))
+    }
+
     /// Deletes experiences (and their content). Returns, per id, whether it existed, and the
     /// sequence number after the delete.
     pub fn delete(&mut self, ids: &[&str]) -> Result<(Vec<bool>, u64)> {
@@ -484,25 +520,6 @@ impl Store {
         write_seq(&tx, seq)?;
         tx.commit().doing("committing a delete")?;
         Ok((existed, seq))
-    }
-
-    /// Changes an experience's status (approve or reject). Returns the sequence number after
-    /// the change, or `None` when there is no such experience.
-    pub fn set_status(&mut self, id: &str, status: Status, now_ms: i64) -> Result<Option<u64>> {
-        let tx = self.conn.transaction().doing("starting a status change")?;
-        let seq = read_seq(&tx)? + 1;
-        let n_changed = tx
-            .execute(
-                "UPDATE experiences SET status = ?2, updated_at = ?3, seq = ?4 WHERE id = ?1",
-                params![id, status.as_str(), now_ms, seq as i64],
-            )
-            .doing("changing a status")?;
-        if n_changed == 0 {
-            return Ok(None);
-        }
-        write_seq(&tx, seq)?;
-        tx.commit().doing("committing a status change")?;
-        Ok(Some(seq))
     }
 
     /// Experiences by id, in the order asked, skipping ids that do not exist.

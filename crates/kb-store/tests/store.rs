@@ -49,8 +49,13 @@ fn changes_since_reports_upserts_and_deletes_until_pruned() {
     let (existed, seq) = store.delete(&[outcomes[1].id.as_str(), "01ARZ3NDEKTSV4RRFFQ69G5FAV"]).unwrap();
     assert_eq!(existed, vec![true, false]);
     assert_eq!(seq, 4);
-    let status_seq = store.set_status(outcomes[2].id.as_str(), Status::Rejected, 2).unwrap();
-    assert_eq!(status_seq, Some(5));
+    let (before, status_seq) =
+        store.set_status(&[outcomes[2].id.as_str(), "01ARZ3NDEKTSV4RRFFQ69G5FAV"], Status::Rejected, 2).unwrap();
+    assert_eq!(before, vec![Some(Status::Active), None]);
+    assert_eq!(status_seq, 5);
+    // Setting the status it already has changes nothing, and takes no sequence number.
+    let (before, unchanged_seq) = store.set_status(&[outcomes[2].id.as_str()], Status::Rejected, 3).unwrap();
+    assert_eq!((before, unchanged_seq), (vec![Some(Status::Rejected)], 5));
 
     let changes = store.changes_since(3).unwrap();
     assert_eq!(changes.seq, 5);

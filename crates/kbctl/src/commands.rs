@@ -158,6 +158,34 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Pending { limit } => {
+            let result: wire::PendingResult = call(&mut client, method::PENDING, &json!({"limit": limit})).await?;
+            if json {
+                output::json(&result)?;
+            } else if result.experiences.is_empty() {
+                output::line("nothing is waiting for review")?;
+            } else {
+                for record in &result.experiences {
+                    let why = if record.flags.is_empty() { "proposed".to_owned() } else { record.flags.join(",") };
+                    output::line(format!(
+                        "{}  {}  {}/5  {}  ({})",
+                        record.id,
+                        why,
+                        record.score,
+                        clip(&record.task, 60),
+                        clip(&record.resource, 30)
+                    ))?;
+                }
+                output::line(
+                    "approve with `kbctl approve ID…`, reject with `kbctl reject ID…`, read with `kbctl show ID`",
+                )?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Approve { ids } => review(&mut client, method::APPROVE, "approved", &json!({"ids": ids}), json).await,
+        Command::Reject { ids, reason } => {
+            review(&mut client, method::REJECT, "rejected", &json!({"ids": ids, "reason": reason}), json).await
+        }
         Command::Delete { ids } => {
             let result: wire::DeleteResult = call(&mut client, method::DELETE, &json!({"ids": ids})).await?;
             if json {
@@ -687,6 +715,29 @@ fn progress_spinner(quiet: bool, message: &'static str) -> ProgressBar {
     let spinner = ProgressBar::new_spinner().with_message(message);
     spinner.enable_steady_tick(Duration::from_millis(120));
     spinner
+}
+
+/// `kbctl approve` and `kbctl reject`: fails when an id names no experience.
+async fn review(
+    client: &mut Client,
+    method: &str,
+    done: &str,
+    params: &serde_json::Value,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let result: wire::ReviewResult = call(client, method, params).await?;
+    if json {
+        output::json(&result)?;
+    } else {
+        output::line(format!("{done} {}", result.changed.len()))?;
+        for id in &result.unchanged {
+            output::line(format!("{id} was already {done}"))?;
+        }
+        for id in &result.missing {
+            output::line(format!("no experience with id {id}"))?;
+        }
+    }
+    Ok(if result.missing.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 #[cfg(test)]

@@ -77,6 +77,27 @@ pub enum Command {
         #[arg(long, default_value_t = 20)]
         limit: i64,
     },
+    /// List the experiences held for review (suspected prompt injections, extracted
+    /// proposals), newest first, with why each is held.
+    Pending {
+        #[arg(long, default_value_t = 50)]
+        limit: i64,
+    },
+    /// Approve held experiences: they become searchable. One held as a suspected prompt
+    /// injection keeps its flag, so auto-recall still leaves it out of prompts.
+    Approve {
+        #[arg(required = true)]
+        ids: Vec<String>,
+    },
+    /// Reject held (or active) experiences: kept, so the same text submitted again stays
+    /// rejected, but never searched.
+    Reject {
+        #[arg(required = true)]
+        ids: Vec<String>,
+        /// Why, for the daemon's log.
+        #[arg(long)]
+        reason: Option<String>,
+    },
     /// Delete experiences by id.
     Delete {
         #[arg(required = true)]

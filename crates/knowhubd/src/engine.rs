@@ -1229,6 +1229,25 @@ impl Engine {
         self.reader().get(id)?.ok_or_else(|| EngineError::NotFound(format!("no experience with id {id}")))
     }
 
+    /// Experiences held for review (suspected prompt injections, extracted proposals), newest
+    /// first, with the flags that say why.
+    pub fn pending(&self, limit: usize) -> EngineResult<Vec<Experience>> {
+        let filter = ListFilter { status: Some(Status::Pending), agent_id: None, before_id: None, limit };
+        Ok(self.reader().list(&filter)?)
+    }
+
+    /// The review queue's decision on experiences: `Active` approves (the user's call overrides
+    /// a suspicion: the flags stay, and auto-recall still leaves flagged experiences out),
+    /// `Rejected` rejects (kept, so the same text submitted again stays rejected). Returns, per
+    /// id, the status it had; `None` for an unknown id.
+    pub fn review(&self, ids: &[String], status: Status) -> EngineResult<Vec<Option<Status>>> {
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let mut store = self.lock_writer();
+        let (before, _) = store.set_status(&ids, status, now_ms())?;
+        self.after_write(&mut store, &HashSet::new());
+        Ok(before)
+    }
+
     /// Deletes experiences; returns the ids that did not exist.
     pub fn delete(&self, ids: &[String]) -> EngineResult<(usize, Vec<String>)> {
         let ids: Vec<&str> = ids.iter().map(String::as_str).collect();

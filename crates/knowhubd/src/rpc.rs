@@ -157,6 +157,21 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
         })
         .expect("method names are unique");
     module
+        .register_blocking_method(method::PENDING, |params, engine, _| {
+            let params: wire::PendingParams = parse(&params)?;
+            let limit = page_limit(params.limit, 100)?;
+            let held = engine.pending(limit).map_err(|error| to_rpc_error(&engine, error))?;
+            let experiences: Vec<wire::ExperienceRecord> = held.into_iter().map(record).collect();
+            RpcResult::Ok(wire::PendingResult { count: experiences.len(), experiences })
+        })
+        .expect("method names are unique");
+    module
+        .register_blocking_method(method::APPROVE, |params, engine, _| review(&engine, &params, Status::Active))
+        .expect("method names are unique");
+    module
+        .register_blocking_method(method::REJECT, |params, engine, _| review(&engine, &params, Status::Rejected))
+        .expect("method names are unique");
+    module
         .register_blocking_method(method::LIST, |params, engine, _| {
             let params: wire::ListParams = parse(&params)?;
             let status =
@@ -442,6 +457,28 @@ fn experience_id(field: &str, text: &str) -> RpcResult<String> {
     kb_core::ExperienceId::parse(text)
         .map(|id| id.to_string())
         .ok_or_else(|| invalid(field, format!("{text:?} is not an experience id")))
+}
+
+/// `kb.approve` and `kb.reject`: sets the status of the named experiences.
+fn review(engine: &Engine, params: &Params<'_>, status: Status) -> RpcResult<wire::ReviewResult> {
+    let params: wire::ReviewParams = parse(params)?;
+    if params.ids.is_empty() {
+        return Err(invalid("ids", "must name at least one experience"));
+    }
+    let ids = params.ids.iter().map(|id| experience_id("ids", id)).collect::<RpcResult<Vec<_>>>()?;
+    let before = engine.review(&ids, status).map_err(|error| to_rpc_error(engine, error))?;
+    let mut result = wire::ReviewResult { changed: Vec::new(), unchanged: Vec::new(), missing: Vec::new() };
+    for (id, before) in ids.into_iter().zip(before) {
+        match before {
+            None => result.missing.push(id),
+            Some(before) if before == status => result.unchanged.push(id),
+            Some(before) => {
+                tracing::info!(%id, from = before.as_str(), to = status.as_str(), reason = params.reason.as_deref().unwrap_or(""), "reviewed");
+                result.changed.push(id);
+            }
+        }
+    }
+    Ok(result)
 }
 
 fn page_limit(limit: Option<i64>, default: usize) -> RpcResult<usize> {

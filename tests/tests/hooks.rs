@@ -308,3 +308,32 @@ fn every_other_hook_is_accepted_and_counted() {
         assert!(error.to_string().contains(field), "{params}: {error}");
     }
 }
+
+/// Sessions survive a restart of the daemon (an upgrade, a crash of the service): no second
+/// intro, and a reminder that fell due before the restart still comes. A damaged save file
+/// costs at most an intro, never the start.
+#[test]
+fn sessions_survive_a_restart_of_the_daemon() {
+    let mut daemon = TestDaemon::start();
+    let config = json!({"reminderMode": "aggressive", "autoRecall": false});
+    {
+        let session = Session::new(&daemon, "agent:main:explicit:restart", config.clone());
+        assert!(is_intro(&session.turn("set up the build", 1, None).expect("an intro")));
+        // Three model calls with tool use: a reminder is due at the next turn.
+        assert_eq!(session.turn("run it", 3, Some("exec")), None);
+    }
+    assert!(daemon.terminate().success());
+    daemon.spawn();
+    {
+        let session = Session::new(&daemon, "agent:main:explicit:restart", config.clone());
+        let next = session.prompt_build("and now?").expect("the reminder that was due");
+        assert!(is_reminder(&next) && !is_intro(&next), "{next}");
+    }
+
+    assert!(daemon.terminate().success());
+    std::fs::write(daemon.home.path().join("sessions.json"), "{not json").expect("damage the file");
+    daemon.spawn();
+    let session = Session::new(&daemon, "agent:main:explicit:restart", config);
+    assert!(is_intro(&session.prompt_build("hello").expect("an intro again")));
+    assert!(daemon.log_text().contains("ignoring unreadable saved sessions"), "{}", daemon.log_text());
+}

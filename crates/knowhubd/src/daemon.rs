@@ -13,7 +13,7 @@ use tokio::net::UnixListener;
 use crate::config::Config;
 use crate::engine::{Engine, create_private_dir};
 
-/// How often accumulated recall counters are written to the store.
+/// How often accumulated recall counters are written to the store, and changed sessions saved.
 const FLUSH_INTERVAL: Duration = Duration::from_secs(30);
 /// How often an index that could not take the latest changes tries again, and how often index
 /// commits are synced to disk.
@@ -123,7 +123,11 @@ impl Daemon {
                 loop {
                     interval.tick().await;
                     let engine = engine.clone();
-                    let _ = tokio::task::spawn_blocking(move || engine.flush_recalls()).await;
+                    let _ = tokio::task::spawn_blocking(move || {
+                        engine.flush_recalls();
+                        engine.save_sessions();
+                    })
+                    .await;
                 }
             })
         };

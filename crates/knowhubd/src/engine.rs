@@ -165,6 +165,9 @@ fn with_evidence(bm25_hits: Vec<(String, f32)>, vector_hits: &[(String, f32)]) -
     bm25_hits.into_iter().filter(|(id, score)| *score >= WEAK_BM25 || supported.contains(id.as_str())).collect()
 }
 
+/// Where the hooks' sessions are saved, in the data directory (see `hooks`).
+pub const SESSIONS_FILE: &str = "sessions.json";
+
 /// Below this much free space, an index failure is put down to a full disk.
 const LOW_DISK_BYTES: u64 = 1024 * 1024;
 
@@ -315,6 +318,7 @@ impl Engine {
     /// Opens the store and the index. When the index is missing, corrupt or behind the store,
     /// it is brought up to date by `prepare_index`, which the caller runs (in the background).
     pub fn open(paths: Paths, config: Config) -> anyhow::Result<Arc<Engine>> {
+        let hooks = Hooks::load(&paths.home.join(SESSIONS_FILE));
         create_private_dir(&paths.home)?;
         let writer = Store::open(&paths.database).context("cannot open the experience store")?;
         let readers = (0..N_READERS)
@@ -374,7 +378,7 @@ impl Engine {
             submit_latency: LatencyWindow::default(),
             hook_latency: LatencyWindow::default(),
             last_error: LastError::default(),
-            hooks: Hooks::default(),
+            hooks,
             pending_submits: Mutex::new(Vec::new()),
         }))
     }
@@ -1194,6 +1198,14 @@ impl Engine {
                 "the search index is still being rebuilt ({}); try again shortly",
                 self.rebuild_progress()
             ))),
+        }
+    }
+
+    /// Saves the hooks' sessions when they changed (every 30 s and at shutdown).
+    pub fn save_sessions(&self) {
+        let path = self.paths.home.join(SESSIONS_FILE);
+        if let Err(error) = self.hooks.save(&path) {
+            tracing::warn!(path = %path.display(), "cannot save the sessions: {error}");
         }
     }
 

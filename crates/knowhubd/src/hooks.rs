@@ -8,15 +8,22 @@
 //! reminder, and used tools since its last `kb_submit` and its last reminder. `before_prompt_build` runs once per turn,
 //! so a reminder that falls due during a turn reaches the model at the start of the next one.
 //! A session ends with `session_end`, `before_reset`, a new OpenClaw session id under the same
-//! key, or 6 hours without events; `agent_end` only ends a turn.
+//! key, or 6 hours without events; `agent_end` only ends a turn. Sessions survive a restart of
+//! the daemon: they are saved to `sessions.json` in the data directory every 30 s when they
+//! changed and at shutdown, and read back at start (a crash loses at most the last 30 s).
 //!
 //! Architecture Invariant: everything injected into a prompt is escaped and wrapped in a
 //! `<knowhub-experiences>` block that marks it as untrusted reference data, and an experience
 //! that looks like a prompt injection is never injected, whatever its stored status.
 
 use std::collections::HashMap;
+use std::io::Write as _;
+use std::path::Path;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
 
 use kb_core::injection::{escape_for_prompt, looks_like_injection};
 use serde_json::Value;
@@ -197,6 +204,21 @@ impl SessionState {
     }
 }
 
+/// A session as `sessions.json` keeps it: idle time instead of an `Instant`.
+#[derive(Debug, Serialize, Deserialize)]
+struct SavedSession {
+    key: String,
+    #[serde(default)]
+    session_id: Option<String>,
+    introduced: bool,
+    model_calls: u64,
+    reminded_at_call: u64,
+    fresh_tool_uses: u64,
+    #[serde(default)]
+    recalled: Vec<String>,
+    idle_ms: u64,
+}
+
 /// What the hooks injected since the daemon started, for `status` and the benchmark.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Injected {
@@ -211,6 +233,8 @@ pub struct Injected {
 #[derive(Default)]
 pub struct Hooks {
     sessions: Mutex<HashMap<String, SessionState>>,
+    /// Sessions changed since they were last saved.
+    changed: AtomicBool,
     seen: Mutex<HashMap<String, u64>>,
     tool_calls: Mutex<HashMap<String, u64>>,
     injected: Mutex<Injected>,
@@ -342,11 +366,96 @@ impl Hooks {
             state.session_id = session_id.map(str::to_owned);
         }
         state.last_seen = now;
+        self.changed.store(true, Ordering::Release);
         update(state)
     }
 
     fn forget_session(&self, session: &str) {
         self.sessions.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).remove(session);
+        self.changed.store(true, Ordering::Release);
+    }
+
+    /// Hooks with the sessions saved in `path` by [`Hooks::save`] (those idle for less than the
+    /// session limit); none when there is no file. An unreadable file is logged and ignored:
+    /// the worst it costs is an intro sent again.
+    pub fn load(path: &Path) -> Hooks {
+        let hooks = Hooks::default();
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return hooks,
+            Err(error) => {
+                tracing::warn!(path = %path.display(), "cannot read the saved sessions: {error}");
+                return hooks;
+            }
+        };
+        let saved: Vec<SavedSession> = match serde_json::from_str(&text) {
+            Ok(saved) => saved,
+            Err(error) => {
+                tracing::warn!(path = %path.display(), "ignoring unreadable saved sessions: {error}");
+                return hooks;
+            }
+        };
+        let now = Instant::now();
+        let mut sessions = hooks.sessions.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        for session in saved.into_iter().take(MAX_SESSIONS) {
+            let idle = Duration::from_millis(session.idle_ms);
+            let Some(last_seen) = now.checked_sub(idle).filter(|_| idle < SESSION_IDLE) else {
+                continue;
+            };
+            sessions.insert(
+                session.key,
+                SessionState {
+                    session_id: session.session_id,
+                    introduced: session.introduced,
+                    model_calls: session.model_calls,
+                    reminded_at_call: session.reminded_at_call,
+                    fresh_tool_uses: session.fresh_tool_uses,
+                    recalled: session.recalled,
+                    last_seen,
+                },
+            );
+        }
+        drop(sessions);
+        hooks
+    }
+
+    /// Saves the sessions to `path` (a temporary file renamed over it) when they changed since
+    /// the last save.
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        if !self.changed.swap(false, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let now = Instant::now();
+        let saved: Vec<SavedSession> = {
+            let sessions = self.sessions.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            sessions
+                .iter()
+                .filter(|(_, state)| now.duration_since(state.last_seen) < SESSION_IDLE)
+                .map(|(key, state)| SavedSession {
+                    key: key.clone(),
+                    session_id: state.session_id.clone(),
+                    introduced: state.introduced,
+                    model_calls: state.model_calls,
+                    reminded_at_call: state.reminded_at_call,
+                    fresh_tool_uses: state.fresh_tool_uses,
+                    recalled: state.recalled.clone(),
+                    idle_ms: now.duration_since(state.last_seen).as_millis() as u64,
+                })
+                .collect()
+        };
+        let written = (|| {
+            let dir = path.parent().unwrap_or(Path::new("."));
+            let mut file = tempfile::NamedTempFile::new_in(dir)?;
+            serde_json::to_writer(&mut file, &saved)?;
+            file.flush()?;
+            file.persist(path).map_err(|error| error.error)?;
+            Ok(())
+        })();
+        if written.is_err() {
+            // Try again at the next save.
+            self.changed.store(true, Ordering::Release);
+        }
+        written
     }
 
     fn count_seen(&self, hook: &str) {

@@ -246,7 +246,11 @@ pub async fn serve_with_limits(
     }
     // Requests that returned are stored; flush the statistics they produced.
     let engine_for_flush = engine.clone();
-    let _ = tokio::task::spawn_blocking(move || engine_for_flush.flush_recalls()).await;
+    let _ = tokio::task::spawn_blocking(move || {
+        engine_for_flush.flush_recalls();
+        engine_for_flush.save_sessions();
+    })
+    .await;
 }
 
 /// The jsonrpsee service for one connection.

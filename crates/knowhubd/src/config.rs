@@ -112,8 +112,9 @@ pub struct EmbeddingConfig {
     pub onnxruntime: Option<PathBuf>,
     pub precision: PrecisionConfig,
     /// Load the model with its float weights rewritten as int8 (`kb_embed::quantize_int8`); a
-    /// downloaded model is then loaded from its cached files as a local directory.
-    pub quantize: bool,
+    /// downloaded model is then loaded from its cached files as a local directory. Unset: the
+    /// model's default (`semantic::quantized_by_default`).
+    pub quantize: Option<bool>,
     /// Cosine similarity at or above which a submitted experience merges into a stored one.
     pub similar_threshold: f32,
     /// Vector matches less similar than this are not results (they would be noise); unset, the
@@ -132,7 +133,7 @@ impl Default for EmbeddingConfig {
             download: true,
             onnxruntime: None,
             precision: PrecisionConfig::Int8,
-            quantize: false,
+            quantize: None,
             similar_threshold: 0.97,
             min_similarity: None,
             retry_seconds: 60,

@@ -46,6 +46,22 @@ fn start_on(home: tempfile::TempDir, model: &Path, ort: &Path) -> TestDaemon {
     TestDaemon::start_in_with(home, &[("KNOWHUB_MODEL_DIR", model.as_os_str()), ("ORT_DYLIB_PATH", ort.as_os_str())])
 }
 
+/// The first `n` experiences of the English quality set, as import items.
+fn english_experiences(n: usize) -> Vec<Value> {
+    let corpus = std::fs::read_to_string(ENGLISH_CORPUS).expect("the English experience set");
+    corpus
+        .lines()
+        .take(n)
+        .map(|line| {
+            let mut row: Value = serde_json::from_str(line).unwrap();
+            let object = row.as_object_mut().unwrap();
+            object.remove("id");
+            object.remove("group");
+            row
+        })
+        .collect()
+}
+
 fn status(daemon: &TestDaemon) -> Value {
     daemon.ok("status", json!({}))
 }
@@ -602,18 +618,7 @@ fn minilm_near_identical_experiences_that_say_different_things_stay_two() {
 /// `KH-1042` from `KH-1043`) and a background of real ones; with the default model.
 #[test]
 fn identifiers_find_their_experience_first_in_hybrid_search() {
-    let corpus = std::fs::read_to_string(ENGLISH_CORPUS).expect("the English experience set");
-    let background: Vec<Value> = corpus
-        .lines()
-        .take(100)
-        .map(|line| {
-            let mut row: Value = serde_json::from_str(line).unwrap();
-            let object = row.as_object_mut().unwrap();
-            object.remove("id");
-            object.remove("group");
-            row
-        })
-        .collect();
+    let background = english_experiences(100);
     // Merging is not under test here: every submission stays its own experience.
     let daemon = start("[embedding]\nsimilar_threshold = 1.01\n", &e5(), &ort_library());
     wait_for_embedder(&daemon, "ready");
@@ -655,18 +660,7 @@ fn identifiers_find_their_experience_first_in_hybrid_search() {
 /// experience through vectors.
 #[test]
 fn e5_drops_unrelated_vector_matches_and_keeps_a_paraphrase() {
-    let corpus = std::fs::read_to_string(ENGLISH_CORPUS).expect("the English experience set");
-    let items: Vec<Value> = corpus
-        .lines()
-        .take(60)
-        .map(|line| {
-            let mut row: Value = serde_json::from_str(line).unwrap();
-            let object = row.as_object_mut().unwrap();
-            object.remove("id");
-            object.remove("group");
-            row
-        })
-        .collect();
+    let items = english_experiences(60);
     let daemon = start("", &e5(), &ort_library());
     wait_for_embedder(&daemon, "ready");
     daemon.ok("kb.import", json!({"items": items}));

@@ -27,6 +27,20 @@ fn status(daemon: &TestDaemon) -> Value {
     daemon.ok("status", json!({}))
 }
 
+/// Waits (up to 20 s, with nobody writing or restarting anything) for the index to say ready;
+/// returns that status.
+fn wait_until_index_ready(daemon: &TestDaemon) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let status = status(daemon);
+        if status["index"]["state"] == "ready" {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "the index did not catch up by itself: {status}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 /// Regression: at the open-file limit, submits were acknowledged while the index commit failed;
 /// `status` then said ready and healthy with the store's sequence number applied and 1 document
 /// for 22 experiences, and 21 of 22 could not be found until `kbctl reindex`.
@@ -79,15 +93,7 @@ fn an_index_that_cannot_commit_is_reported_degraded_and_heals_without_a_restart(
 
     // The cause goes away; nobody restarts anything or writes anything.
     prlimit(Some(pid), Resource::Nofile, Rlimit { current: soft, maximum: hard }).expect("raise the limit again");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let healed = loop {
-        let status = status(&daemon);
-        if status["index"]["state"] == "ready" {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "the index did not catch up by itself: {status}");
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    let healed = wait_until_index_ready(&daemon);
     assert_eq!(healed["healthy"], true, "{healed}");
     assert_eq!(healed["index"]["applied_seq"], healed["index"]["store_seq"]);
     assert_eq!(healed["index"]["documents"].as_u64(), Some(acknowledged.len() as u64), "{healed}");
@@ -239,15 +245,7 @@ fn full_disks_fail_clearly_lose_nothing_and_need_no_restart_once_freed() {
     std::fs::remove_file(&index_filler).expect("space freed");
     // No restart: the index catches up by itself, new writes succeed, and every acknowledged
     // experience is found, the ones acknowledged while the index's disk was full included.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let healed = loop {
-        let status = status(&daemon);
-        if status["index"]["state"] == "ready" {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "the index did not catch up by itself: {status}");
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    let healed = wait_until_index_ready(&daemon);
     assert_eq!(healed["healthy"], true, "{healed}");
     submit("after".to_owned(), true).expect("writes work again");
     let status = status(&daemon);

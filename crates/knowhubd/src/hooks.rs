@@ -588,6 +588,43 @@ mod tests {
     use super::*;
     use kb_core::{Experience, ExperienceId, Source, Status};
 
+    /// A session idle for 6 hours is over: its next event starts it afresh, intro included;
+    /// one idle for less goes on. The idle limit holds across a restart too.
+    #[test]
+    fn a_session_idle_for_six_hours_starts_afresh() {
+        let hooks = Hooks::default();
+        let ctx = serde_json::json!({"sessionKey": "agent:main:idle", "sessionId": "s-1"});
+        let event = serde_json::json!({});
+        let input =
+            || HookInput { hook: "model_call_started", event: &event, ctx: &ctx, config: HookConfig::default() };
+        hooks.with_session(&input(), |state| {
+            state.introduced = true;
+            state.model_calls = 7;
+        });
+        let age = |idle: Duration| {
+            let mut sessions = hooks.sessions.lock().unwrap();
+            let state = sessions.get_mut("agent:main:idle").unwrap();
+            state.last_seen = Instant::now().checked_sub(idle).unwrap();
+        };
+        age(SESSION_IDLE - Duration::from_secs(60));
+        assert_eq!(hooks.with_session(&input(), |state| (state.introduced, state.model_calls)), (true, 7));
+        age(SESSION_IDLE + Duration::from_secs(1));
+        assert_eq!(hooks.with_session(&input(), |state| (state.introduced, state.model_calls)), (false, 0));
+
+        // Saved and loaded: a session idle past the limit is not brought back.
+        hooks.with_session(&input(), |state| state.introduced = true);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sessions.json");
+        age(SESSION_IDLE - Duration::from_secs(60));
+        hooks.save(&path).unwrap();
+        assert_eq!(Hooks::load(&path).active_sessions(), 1);
+        age(SESSION_IDLE + Duration::from_secs(1));
+        hooks.with_session(&input(), |_| ());
+        age(SESSION_IDLE + Duration::from_secs(1));
+        hooks.save(&path).unwrap();
+        assert_eq!(Hooks::load(&path).active_sessions(), 0);
+    }
+
     fn found(task: &str, resource: &str, result: &str) -> Found {
         Found {
             experience: Experience {

@@ -177,6 +177,40 @@ fn free_bytes(path: &Path) -> Option<u64> {
     Some(stats.f_bavail.saturating_mul(stats.f_frsize))
 }
 
+/// Marks a catch-up finished and wakes the submits waiting for it, when dropped.
+struct CatchUpDone<'a> {
+    engine: &'a Engine,
+    this_one: u64,
+}
+
+impl Drop for CatchUpDone<'_> {
+    fn drop(&mut self) {
+        let mut catch_ups = self.engine.submit_catch_ups.lock().unwrap_or_else(PoisonError::into_inner);
+        catch_ups.running = false;
+        catch_ups.finished = catch_ups.finished.max(self.this_one);
+        self.engine.submit_caught_up.notify_all();
+    }
+}
+
+/// A batch being written: dropped before it was settled (the writing thread panicked), it
+/// settles every submit of the batch with an error, so none waits forever.
+struct Unsettled<'a>(&'a [Arc<PendingSubmit>]);
+
+impl Drop for Unsettled<'_> {
+    fn drop(&mut self) {
+        for pending in self.0 {
+            if !matches!(*lock_state(pending), SubmitState::Done(_)) {
+                settle(pending, Err("the writer failed while writing this submit (see the log)".to_owned()));
+            }
+        }
+    }
+}
+
+fn settle(pending: &PendingSubmit, outcome: SubmitOutcome) {
+    *lock_state(pending) = SubmitState::Done(outcome);
+    pending.settled.notify_all();
+}
+
 fn lock_state(pending: &PendingSubmit) -> MutexGuard<'_, SubmitState> {
     pending.state.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -668,6 +702,8 @@ impl Engine {
             for queued in &batch {
                 *lock_state(queued) = SubmitState::Taken;
             }
+            // Should this thread panic, the others of the batch still get an answer.
+            let unsettled = Unsettled(&batch);
             let written = self.write_submits(&mut store, &batch);
             drop(store);
             if written.is_ok() {
@@ -678,9 +714,9 @@ impl Engine {
                 Err(error) => vec![Err(error); batch.len()],
             };
             for (queued, outcome) in batch.iter().zip(outcomes) {
-                *lock_state(queued) = SubmitState::Done(outcome);
-                queued.settled.notify_all();
+                settle(queued, outcome);
             }
+            std::mem::forget(unsettled);
         } else {
             drop(store);
         }
@@ -727,14 +763,13 @@ impl Engine {
             let this_one = catch_ups.started;
             drop(catch_ups);
             {
+                // Finished even if this thread panics, or every later submit would wait forever.
+                let _finish = CatchUpDone { engine: self, this_one };
                 let _index_turn = self.lock_index_sync();
                 let reader = self.reader();
                 self.catch_up_index(&reader, &HashSet::new());
             }
             catch_ups = self.submit_catch_ups.lock().unwrap_or_else(PoisonError::into_inner);
-            catch_ups.running = false;
-            catch_ups.finished = this_one;
-            self.submit_caught_up.notify_all();
         }
     }
 

@@ -79,7 +79,7 @@ impl Prefixes {
 }
 
 /// Whether a model name is one of the E5 family (`intfloat/multilingual-e5-small`, `e5-base-v2`..).
-fn is_e5(name: &str) -> bool {
+pub fn is_e5(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
     name.split(|c: char| !c.is_ascii_alphanumeric()).any(|part| part == "e5")
 }

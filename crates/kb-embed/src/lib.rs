@@ -21,7 +21,7 @@ mod vector;
 
 pub use error::{Error, Result};
 pub use fastembedder::{
-    DEFAULT_DOWNLOAD_MODEL, FastEmbedder, LOCAL_MODEL_FILES, LoadOptions, ModelSpec, Prefixes, estimated_tokens,
+    DEFAULT_DOWNLOAD_MODEL, FastEmbedder, LOCAL_MODEL_FILES, LoadOptions, ModelSpec, Prefixes, estimated_tokens, is_e5,
 };
 pub use quantize::{Quantized, quantize_int8};
 pub use state::{EmbedderState, error_chain};

@@ -716,7 +716,8 @@ impl Engine {
             for (queued, outcome) in batch.iter().zip(outcomes) {
                 settle(queued, outcome);
             }
-            std::mem::forget(unsettled);
+            // Everything is settled: its drop does nothing now.
+            drop(unsettled);
         } else {
             drop(store);
         }
@@ -974,15 +975,17 @@ impl Engine {
             Some(Err(why)) if query.mode == SearchMode::Vector => return Err(EngineError::Unavailable(why)),
             Some(Err(why)) => (None, Some(format!("searched by BM25 alone: {why}"))),
         };
+        // An identifier or a quoted string asks for the experience that holds it, whatever
+        // the vectors or the other words say (a vector-only search stays what it says it is).
+        let terms = if query.mode == SearchMode::Vector { Vec::new() } else { kb_embed::fusion::exact_terms(text) };
         let (ranked, mode): (Vec<(String, f32)>, SearchMode) = match (query.mode, vector_hits) {
             (SearchMode::Hybrid, Some(vector_hits)) => {
                 let vector_hits: Vec<(String, f32)> = vector_hits.into_iter().map(|hit| (hit.id, hit.score)).collect();
-                let bm25_hits =
-                    if kb_embed::fusion::vectors_weigh_in(text) && kb_embed::fusion::exact_terms(text).is_empty() {
-                        with_evidence(bm25_hits, &vector_hits)
-                    } else {
-                        bm25_hits
-                    };
+                let bm25_hits = if kb_embed::fusion::vectors_weigh_in(text) && terms.is_empty() {
+                    with_evidence(bm25_hits, &vector_hits)
+                } else {
+                    bm25_hits
+                };
                 (kb_embed::fusion::hybrid(text, &bm25_hits, &vector_hits), SearchMode::Hybrid)
             }
             (SearchMode::Vector, Some(vector_hits)) => {
@@ -999,9 +1002,6 @@ impl Engine {
                 None => stale,
             });
         }
-        // An identifier or a quoted string asks for the experience that holds it, whatever
-        // the vectors or the other words say (a vector-only search stays what it says it is).
-        let terms = if mode == SearchMode::Vector { Vec::new() } else { kb_embed::fusion::exact_terms(text) };
         let ranked = if terms.is_empty() { ranked } else { self.pin_exact(ranked, &terms)? };
 
         let ranked = &ranked[..ranked.len().min(top_k)];

@@ -15,7 +15,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use kb_core::{ExperienceKey, Status};
-use kb_embed::{Embedder, EmbedderState, FastEmbedder, Hit, LoadOptions, ModelSpec, Precision, VectorIndex};
+use kb_embed::{Embedder, EmbedderState, FastEmbedder, Hit, LoadOptions, ModelSpec, Precision, VectorIndex, is_e5};
 use kb_store::{Store, VectorRow};
 
 use crate::config::{EmbeddingConfig, PrecisionConfig};
@@ -103,11 +103,6 @@ pub fn quantized_by_default(spec: &ModelSpec) -> bool {
         ModelSpec::LocalDir(dir) => dir.file_name().is_some_and(|name| is_e5(&name.to_string_lossy())),
         ModelSpec::Download { name, .. } => is_e5(name),
     }
-}
-
-/// Whether a model name or id is one of the E5 family (`multilingual-e5-small`, `e5-base-v2`).
-fn is_e5(name: &str) -> bool {
-    name.to_ascii_lowercase().split(|c: char| !c.is_ascii_alphanumeric()).any(|part| part == "e5")
 }
 
 impl ModelChoice {

@@ -5,6 +5,7 @@
 
 mod activation;
 mod daemon;
+mod extraction;
 mod fts5;
 mod gate;
 mod generate;
@@ -91,6 +92,16 @@ enum Command {
         /// Passes over the sets when timing the gate.
         #[arg(long, default_value_t = 20)]
         iterations: usize,
+    },
+    /// Extraction: tokens sent for a 50-message coding session and a 5-message chat against
+    /// their raw history, whether the gate before spend skipped them, and agent_end's hook
+    /// latency with extraction on next to off.
+    Extraction {
+        #[command(flatten)]
+        daemon: DaemonArgs,
+        /// agent_end events measured in each case.
+        #[arg(long, default_value_t = 300)]
+        events: usize,
     },
     /// Submit p50/p99 with 1, 10 and 50 clients, RSS during a flood of half-sent 60 MiB bodies,
     /// and time to answer a new client during slow-body and idle-connection floods.
@@ -304,6 +315,12 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
+    if let Command::Extraction { daemon, events } = &cli.command {
+        let binary = daemon::resolve_binary(daemon.daemon.as_deref())?;
+        println!("kb-bench: {} ({})", binary.display(), daemon::version_of(&binary));
+        extraction::run(&binary, *events, cli.json).await?;
+        return Ok(());
+    }
     if let Command::Hostile { daemon } = &cli.command {
         let binary = daemon::resolve_binary(daemon.daemon.as_deref())?;
         println!("kb-bench: {} ({})", binary.display(), daemon::version_of(&binary));
@@ -328,7 +345,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             activation_args = Some(activation);
             (daemon, None)
         }
-        Command::Hostile { .. } => unreachable!("handled above"),
+        Command::Hostile { .. } | Command::Extraction { .. } => unreachable!("handled above"),
         Command::All { daemon, model, load, quality, hybrid, activation } => {
             (load_args, quality_args, hybrid_args, activation_args) =
                 (Some(load), Some(quality), Some(hybrid), Some(activation));

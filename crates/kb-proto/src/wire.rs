@@ -481,6 +481,15 @@ pub struct HookConfigParams {
     /// agent_end or before_compaction.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extraction_trigger: Option<String>,
+    /// Whether finished conversations are sent to an LLM to extract experiences.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enable_server_extraction: Option<bool>,
+    /// strict (conversations are redacted before they are queued or sent) or relaxed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub privacy_mode: Option<String>,
+    /// Whether extracted experiences wait for the user's approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub require_approval: Option<bool>,
 }
 
 /// What the stub should do with the hook. The fields besides `action` are what the hook
@@ -514,6 +523,8 @@ pub struct StatusResult {
     pub latencies: Latencies,
     #[serde(default)]
     pub hooks: HookStatus,
+    #[serde(default)]
+    pub extraction: ExtractionStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<LastError>,
     /// True when the daemon can store and search: the database answers and the index is ready.
@@ -611,6 +622,46 @@ pub struct HookInjected {
     pub chars: u64,
 }
 
+/// Extraction of experiences from finished conversations (never the API key).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExtractionStatus {
+    /// A hook event asked for extraction since the daemon started (the plugin's
+    /// `enableServerExtraction`), or jobs wait in the queue.
+    pub enabled: bool,
+    /// `endpoint` or `openclaw`.
+    pub route: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Jobs waiting.
+    pub queued: u64,
+    pub done: u64,
+    pub failed: u64,
+    /// Conversations the gate before spend skipped (nothing reusable: no LLM call).
+    pub skipped: u64,
+    /// Jobs dropped because the queue was full.
+    pub dropped: u64,
+    /// Proposals stored, and those dropped: below the confidence floor, failing the gate or
+    /// unreadable, rejected by the user before, or held already.
+    pub proposed: u64,
+    pub low_confidence: u64,
+    pub invalid: u64,
+    pub rejected_before: u64,
+    pub already_proposed: u64,
+    /// Proposals held as suspected prompt injections.
+    pub quarantined: u64,
+    /// Extracted proposals waiting for review.
+    pub pending_proposals: u64,
+    pub tokens_today: u64,
+    pub daily_token_cap: u64,
+    /// What the worker waits for (no endpoint configured, the daily cap), if anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<LastError>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LastError {
     pub at: String,
@@ -685,8 +736,34 @@ pub struct PendingParams {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PendingResult {
     pub count: usize,
-    /// Newest first; `flags` says why each is held (e.g. `prompt_injection`).
-    pub experiences: Vec<ExperienceRecord>,
+    /// Newest first; `flags` says why each is held (`prompt_injection`, `extracted`).
+    pub experiences: Vec<PendingRecord>,
+}
+
+/// A held experience, with what it was extracted from and what it resembles.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingRecord {
+    #[serde(flatten)]
+    pub experience: ExperienceRecord,
+    /// Set for an experience an LLM extracted from a conversation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extraction: Option<ProposalRecord>,
+    /// A stored experience this one resembles (approving it merges into that one when they say
+    /// the same), with their similarity (1: the same words).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub similar: Option<Box<ExperienceRecord>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub similarity: Option<f64>,
+}
+
+/// What an extracted proposal came with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProposalRecord {
+    pub job_id: i64,
+    /// success, partial, failure or uncertain.
+    pub outcome: String,
+    /// The conversation turns it cites: `{turn, role, tool, error, excerpt}`.
+    pub evidence: serde_json::Value,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -696,12 +773,35 @@ pub struct ReviewParams {
     /// Why (kept in the log; `kb.reject` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Fields changed before approving (`kb.approve` of one id only); the edited experience
+    /// passes the write gate again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edit: Option<EditParams>,
+}
+
+/// Edited fields of a held experience; unset fields keep their value.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EditParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReviewResult {
     /// The ids whose status changed.
     pub changed: Vec<String>,
+    /// Approved ids that merged into the experience they duplicate: `[approved id, into id]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged: Vec<(String, String)>,
     /// The ids that already had that status.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unchanged: Vec<String>,

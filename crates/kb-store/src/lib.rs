@@ -10,11 +10,13 @@
 //! `synchronous = FULL`, so an acknowledged write survives a crash of the process or machine.
 
 mod error;
+mod extraction;
 mod migrations;
 mod store;
 mod vectors;
 
 pub use error::{Error, Result};
+pub use extraction::{Enqueued, ExtractionStats, Job, JobResult, NewJob, ProposalInfo, ProposalMeta};
 pub use migrations::SCHEMA_VERSION;
 pub use store::{
     Changes, Counts, ExportRow, IndexRow, KeptApart, ListFilter, Store, StoredContent, Variant, VectorRef, WriteItem,

@@ -84,6 +84,61 @@ const MIGRATIONS: &[&str] = &[
     ) STRICT;
     CREATE INDEX variants_experience ON variants (experience_id);
     "#,
+    // Version 4: extraction. Conversations queued for an LLM to propose experiences from
+    // (`turns` is redacted in strict mode before it is written; emptied once the job is done),
+    // the messages of each session already queued or skipped, the tokens spent per day, the
+    // queue's counters, and what each extracted proposal came with (its outcome, the turns it
+    // cites, the experience it resembles, its duplicate key while it is held for review).
+    r#"
+    CREATE TABLE extraction_jobs (
+        id               INTEGER PRIMARY KEY,
+        session_key      TEXT NOT NULL,
+        agent_id         TEXT,
+        turns            TEXT NOT NULL,
+        turn_count       INTEGER NOT NULL,
+        privacy          TEXT NOT NULL,
+        require_approval INTEGER NOT NULL,
+        state            TEXT NOT NULL,
+        attempts         INTEGER NOT NULL DEFAULT 0,
+        not_before       INTEGER NOT NULL DEFAULT 0,
+        created_at       INTEGER NOT NULL,
+        finished_at      INTEGER,
+        tokens           INTEGER NOT NULL DEFAULT 0,
+        proposals        INTEGER NOT NULL DEFAULT 0,
+        error            TEXT
+    ) STRICT;
+    CREATE INDEX extraction_jobs_due ON extraction_jobs (state, not_before, id);
+
+    CREATE TABLE extraction_seen (
+        session_key TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        seen_at     INTEGER NOT NULL,
+        PRIMARY KEY (session_key, fingerprint)
+    ) STRICT, WITHOUT ROWID;
+    CREATE INDEX extraction_seen_at ON extraction_seen (seen_at);
+
+    CREATE TABLE extraction_usage (
+        day    INTEGER PRIMARY KEY,
+        tokens INTEGER NOT NULL,
+        calls  INTEGER NOT NULL
+    ) STRICT;
+
+    CREATE TABLE extraction_counters (
+        name  TEXT PRIMARY KEY,
+        value INTEGER NOT NULL
+    ) STRICT;
+
+    CREATE TABLE proposals (
+        experience_id TEXT PRIMARY KEY REFERENCES experiences (id) ON DELETE CASCADE,
+        job_id        INTEGER NOT NULL,
+        outcome       TEXT NOT NULL,
+        evidence      TEXT NOT NULL,
+        dedup_key     TEXT NOT NULL,
+        similar_id    TEXT,
+        similarity    REAL
+    ) STRICT;
+    CREATE INDEX proposals_dedup_key ON proposals (dedup_key);
+    "#,
 ];
 
 /// The schema version this build writes.

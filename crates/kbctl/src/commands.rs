@@ -165,24 +165,41 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else if result.experiences.is_empty() {
                 output::line("nothing is waiting for review")?;
             } else {
-                for record in &result.experiences {
-                    let why = if record.flags.is_empty() { "proposed".to_owned() } else { record.flags.join(",") };
+                for held in &result.experiences {
+                    let record = &held.experience;
                     output::line(format!(
                         "{}  {}  {}/5  {}  ({})",
                         record.id,
-                        why,
+                        crate::review::why_held(held),
                         record.score,
                         clip(&record.task, 60),
                         clip(&record.resource, 30)
                     ))?;
+                    if let (Some(similar), Some(similarity)) = (&held.similar, held.similarity) {
+                        output::line(format!(
+                            "    resembles {} ({:.2}): {}",
+                            similar.id,
+                            similarity,
+                            clip(&similar.task, 60)
+                        ))?;
+                    }
                 }
                 output::line(
-                    "approve with `kbctl approve ID…`, reject with `kbctl reject ID…`, read with `kbctl show ID`",
+                    "review one by one with `kbctl review`, or `kbctl approve ID…` / `kbctl reject ID…`; read with `kbctl show ID`",
                 )?;
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Approve { ids } => review(&mut client, method::APPROVE, "approved", &json!({"ids": ids}), json).await,
+        Command::Approve { ids, task, resource, result, score, content } => {
+            let edit = wire::EditParams { task, resource, result, score, content };
+            let params = if edit == wire::EditParams::default() {
+                json!({"ids": ids})
+            } else {
+                json!({"ids": ids, "edit": edit})
+            };
+            review(&mut client, method::APPROVE, "approved", &params, json).await
+        }
+        Command::Review { limit } => crate::review::run(&mut client, limit).await,
         Command::Reject { ids, reason } => {
             review(&mut client, method::REJECT, "rejected", &json!({"ids": ids, "reason": reason}), json).await
         }
@@ -226,7 +243,7 @@ async fn connect(socket: &Path) -> anyhow::Result<Client> {
     })
 }
 
-async fn call<P: serde::Serialize, R: serde::de::DeserializeOwned>(
+pub(crate) async fn call<P: serde::Serialize, R: serde::de::DeserializeOwned>(
     client: &mut Client,
     method: &str,
     params: &P,
@@ -718,7 +735,7 @@ fn progress_spinner(quiet: bool, message: &'static str) -> ProgressBar {
 }
 
 /// `kbctl approve` and `kbctl reject`: fails when an id names no experience.
-async fn review(
+pub(crate) async fn review(
     client: &mut Client,
     method: &str,
     done: &str,
@@ -730,6 +747,9 @@ async fn review(
         output::json(&result)?;
     } else {
         output::line(format!("{done} {}", result.changed.len()))?;
+        for (id, into) in &result.merged {
+            output::line(format!("{id} merged into {into}, which says the same"))?;
+        }
         for id in &result.unchanged {
             output::line(format!("{id} was already {done}"))?;
         }

@@ -3,6 +3,7 @@
 
 mod commands;
 mod output;
+mod review;
 mod service;
 
 use std::path::PathBuf;
@@ -88,6 +89,23 @@ pub enum Command {
     Approve {
         #[arg(required = true)]
         ids: Vec<String>,
+        /// Approve with this task instead (one id only; the edit passes the write gate).
+        #[arg(long)]
+        task: Option<String>,
+        #[arg(long)]
+        resource: Option<String>,
+        #[arg(long)]
+        result: Option<String>,
+        #[arg(long)]
+        score: Option<i64>,
+        #[arg(long)]
+        content: Option<String>,
+    },
+    /// Review held experiences one at a time, each beside the stored experience it resembles:
+    /// approve, edit (in $VISUAL or $EDITOR), reject, skip or quit, one key and Enter each.
+    Review {
+        #[arg(long, default_value_t = 100)]
+        limit: i64,
     },
     /// Reject held (or active) experiences: kept, so the same text submitted again stays
     /// rejected, but never searched.

@@ -17,6 +17,7 @@ pub struct Config {
     pub limits: LimitsConfig,
     pub server: ServerConfig,
     pub embedding: EmbeddingConfig,
+    pub extraction: ExtractionConfig,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -141,6 +142,72 @@ impl Default for EmbeddingConfig {
     }
 }
 
+/// Extraction of experiences from finished conversations by an LLM (the plugin's
+/// `enableServerExtraction` turns it on per OpenClaw; this says which LLM and how much).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ExtractionConfig {
+    /// Which LLM extracts: `endpoint` (the Chat Completions endpoint below) or `openclaw`
+    /// (the model OpenClaw already uses, through the plugin); `auto`: the endpoint when one
+    /// is configured, else OpenClaw.
+    pub route: RouteConfig,
+    /// An OpenAI-compatible API, e.g. `http://127.0.0.1:11434/v1` (Ollama); requests go to
+    /// `{base_url}/chat/completions`.
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+    /// The environment variable that holds the API key (never logged, never shown).
+    pub api_key_env: Option<String>,
+    /// A file that holds the API key (read at each call; never logged, never shown).
+    pub api_key_file: Option<PathBuf>,
+    /// Tokens of conversation sent per job at most (tool output is cut first).
+    pub max_input_tokens: usize,
+    /// Tokens the answer may take.
+    pub max_output_tokens: u32,
+    /// Tokens spent per day (UTC) at most, counted from the endpoint's `usage`; past it, jobs
+    /// wait for the next day.
+    pub daily_token_cap: u64,
+    /// Proposals the LLM is less confident of than this are dropped (and counted).
+    pub min_confidence: f64,
+    /// Jobs waiting at most; past it the oldest are dropped (and counted).
+    pub max_queued: usize,
+    /// Attempts of a job before it fails for good (timeouts, 5xx and 429 are retried).
+    pub max_attempts: u32,
+    /// Seconds before the first retry of a job; doubled at each retry (at most 30 minutes). A
+    /// `Retry-After` from the endpoint wins.
+    pub retry_seconds: u64,
+    /// Seconds one call may take.
+    pub timeout_seconds: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RouteConfig {
+    #[default]
+    Auto,
+    Endpoint,
+    Openclaw,
+}
+
+impl Default for ExtractionConfig {
+    fn default() -> ExtractionConfig {
+        ExtractionConfig {
+            route: RouteConfig::Auto,
+            base_url: None,
+            model: None,
+            api_key_env: None,
+            api_key_file: None,
+            max_input_tokens: 6_000,
+            max_output_tokens: 1_200,
+            daily_token_cap: 200_000,
+            min_confidence: 0.6,
+            max_queued: 100,
+            max_attempts: 5,
+            retry_seconds: 10,
+            timeout_seconds: 120,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PrecisionConfig {
@@ -193,6 +260,35 @@ impl Config {
             "embedding.similar_threshold must be above 0 and at most 1.01 (above 1 turns merging off)"
         );
         anyhow::ensure!(config.embedding.retry_seconds >= 1, "embedding.retry_seconds must be at least 1");
+        let extraction = &config.extraction;
+        if let Some(base_url) = &extraction.base_url {
+            anyhow::ensure!(
+                base_url.starts_with("http://") || base_url.starts_with("https://"),
+                "extraction.base_url must start with http:// or https://, got {base_url:?}"
+            );
+            anyhow::ensure!(extraction.model.is_some(), "extraction.model must be set with extraction.base_url");
+        }
+        anyhow::ensure!(
+            extraction.route != RouteConfig::Endpoint || extraction.base_url.is_some(),
+            "extraction.route = \"endpoint\" needs extraction.base_url"
+        );
+        anyhow::ensure!(
+            !(extraction.api_key_env.is_some() && extraction.api_key_file.is_some()),
+            "set one of extraction.api_key_env and extraction.api_key_file, not both"
+        );
+        anyhow::ensure!(extraction.max_input_tokens >= 500, "extraction.max_input_tokens must be at least 500");
+        anyhow::ensure!(extraction.max_output_tokens >= 100, "extraction.max_output_tokens must be at least 100");
+        anyhow::ensure!(
+            (0.0..=1.0).contains(&extraction.min_confidence),
+            "extraction.min_confidence must be from 0 to 1"
+        );
+        anyhow::ensure!(extraction.max_queued >= 1, "extraction.max_queued must be at least 1");
+        anyhow::ensure!(extraction.max_attempts >= 1, "extraction.max_attempts must be at least 1");
+        anyhow::ensure!(extraction.retry_seconds >= 1, "extraction.retry_seconds must be at least 1");
+        anyhow::ensure!(
+            (1..=3_600).contains(&extraction.timeout_seconds),
+            "extraction.timeout_seconds must be from 1 to 3600"
+        );
         Ok(config)
     }
 

@@ -115,6 +115,16 @@ impl Daemon {
                 .spawn(move || engine.run_embedder(&stop))
                 .context("cannot start the embedding thread")?
         };
+        // Extraction jobs run one at a time on a thread of their own (blocking HTTP calls).
+        let stop_extraction = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let extracting = {
+            let engine = engine.clone();
+            let stop = stop_extraction.clone();
+            std::thread::Builder::new()
+                .name("knowhub-extract".to_owned())
+                .spawn(move || crate::extraction::run_worker(&engine, &stop))
+                .context("cannot start the extraction thread")?
+        };
         let flusher = {
             let engine = engine.clone();
             tokio::spawn(async move {
@@ -168,10 +178,17 @@ impl Daemon {
         flusher.abort();
         healer.abort();
         stop_embedder.store(true, std::sync::atomic::Ordering::Relaxed);
+        stop_extraction.store(true, std::sync::atomic::Ordering::Relaxed);
+        engine.extraction.wake();
         let _ = preparing.await;
         {
             let engine = engine.clone();
             let _ = tokio::task::spawn_blocking(move || engine.persist_index()).await;
+        }
+        // A job in the middle of a call is not waited for: it is queued still, and runs again
+        // at the next start (its result is written in one transaction, so never twice).
+        if extracting.is_finished() {
+            let _ = extracting.join();
         }
         // A model still loading (a download, say) is not waited for: the process is ending.
         if embedding.is_finished() {

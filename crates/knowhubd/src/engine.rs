@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
 use kb_core::redact::Redaction;
-use kb_core::{Experience, GatePolicy, NewExperience, Source, Status, ValidationError};
+use kb_core::{Experience, ExperienceId, GatePolicy, NewExperience, Source, Status, ValidationError};
 use kb_index::{ExperienceIndex, IndexDoc, OpenOutcome, SearchRequest};
 use kb_proto::Paths;
 use kb_store::{Counts, ExportRow, IndexRow, ListFilter, Store, StoredContent, VectorRef, WriteItem};
@@ -344,6 +344,8 @@ pub struct Engine {
     pub last_error: LastError,
     pub hooks: Hooks,
     pub semantic: Semantic,
+    /// The extraction worker's wake-ups and state (`extraction.rs`).
+    pub extraction: crate::extraction::Extraction,
     /// Submits waiting for the writer; whichever gets it first commits them all (group commit).
     pending_submits: Mutex<Vec<Arc<PendingSubmit>>>,
 }
@@ -413,6 +415,7 @@ impl Engine {
             hook_latency: LatencyWindow::default(),
             last_error: LastError::default(),
             hooks,
+            extraction: crate::extraction::Extraction::default(),
             pending_submits: Mutex::new(Vec::new()),
         }))
     }
@@ -538,7 +541,7 @@ impl Engine {
 
     /// Runs after every store write, under the writer lock. A failure here does not undo the
     /// write (the store is the truth): it is reported, and the next write or a restart retries.
-    fn after_write(&self, store: &mut Store, new_ids: &HashSet<String>) {
+    pub(crate) fn after_write(&self, store: &mut Store, new_ids: &HashSet<String>) {
         self.sync_vectors(store);
         let _index_turn = self.lock_index_sync();
         self.catch_up_index(store, new_ids);
@@ -653,6 +656,11 @@ impl Engine {
 
     fn lock_index_sync(&self) -> MutexGuard<'_, ()> {
         self.index_sync.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The gate's policy (privacy mode and limits) every write passes.
+    pub(crate) fn policy(&self) -> &GatePolicy {
+        &self.policy
     }
 
     pub(crate) fn lock_writer(&self) -> MutexGuard<'_, Store> {
@@ -796,6 +804,7 @@ impl Engine {
                 vector: pending.vector.as_ref().map(|(model_id, _, bytes)| VectorRef { model_id, bytes }),
                 similar_to: similar.as_ref().map(|hit| (hit.id.as_str(), hit.score)),
                 carried: &[],
+                id: None,
             })
             .collect();
         let (outcomes, _) = store.write_items(&items, now_ms()).map_err(|error| {
@@ -1277,22 +1286,164 @@ impl Engine {
     }
 
     /// Experiences held for review (suspected prompt injections, extracted proposals), newest
-    /// first, with the flags that say why.
-    pub fn pending(&self, limit: usize) -> EngineResult<Vec<Experience>> {
+    /// first, with the flags that say why, each with what it was extracted from and the stored
+    /// experience it resembles.
+    pub fn pending(&self, limit: usize) -> EngineResult<Vec<Held>> {
         let filter = ListFilter { status: Some(Status::Pending), agent_id: None, before_id: None, limit };
-        Ok(self.reader().list(&filter)?)
+        let reader = self.reader();
+        let held = reader.list(&filter)?;
+        let ids: Vec<&str> = held.iter().map(|experience| experience.id.as_str()).collect();
+        let mut proposals = reader.proposal_infos(&ids)?;
+        let mut out = Vec::with_capacity(held.len());
+        for experience in held {
+            let proposal = proposals.remove(experience.id.as_str());
+            let similar = match proposal.as_ref().and_then(|proposal| proposal.similar.clone()) {
+                Some((id, similarity)) => reader.get(&id)?.map(|similar| (similar, similarity)),
+                None => None,
+            };
+            out.push(Held { experience, proposal, similar });
+        }
+        Ok(out)
     }
 
     /// The review queue's decision on experiences: `Active` approves (the user's call overrides
     /// a suspicion: the flags stay, and auto-recall still leaves flagged experiences out),
-    /// `Rejected` rejects (kept, so the same text submitted again stays rejected). Returns, per
-    /// id, the status it had; `None` for an unknown id.
-    pub fn review(&self, ids: &[String], status: Status) -> EngineResult<Vec<Option<Status>>> {
-        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    /// `Rejected` rejects (kept, so the same text submitted or proposed again stays rejected).
+    /// An approved proposal, or an approval with `edit`, is written as a submit would be: it
+    /// passes the gate again and merges into the experience it duplicates, if any. Returns, per
+    /// id, the status it had (`None`: unknown id), and the approved ids that merged.
+    pub fn review(&self, ids: &[String], status: Status, edit: Option<&Edit>) -> EngineResult<Reviewed> {
+        let mut reviewed = Reviewed { before: vec![None; ids.len()], merged: Vec::new() };
+        let mut plain: Vec<usize> = Vec::new();
+        if status == Status::Active {
+            let id_refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+            let proposals = self.reader().proposal_infos(&id_refs)?;
+            for (position, id) in ids.iter().enumerate() {
+                let proposal = proposals.get(id.as_str());
+                if proposal.is_none() && edit.is_none() {
+                    plain.push(position);
+                    continue;
+                }
+                match self.approve_rewritten(id, proposal, edit)? {
+                    Rewritten::NotHeld => plain.push(position),
+                    Rewritten::Done { merged_into } => {
+                        reviewed.before[position] = Some(Status::Pending);
+                        if let Some(into) = merged_into {
+                            reviewed.merged.push((id.clone(), into));
+                        }
+                    }
+                }
+            }
+        } else {
+            plain = (0..ids.len()).collect();
+        }
+        if !plain.is_empty() {
+            let plain_ids: Vec<&str> = plain.iter().map(|position| ids[*position].as_str()).collect();
+            let mut store = self.lock_writer();
+            let (before, _) = store.set_status(&plain_ids, status, now_ms())?;
+            self.after_write(&mut store, &HashSet::new());
+            for (position, before) in plain.into_iter().zip(before) {
+                reviewed.before[position] = before;
+            }
+        }
+        Ok(reviewed)
+    }
+
+    /// Approves a held experience by writing it again (edited, when `edit` says so) through the
+    /// gate, under its own id, merging into what it duplicates.
+    fn approve_rewritten(
+        &self,
+        id: &str,
+        proposal: Option<&kb_store::ProposalInfo>,
+        edit: Option<&Edit>,
+    ) -> EngineResult<Rewritten> {
+        let (experience, content, stored_vector) = {
+            let reader = self.reader();
+            let Some(experience) = reader.get(id)? else { return Ok(Rewritten::NotHeld) };
+            if experience.status != Status::Pending {
+                return Ok(Rewritten::NotHeld);
+            }
+            let content = match reader.content(id)? {
+                kb_store::StoredContent::Content { content, content_type } => Some((content, content_type)),
+                _ => None,
+            };
+            (experience, content, reader.vector_of(id)?)
+        };
+        let (content, content_type) = content.unzip();
+        let mut new = NewExperience {
+            task: experience.task,
+            resource: experience.resource,
+            result: experience.result,
+            score: Some(i64::from(experience.score)),
+            content,
+            content_type,
+            agent_id: experience.agent_id,
+            submitted_by: experience.submitted_by,
+            session_key: experience.session_key,
+            source: Some(experience.source),
+            confidence: experience.confidence,
+        };
+        let words_before = (new.task.clone(), new.resource.clone(), new.result.clone());
+        if let Some(edit) = edit {
+            for (field, value) in
+                [(&mut new.task, &edit.task), (&mut new.resource, &edit.resource), (&mut new.result, &edit.result)]
+            {
+                if let Some(value) = value {
+                    *field = value.clone();
+                }
+            }
+            if let Some(score) = edit.score {
+                new.score = Some(score);
+            }
+            if let Some(content) = &edit.content {
+                new.content = Some(content.clone());
+                new.content_type.get_or_insert_with(|| "text/markdown".to_owned());
+            }
+        }
+        let edited_words = words_before != (new.task.clone(), new.resource.clone(), new.result.clone());
+        let mut gated = kb_core::gate(new, &self.policy)?;
+        // The user approves: held or not by the gate, it becomes active; the flags stay.
+        gated.status = Status::Active;
+        for flag in experience.flags {
+            if !gated.flags.contains(&flag) {
+                gated.flags.push(flag);
+            }
+        }
+        let vector = match stored_vector {
+            Some((model_id, bytes)) if !edited_words => Some((model_id, bytes)),
+            _ => {
+                let text = semantic::embedding_text(
+                    &gated.experience.task,
+                    &gated.experience.resource,
+                    &gated.experience.result,
+                );
+                self.semantic.embed_now(&text).map(|(model_id, vector)| (model_id, kb_embed::to_bytes(&vector)))
+            }
+        };
+        let similar = match (&vector, edited_words) {
+            (Some((model_id, bytes)), true) => kb_embed::from_bytes(bytes)
+                .ok()
+                .and_then(|vector| self.semantic.near_duplicate(model_id, &vector))
+                .map(|hit| (hit.id, hit.score)),
+            _ => proposal.and_then(|proposal| proposal.similar.clone()).map(|(id, similarity)| (id, similarity as f32)),
+        };
+        let experience_id = ExperienceId::from_stored(id.to_owned());
+        let item = WriteItem {
+            vector: vector.as_ref().map(|(model_id, bytes)| VectorRef { model_id, bytes }),
+            similar_to: similar.as_ref().filter(|(_, score)| *score < 1.0).map(|(id, score)| (id.as_str(), *score)),
+            ..WriteItem::plain(&gated)
+        };
         let mut store = self.lock_writer();
-        let (before, _) = store.set_status(&ids, status, now_ms())?;
-        self.after_write(&mut store, &HashSet::new());
-        Ok(before)
+        let Some((outcome, _)) = store.replace_held(&experience_id, item, now_ms())? else {
+            return Ok(Rewritten::NotHeld);
+        };
+        self.after_write(&mut store, &created_ids(std::slice::from_ref(&outcome)));
+        Ok(Rewritten::Done { merged_into: outcome.merged.then(|| outcome.id.to_string()) })
+    }
+
+    /// The extraction queue's state and counters; tokens are those of `day`.
+    pub fn extraction_stats(&self, day: i64) -> EngineResult<kb_store::ExtractionStats> {
+        Ok(self.reader().extraction_stats(day)?)
     }
 
     /// Deletes experiences; returns the ids that did not exist.
@@ -1393,8 +1544,42 @@ impl Engine {
     }
 }
 
+/// A held experience as the review queue shows it.
+#[derive(Debug, Clone)]
+pub struct Held {
+    pub experience: Experience,
+    /// Set for an extracted proposal.
+    pub proposal: Option<kb_store::ProposalInfo>,
+    /// The stored experience it resembles, with their similarity.
+    pub similar: Option<(Experience, f64)>,
+}
+
+/// Fields the user changed before approving.
+#[derive(Debug, Clone, Default)]
+pub struct Edit {
+    pub task: Option<String>,
+    pub resource: Option<String>,
+    pub result: Option<String>,
+    pub score: Option<i64>,
+    pub content: Option<String>,
+}
+
+/// What a review did.
+#[derive(Debug, Clone, Default)]
+pub struct Reviewed {
+    /// Per id, the status it had; `None` for an unknown id.
+    pub before: Vec<Option<Status>>,
+    /// Approved ids that merged into the experience they duplicate: (approved, into).
+    pub merged: Vec<(String, String)>,
+}
+
+enum Rewritten {
+    NotHeld,
+    Done { merged_into: Option<String> },
+}
+
 /// Ids of the experiences a write created (not merged into existing ones).
-fn created_ids(outcomes: &[kb_store::WriteOutcome]) -> HashSet<String> {
+pub(crate) fn created_ids(outcomes: &[kb_store::WriteOutcome]) -> HashSet<String> {
     outcomes.iter().filter(|outcome| !outcome.merged).map(|outcome| outcome.id.to_string()).collect()
 }
 

@@ -93,6 +93,10 @@ pub struct HookConfig {
     pub reminder_mode: ReminderMode,
     pub auto_recall: bool,
     pub extraction_trigger: ExtractionTrigger,
+    pub extraction: bool,
+    /// Conversations are redacted before they are queued for extraction (`privacyMode: strict`).
+    pub strict: bool,
+    pub require_approval: bool,
 }
 
 impl Default for HookConfig {
@@ -101,6 +105,18 @@ impl Default for HookConfig {
             reminder_mode: ReminderMode::Normal,
             auto_recall: true,
             extraction_trigger: ExtractionTrigger::AgentEnd,
+            extraction: false,
+            strict: true,
+            require_approval: true,
+        }
+    }
+}
+
+impl ExtractionTrigger {
+    pub fn hook(self) -> &'static str {
+        match self {
+            ExtractionTrigger::AgentEnd => "agent_end",
+            ExtractionTrigger::BeforeCompaction => "before_compaction",
         }
     }
 }
@@ -144,6 +160,22 @@ impl<'a> HookInput<'a> {
             _ => None,
         });
         current_text.or_else(|| self.event.get("prompt").and_then(Value::as_str)).filter(|text| !text.trim().is_empty())
+    }
+
+    /// The conversation to extract from, when this event is the extraction trigger and the
+    /// plugin turned extraction on: the history the event carries, with the plugin's settings.
+    pub fn conversation(&self) -> Option<crate::extraction::Conversation> {
+        if !self.config.extraction || self.hook != self.config.extraction_trigger.hook() {
+            return None;
+        }
+        let messages = self.event.get("messages").and_then(Value::as_array)?;
+        Some(crate::extraction::Conversation {
+            session_key: self.session_key().to_owned(),
+            agent_id: self.text("agentId").map(str::to_owned),
+            messages: messages.clone(),
+            strict: self.config.strict,
+            require_approval: self.config.require_approval,
+        })
     }
 
     fn tool_name(&self) -> Option<&'a str> {

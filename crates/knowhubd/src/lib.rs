@@ -7,6 +7,7 @@ pub mod activation;
 pub mod config;
 pub mod daemon;
 pub mod engine;
+pub mod extraction;
 pub mod hooks;
 pub mod memory;
 mod rpc;

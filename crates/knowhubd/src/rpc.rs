@@ -161,7 +161,7 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
             let params: wire::PendingParams = parse(&params)?;
             let limit = page_limit(params.limit, 100)?;
             let held = engine.pending(limit).map_err(|error| to_rpc_error(&engine, error))?;
-            let experiences: Vec<wire::ExperienceRecord> = held.into_iter().map(record).collect();
+            let experiences: Vec<wire::PendingRecord> = held.into_iter().map(pending_record).collect();
             RpcResult::Ok(wire::PendingResult { count: experiences.len(), experiences })
         })
         .expect("method names are unique");
@@ -219,6 +219,17 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
             }
             let config = hook_config(params.config.as_ref())?;
             let input = HookInput { hook, event: &params.event, ctx: &params.ctx, config };
+            if let Some(conversation) = input.conversation() {
+                // Queued off the hook's path: the turn has ended, and nothing waits for this.
+                let engine = engine.clone();
+                tokio::task::spawn_blocking(move || {
+                    if let Err(error) = crate::extraction::on_conversation(&engine, conversation) {
+                        let message = format!("extraction: cannot queue a conversation: {error:#}");
+                        tracing::error!("{message}");
+                        engine.last_error.set(message);
+                    }
+                });
+            }
             let outcome = engine.hooks.handle(&engine, input).await;
             engine.hook_latency.record(started.elapsed());
             RpcResult::Ok(wire::HookEventResult {
@@ -312,6 +323,7 @@ fn status(engine: &Engine, socket: &std::path::Path) -> RpcResult<wire::StatusRe
         }
         IndexState::Failed { reason } => ("degraded", Some(format!("{reason}; retrying every few seconds"))),
     };
+    let extraction = extraction_status(engine).map_err(|error| to_rpc_error(engine, error))?;
     let latency = |figures: crate::stats::LatencyFigures| wire::LatencySummary {
         count: figures.count,
         p50_ms: millis(figures.p50),
@@ -339,7 +351,8 @@ fn status(engine: &Engine, socket: &std::path::Path) -> RpcResult<wire::StatusRe
             detail,
         },
         embedder: embedder_status(engine),
-        queue_depth: 0,
+        queue_depth: extraction.queued,
+        extraction,
         latencies: wire::Latencies {
             search: latency(engine.search_latency.figures()),
             submit: latency(engine.submit_latency.figures()),
@@ -367,6 +380,39 @@ fn status(engine: &Engine, socket: &std::path::Path) -> RpcResult<wire::StatusRe
     })
 }
 
+fn extraction_status(engine: &Engine) -> Result<wire::ExtractionStatus, EngineError> {
+    let config = &engine.config.extraction;
+    let day = crate::engine::now_ms().div_euclid(86_400_000);
+    let stats = engine.extraction_stats(day)?;
+    let counter = |name: &str| stats.counters.get(name).copied().unwrap_or(0);
+    let (route, endpoint, model) = match crate::extraction::route(config) {
+        crate::extraction::Route::Endpoint { base_url, model } => ("endpoint", Some(base_url), Some(model)),
+        crate::extraction::Route::OpenClaw => ("openclaw", None, None),
+    };
+    Ok(wire::ExtractionStatus {
+        enabled: engine.extraction.requested() || stats.queued > 0,
+        route: route.to_owned(),
+        endpoint,
+        model,
+        queued: stats.queued,
+        done: stats.done,
+        failed: stats.failed,
+        skipped: counter("skipped"),
+        dropped: counter("dropped"),
+        proposed: counter("proposed"),
+        low_confidence: counter("low_confidence"),
+        invalid: counter("invalid"),
+        rejected_before: counter("rejected_before"),
+        already_proposed: counter("already_proposed"),
+        quarantined: counter("quarantined"),
+        pending_proposals: stats.pending_proposals,
+        tokens_today: stats.tokens_today,
+        daily_token_cap: config.daily_token_cap,
+        waiting: engine.extraction.waiting(),
+        last_error: stats.last_error.map(|(at, message)| wire::LastError { at: rfc3339(at), message }),
+    })
+}
+
 fn hook_config(params: Option<&wire::HookConfigParams>) -> RpcResult<HookConfig> {
     let mut config = HookConfig::default();
     let Some(params) = params else { return Ok(config) };
@@ -389,6 +435,19 @@ fn hook_config(params: Option<&wire::HookConfigParams>) -> RpcResult<HookConfig>
                 ));
             }
         };
+    }
+    if let Some(on) = params.enable_server_extraction {
+        config.extraction = on;
+    }
+    if let Some(mode) = params.privacy_mode.as_deref() {
+        config.strict = match mode {
+            "strict" => true,
+            "relaxed" => false,
+            other => return Err(invalid("config.privacyMode", format!("must be strict or relaxed, got {other:?}"))),
+        };
+    }
+    if let Some(require) = params.require_approval {
+        config.require_approval = require;
     }
     Ok(config)
 }
@@ -466,9 +525,22 @@ fn review(engine: &Engine, params: &Params<'_>, status: Status) -> RpcResult<wir
         return Err(invalid("ids", "must name at least one experience"));
     }
     let ids = params.ids.iter().map(|id| experience_id("ids", id)).collect::<RpcResult<Vec<_>>>()?;
-    let before = engine.review(&ids, status).map_err(|error| to_rpc_error(engine, error))?;
-    let mut result = wire::ReviewResult { changed: Vec::new(), unchanged: Vec::new(), missing: Vec::new() };
-    for (id, before) in ids.into_iter().zip(before) {
+    let edit = match params.edit {
+        None => None,
+        Some(_) if status != Status::Active => return Err(invalid("edit", "only kb.approve takes an edit")),
+        Some(_) if ids.len() != 1 => return Err(invalid("edit", "an edit applies to one id; name exactly one")),
+        Some(edit) => Some(crate::engine::Edit {
+            task: edit.task,
+            resource: edit.resource,
+            result: edit.result,
+            score: edit.score,
+            content: edit.content,
+        }),
+    };
+    let reviewed = engine.review(&ids, status, edit.as_ref()).map_err(|error| to_rpc_error(engine, error))?;
+    let mut result =
+        wire::ReviewResult { changed: Vec::new(), merged: reviewed.merged, unchanged: Vec::new(), missing: Vec::new() };
+    for (id, before) in ids.into_iter().zip(reviewed.before) {
         match before {
             None => result.missing.push(id),
             Some(before) if before == status => result.unchanged.push(id),
@@ -607,6 +679,21 @@ fn record(experience: Experience) -> wire::ExperienceRecord {
         merge_count: experience.merge_count,
         recall_count: experience.recall_count,
         variants: Vec::new(),
+    }
+}
+
+fn pending_record(held: crate::engine::Held) -> wire::PendingRecord {
+    let (similar, similarity) =
+        held.similar.map(|(experience, similarity)| (Box::new(record(experience)), similarity)).unzip();
+    wire::PendingRecord {
+        experience: record(held.experience),
+        extraction: held.proposal.map(|proposal| wire::ProposalRecord {
+            job_id: proposal.job_id,
+            outcome: proposal.outcome,
+            evidence: serde_json::from_str(&proposal.evidence_json).unwrap_or(serde_json::Value::Null),
+        }),
+        similar,
+        similarity,
     }
 }
 

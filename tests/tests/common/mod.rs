@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod llm;
+
 use kb_proto::Client;
 use serde_json::{Value, json};
 

@@ -1,0 +1,536 @@
+//! Extraction: finished conversations queued by the hooks, read by an LLM on a worker thread of
+//! its own, and its proposals stored through the write gate into the review queue.
+//!
+//! The path: the hook named by the plugin's `extractionTrigger` hands over the session's history
+//! (`on_conversation`); only messages the session never had extracted are taken; the gate before
+//! spend (`kb_extract::assess`) skips conversations with nothing reusable; in strict privacy mode
+//! the turns are redacted before they are written to the queue. The worker (`run_worker`) takes
+//! one due job at a time, checks the daily token cap, cuts the transcript to the token budget,
+//! calls the Chat Completions endpoint of `[extraction]`, parses the answer, and stores the
+//! proposals, the job's state and the tokens spent in one transaction.
+//!
+//! Architecture Invariant: a job is done exactly once. Its attempt is counted before the call and
+//! its result written in one transaction, so a crash during a call repeats the call, never the
+//! storage; an answer that cannot be read stores nothing.
+//! Architecture Invariant: nothing is sent anywhere unless the plugin turned extraction on, and
+//! the API key is read at each call and never logged or shown.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex, PoisonError};
+use std::time::Duration;
+
+use kb_core::{NewExperience, Source, Status};
+use kb_extract::{Parsed, Turn};
+use kb_store::{Enqueued, Job, NewJob, ProposalMeta, VectorRef, WriteItem};
+use serde_json::{Value, json};
+
+use crate::config::{ExtractionConfig, RouteConfig};
+use crate::engine::{Engine, now_ms};
+
+const DAY_MS: i64 = 86_400_000;
+/// The longest the worker sleeps before it looks at the queue again.
+const IDLE_WAIT: Duration = Duration::from_secs(60);
+/// The most of an endpoint's answer read, in bytes.
+const MAX_ANSWER_BYTES: u64 = 4 * 1024 * 1024;
+/// Characters of a cited turn kept as the proposal's evidence.
+const EVIDENCE_CHARS: usize = 240;
+/// Characters of an endpoint's error body kept in the job's error.
+const ERROR_BODY_CHARS: usize = 300;
+
+/// The worker's wake-ups and what it waits for.
+#[derive(Default)]
+pub struct Extraction {
+    wake: Mutex<u64>,
+    woken: Condvar,
+    /// What the worker waits for, when it waits for something other than work.
+    waiting: Mutex<Option<String>>,
+    /// The endpoint refused `response_format`: the answer is asked for by instructions only.
+    no_schema: AtomicBool,
+    /// A hook event asked for extraction since the daemon started.
+    requested: AtomicBool,
+}
+
+impl Extraction {
+    pub fn wake(&self) {
+        *self.wake.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        self.woken.notify_all();
+    }
+
+    /// Sleeps up to `timeout`, or until `wake`.
+    fn sleep(&self, timeout: Duration) {
+        let generation = self.wake.lock().unwrap_or_else(PoisonError::into_inner);
+        let seen = *generation;
+        let _ = self
+            .woken
+            .wait_timeout_while(generation, timeout, |generation| *generation == seen)
+            .unwrap_or_else(PoisonError::into_inner);
+    }
+
+    fn set_waiting(&self, what: Option<String>) {
+        *self.waiting.lock().unwrap_or_else(PoisonError::into_inner) = what;
+    }
+
+    pub fn waiting(&self) -> Option<String> {
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    pub fn requested(&self) -> bool {
+        self.requested.load(Ordering::Relaxed)
+    }
+}
+
+/// Which LLM extracts, as the configuration resolves it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    Endpoint { base_url: String, model: String },
+    OpenClaw,
+}
+
+pub fn route(config: &ExtractionConfig) -> Route {
+    match (&config.route, &config.base_url, &config.model) {
+        (RouteConfig::Openclaw, _, _) => Route::OpenClaw,
+        (_, Some(base_url), Some(model)) => Route::Endpoint { base_url: base_url.clone(), model: model.clone() },
+        _ => Route::OpenClaw,
+    }
+}
+
+/// A session's history as a hook handed it over, with the plugin's settings.
+#[derive(Debug, Clone)]
+pub struct Conversation {
+    pub session_key: String,
+    pub agent_id: Option<String>,
+    pub messages: Vec<Value>,
+    pub strict: bool,
+    pub require_approval: bool,
+}
+
+/// What became of a conversation handed over by a hook.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Handed {
+    /// No message the session had not had extracted already.
+    NothingNew,
+    /// Skipped by the gate before spend, for this reason.
+    Skipped(&'static str),
+    /// Queued as this job.
+    Queued(i64),
+}
+
+/// Queues the messages of `conversation` that its session never had extracted, unless the gate
+/// before spend skips them. Runs on a blocking thread: the hook has returned already.
+pub fn on_conversation(engine: &Engine, conversation: Conversation) -> anyhow::Result<Handed> {
+    engine.extraction.requested.store(true, Ordering::Relaxed);
+    let turns = kb_extract::parse_messages(&conversation.messages);
+    let key = conversation.session_key.as_str();
+    // A second event of the same session may queue some of these messages meanwhile: then
+    // what is new is worked out again.
+    for _ in 0..3 {
+        let fingerprints: Vec<String> = turns.iter().map(|turn| turn.fingerprint.clone()).collect();
+        let unseen = engine.reader().unseen_fingerprints(key, &fingerprints)?;
+        let mut new: Vec<Turn> =
+            turns.iter().zip(&unseen).filter(|(_, unseen)| **unseen).map(|(turn, _)| turn.clone()).collect();
+        if new.is_empty() {
+            return Ok(Handed::NothingNew);
+        }
+        let new_fingerprints: Vec<String> = new.iter().map(|turn| turn.fingerprint.clone()).collect();
+        let assessment = kb_extract::assess(&new);
+        if let Some(reason) = assessment.skip {
+            engine.lock_writer().skip_conversation(key, &new_fingerprints, "skipped", now_ms())?;
+            tracing::debug!(session = key, reason, "extraction: conversation skipped");
+            return Ok(Handed::Skipped(reason));
+        }
+        if conversation.strict {
+            for turn in &mut new {
+                turn.map_texts(|text| {
+                    let (redacted, found) = kb_core::redact::redact(text);
+                    (!found.is_empty()).then(|| redacted.into_owned())
+                });
+            }
+        }
+        let turns_json = serde_json::to_string(&new)?;
+        let job = NewJob {
+            session_key: key,
+            agent_id: conversation.agent_id.as_deref(),
+            turns_json: &turns_json,
+            turn_count: new.len(),
+            fingerprints: &new_fingerprints,
+            privacy: if conversation.strict { "strict" } else { "relaxed" },
+            require_approval: conversation.require_approval,
+        };
+        let enqueued = engine.lock_writer().enqueue_extraction(&job, engine.config.extraction.max_queued, now_ms())?;
+        if let Enqueued::Queued { id, dropped } = enqueued {
+            if dropped > 0 {
+                tracing::warn!(dropped, "extraction: the queue is full; the oldest jobs were dropped");
+            }
+            engine.extraction.wake();
+            return Ok(Handed::Queued(id));
+        }
+    }
+    Ok(Handed::NothingNew)
+}
+
+/// The worker: one due job at a time, until `stop`.
+pub fn run_worker(engine: &Engine, stop: &AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
+        match step(engine) {
+            Ok(Some(wait)) => engine.extraction.sleep(wait),
+            Ok(None) => {}
+            Err(error) => {
+                let message = format!("extraction: {error:#}");
+                tracing::error!("{message}");
+                engine.last_error.set(message);
+                engine.extraction.sleep(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+/// Runs the next due job, if any; returns how long to wait before the next step (`None`: go on).
+fn step(engine: &Engine) -> anyhow::Result<Option<Duration>> {
+    let config = &engine.config.extraction;
+    let now = now_ms();
+    let (job, next_due) = engine.reader().next_extraction_job(now)?;
+    let Some(job) = job else {
+        engine.extraction.set_waiting(None);
+        let wait = next_due.map_or(IDLE_WAIT, |due| Duration::from_millis((due - now).clamp(0, 60_000) as u64));
+        return Ok(Some(wait));
+    };
+    let Route::Endpoint { base_url, model } = route(config) else {
+        engine.extraction.set_waiting(Some(
+            "no extraction endpoint is configured: set [extraction] base_url and model in the daemon's config"
+                .to_owned(),
+        ));
+        return Ok(Some(IDLE_WAIT));
+    };
+    let day = now.div_euclid(DAY_MS);
+    let turns: Vec<Turn> = match serde_json::from_str(&job.turns_json) {
+        Ok(turns) => turns,
+        Err(error) => {
+            let reason = format!("the queued conversation cannot be read: {error}");
+            engine.lock_writer().fail_extraction(job.id, &reason, 0, day, now)?;
+            return Ok(None);
+        }
+    };
+    let rendered = kb_extract::render(&turns, config.max_input_tokens);
+    let estimate = (kb_extract::estimate_tokens(kb_extract::prompt::SYSTEM) + rendered.tokens_sent) as u64
+        + u64::from(config.max_output_tokens);
+    if estimate > config.daily_token_cap {
+        let reason = format!("needs about {estimate} tokens, more than the daily cap of {}", config.daily_token_cap);
+        engine.lock_writer().fail_extraction(job.id, &reason, 0, day, now)?;
+        return Ok(None);
+    }
+    let spent = engine.reader().extraction_tokens(day)?;
+    if spent + estimate > config.daily_token_cap {
+        let next_day = (day + 1) * DAY_MS;
+        engine.extraction.set_waiting(Some(format!(
+            "the daily token cap is reached ({spent} of {} tokens spent today); jobs wait until 00:00 UTC",
+            config.daily_token_cap
+        )));
+        return Ok(Some(Duration::from_millis((next_day - now).clamp(1_000, 3_600_000) as u64)));
+    }
+    engine.extraction.set_waiting(None);
+    engine.lock_writer().start_extraction_attempt(job.id)?;
+    let attempt = job.attempts + 1;
+    let schema = !engine.extraction.no_schema.load(Ordering::Relaxed);
+    let body = kb_extract::prompt::request_body(&model, &rendered.text, config.max_output_tokens, schema);
+    let called = call(config, &base_url, &body);
+    let now = now_ms();
+    match called {
+        Ok(answer) => {
+            let tokens = answer.tokens.unwrap_or(estimate);
+            match kb_extract::parse_answer(&answer.text, &turns) {
+                Ok(parsed) => {
+                    store_proposals(engine, &job, &turns, parsed, tokens, day)?;
+                }
+                Err(reason) => {
+                    let reason = format!("the LLM's answer could not be read: {reason}");
+                    tracing::warn!(job = job.id, "extraction: {reason}");
+                    engine.lock_writer().fail_extraction(job.id, &reason, tokens, day, now)?;
+                }
+            }
+        }
+        Err(CallError::NoSchema(reason)) if schema => {
+            tracing::info!("extraction: the endpoint refused response_format ({reason}); asking by instructions only");
+            engine.extraction.no_schema.store(true, Ordering::Relaxed);
+            engine.lock_writer().retry_extraction(job.id, now, &reason, 0, day)?;
+        }
+        Err(CallError::Retry { reason, after }) if attempt < config.max_attempts => {
+            let backoff = after.unwrap_or_else(|| backoff(config, attempt));
+            tracing::warn!(job = job.id, attempt, "extraction: {reason}; retrying in {backoff:?}");
+            let not_before = now + backoff.as_millis() as i64;
+            engine.lock_writer().retry_extraction(job.id, not_before, &reason, 0, day)?;
+        }
+        Err(error) => {
+            let reason = match error {
+                CallError::Retry { reason, .. } => format!("{reason} (gave up after {attempt} attempts)"),
+                CallError::NoSchema(reason) | CallError::Fatal(reason) => reason,
+            };
+            tracing::warn!(job = job.id, "extraction failed: {reason}");
+            engine.lock_writer().fail_extraction(job.id, &reason, 0, day, now)?;
+        }
+    }
+    Ok(None)
+}
+
+/// The wait before attempt `attempt + 1`: `retry_seconds`, doubled each attempt, at most 30 minutes.
+fn backoff(config: &ExtractionConfig, attempt: u32) -> Duration {
+    let seconds = config.retry_seconds.saturating_mul(1 << attempt.saturating_sub(1).min(16));
+    Duration::from_secs(seconds.min(1_800))
+}
+
+/// What an endpoint answered.
+struct Answer {
+    text: String,
+    /// Tokens it counted (`usage`), when it said.
+    tokens: Option<u64>,
+}
+
+enum CallError {
+    /// Worth another attempt (a timeout, a refused connection, 408, 429, 5xx), after `after`
+    /// when the endpoint said (`Retry-After`).
+    Retry { reason: String, after: Option<Duration> },
+    /// The endpoint does not take `response_format`.
+    NoSchema(String),
+    /// Not worth another attempt (another 4xx, an answer with no message).
+    Fatal(String),
+}
+
+/// One Chat Completions call.
+fn call(config: &ExtractionConfig, base_url: &str, body: &Value) -> Result<Answer, CallError> {
+    let key = api_key(config).map_err(CallError::Fatal)?;
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(config.timeout_seconds)))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let url = format!("{}/chat/completions", base_url.trim_end_matches('/'));
+    let mut request = agent.post(&url).header("Content-Type", "application/json");
+    if let Some(key) = &key {
+        request = request.header("Authorization", &format!("Bearer {key}"));
+    }
+    let mut response = request.send_json(body).map_err(|error| CallError::Retry {
+        reason: format!("cannot reach the extraction endpoint {url}: {error}"),
+        after: None,
+    })?;
+    let status = response.status().as_u16();
+    let retry_after = response.headers().get("retry-after").and_then(|value| value.to_str().ok()).and_then(retry_after);
+    let text = response.body_mut().with_config().limit(MAX_ANSWER_BYTES).read_to_string().map_err(|error| {
+        CallError::Retry { reason: format!("reading the endpoint's answer failed: {error}"), after: None }
+    })?;
+    let excerpt = || {
+        let (redacted, _) = kb_core::redact::redact(&text);
+        let cut: String = redacted.chars().take(ERROR_BODY_CHARS).collect();
+        cut.replace('\n', " ")
+    };
+    match status {
+        200..=299 => {}
+        408 | 429 | 500..=599 => {
+            return Err(CallError::Retry {
+                reason: format!("the endpoint answered {status}: {}", excerpt()),
+                after: retry_after,
+            });
+        }
+        400 | 422 if body.get("response_format").is_some() && mentions_response_format(&text) => {
+            return Err(CallError::NoSchema(format!("the endpoint answered {status}: {}", excerpt())));
+        }
+        _ => return Err(CallError::Fatal(format!("the endpoint answered {status}: {}", excerpt()))),
+    }
+    let value: Value = serde_json::from_str(&text)
+        .map_err(|error| CallError::Fatal(format!("the endpoint's answer is not JSON ({error}): {}", excerpt())))?;
+    let message = value.pointer("/choices/0/message/content").and_then(Value::as_str);
+    let Some(message) = message else {
+        return Err(CallError::Fatal(format!(
+            "the endpoint's answer has no choices[0].message.content: {}",
+            excerpt()
+        )));
+    };
+    let usage = value.get("usage");
+    let tokens = usage.and_then(|usage| usage.get("total_tokens")).and_then(Value::as_u64).or_else(|| {
+        let part = |key: &str| usage.and_then(|usage| usage.get(key)).and_then(Value::as_u64);
+        Some(part("prompt_tokens")? + part("completion_tokens")?)
+    });
+    Ok(Answer { text: message.to_owned(), tokens })
+}
+
+fn mentions_response_format(text: &str) -> bool {
+    let lowered = text.to_lowercase();
+    ["response_format", "json_schema", "response format"].iter().any(|word| lowered.contains(word))
+}
+
+/// `Retry-After` in seconds (an HTTP date is not parsed: the backoff applies then), at most an hour.
+fn retry_after(value: &str) -> Option<Duration> {
+    value.trim().parse::<u64>().ok().map(|seconds| Duration::from_secs(seconds.min(3_600)))
+}
+
+/// The API key: from the environment variable or file the config names; none when it names none.
+fn api_key(config: &ExtractionConfig) -> Result<Option<String>, String> {
+    if let Some(name) = &config.api_key_env {
+        return match std::env::var(name) {
+            Ok(key) if !key.trim().is_empty() => Ok(Some(key.trim().to_owned())),
+            _ => Err(format!("extraction.api_key_env names {name}, which is not set")),
+        };
+    }
+    if let Some(path) = &config.api_key_file {
+        return match std::fs::read_to_string(path) {
+            Ok(key) if !key.trim().is_empty() => Ok(Some(key.trim().to_owned())),
+            Ok(_) => Err(format!("the API key file {} is empty", path.display())),
+            Err(error) => Err(format!("cannot read the API key file {}: {error}", path.display())),
+        };
+    }
+    Ok(None)
+}
+
+/// Stores a job's proposals through the write gate, with the job's state and tokens, in one
+/// transaction. Proposals below the confidence floor, rejected before, already held, or failing
+/// the gate are dropped and counted. Held proposals (review required, or a suspected injection)
+/// are stored under a key of their own, so that they neither merge into nor block anything
+/// until approved; the experience each resembles is named with it.
+fn store_proposals(
+    engine: &Engine,
+    job: &Job,
+    turns: &[Turn],
+    parsed: Parsed,
+    tokens: u64,
+    day: i64,
+) -> anyhow::Result<()> {
+    let config = &engine.config.extraction;
+    let mut low_confidence = 0u64;
+    let mut invalid = parsed.invalid.len() as u64;
+    let mut rejected_before = 0u64;
+    let mut already = 0u64;
+    let mut quarantined = 0u64;
+    let mut keys = HashSet::new();
+    let mut prepared = Vec::new();
+    for reason in &parsed.invalid {
+        tracing::info!(job = job.id, "extraction: proposal dropped: {reason}");
+    }
+    for (index, proposal) in parsed.proposals.into_iter().enumerate() {
+        if proposal.confidence < config.min_confidence {
+            low_confidence += 1;
+            continue;
+        }
+        let evidence = evidence_json(&proposal.evidence, turns);
+        let content_type = proposal.content.as_ref().map(|_| "text/markdown".to_owned());
+        let new = NewExperience {
+            task: proposal.task,
+            resource: proposal.resource,
+            result: proposal.result,
+            score: Some(proposal.score),
+            content: proposal.content,
+            content_type,
+            agent_id: job.agent_id.clone(),
+            submitted_by: None,
+            session_key: Some(job.session_key.clone()),
+            source: Some(Source::Extraction),
+            confidence: Some(proposal.confidence),
+        };
+        let mut gated = match kb_core::gate(new, engine.policy()) {
+            Ok(gated) => gated,
+            Err(error) => {
+                tracing::info!(job = job.id, "extraction: proposal dropped by the gate: {error}");
+                invalid += 1;
+                continue;
+            }
+        };
+        let key = gated.dedup_key.clone();
+        if !keys.insert(key.clone()) {
+            already += 1;
+            continue;
+        }
+        {
+            let reader = engine.reader();
+            if reader.rejected_before(&key)? {
+                rejected_before += 1;
+                continue;
+            }
+            if reader.held_proposal(&key)? {
+                already += 1;
+                continue;
+            }
+        }
+        let text = crate::semantic::embedding_text(
+            &gated.experience.task,
+            &gated.experience.resource,
+            &gated.experience.result,
+        );
+        let vector = engine.semantic.embed_now(&text).map(|(model_id, vector)| {
+            let bytes = kb_embed::to_bytes(&vector);
+            (model_id, vector, bytes)
+        });
+        let twin = engine.reader().with_dedup_key(&key)?.filter(|(_, status)| *status == Status::Active);
+        let similar = match twin {
+            Some((id, _)) => Some((id, 1.0f64)),
+            None => vector
+                .as_ref()
+                .and_then(|(model_id, vector, _)| engine.semantic.near_duplicate(model_id, vector))
+                .map(|hit| (hit.id, f64::from(hit.score))),
+        };
+        let suspected = gated.status == Status::Pending;
+        quarantined += u64::from(suspected);
+        let held = job.require_approval || suspected;
+        gated.flags.push("extracted".to_owned());
+        if held {
+            gated.status = Status::Pending;
+            gated.dedup_key = format!("proposal:{}:{index}:{key}", job.id);
+        }
+        let meta = ProposalMeta {
+            outcome: proposal.outcome.as_str().to_owned(),
+            evidence_json: evidence,
+            dedup_key: key,
+            similar,
+        };
+        prepared.push((gated, vector, meta, held));
+    }
+    let items: Vec<WriteItem<'_>> = prepared
+        .iter()
+        .map(|(gated, vector, meta, held)| WriteItem {
+            vector: vector.as_ref().map(|(model_id, _, bytes)| VectorRef { model_id, bytes }),
+            similar_to: if *held {
+                None
+            } else {
+                meta.similar
+                    .as_ref()
+                    .filter(|(_, similarity)| *similarity < 1.0)
+                    .map(|(id, similarity)| (id.as_str(), *similarity as f32))
+            },
+            ..WriteItem::plain(gated)
+        })
+        .collect();
+    let metas: Vec<Option<ProposalMeta>> = prepared.iter().map(|(_, _, meta, _)| Some(meta.clone())).collect();
+    let counters = [
+        ("low_confidence", low_confidence),
+        ("invalid", invalid),
+        ("rejected_before", rejected_before),
+        ("already_proposed", already),
+        ("quarantined", quarantined),
+        ("proposed", items.len() as u64),
+    ];
+    let mut store = engine.lock_writer();
+    let (outcomes, _) = store.finish_extraction(
+        job.id,
+        &items,
+        &metas,
+        &kb_store::JobResult { tokens, day, counters: &counters, now_ms: now_ms() },
+    )?;
+    engine.after_write(&mut store, &crate::engine::created_ids(&outcomes));
+    drop(store);
+    tracing::info!(job = job.id, proposals = outcomes.len(), tokens, "extraction: job done");
+    Ok(())
+}
+
+/// The turns a proposal cites, with an excerpt of each, as JSON.
+fn evidence_json(evidence: &[usize], turns: &[Turn]) -> String {
+    let cited: Vec<Value> = evidence
+        .iter()
+        .filter_map(|number| turns.get(number.wrapping_sub(1)).map(|turn| (number, turn)))
+        .map(|(number, turn)| {
+            let mut text = turn.text.clone();
+            for call in &turn.tool_calls {
+                text.push_str(&format!("\n-> {} {}", call.name, call.arguments));
+            }
+            let excerpt: String = text.trim().chars().take(EVIDENCE_CHARS).collect();
+            json!({"turn": number, "role": turn.role, "tool": turn.tool, "error": turn.is_error, "excerpt": excerpt})
+        })
+        .collect();
+    Value::Array(cited).to_string()
+}

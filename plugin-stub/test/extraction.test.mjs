@@ -1,0 +1,111 @@
+// Extraction in real agent turns: `openclaw agent --local` with the plugin (extraction on), a
+// real knowhubd whose `[extraction]` endpoint is the same scripted model server, which tells the
+// extraction request (the daemon's instructions) from the agent's. A session with tool use ends,
+// the daemon extracts from what OpenClaw's agent_end carried, the proposal waits in
+// `kbctl pending`, `kbctl approve` makes it active, and a new session's first prompt recalls it.
+
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+
+import { Daemon, knowhubdPath, until } from "./helpers.mjs";
+import { ModelServer, stepOf, turnText } from "./model-server.mjs";
+import { agentHome, agentTurn, checkEnvironment } from "./openclaw-home.mjs";
+
+const EXTRACTOR = "You extract reusable experiences";
+const RECALL_BLOCK = "<knowhub-experiences>";
+const TOKEN = "ghp_16C7e42F292c6912E7710c838347Ae178B4a";
+
+function isExtraction(request) {
+  return request.messages?.[0]?.role === "system" && String(request.messages[0].content).includes(EXTRACTOR);
+}
+
+/** The agent runs one command (its output holds a token), then answers; the extractor proposes. */
+function script(request) {
+  if (isExtraction(request)) {
+    const proposal = {
+      task: "Find which process holds the quokka build lock",
+      resource: "lsof /tmp/quokka.lock",
+      result: "lsof names the stale quokka daemon holding the lock; killing it lets the build start",
+      score: 4,
+      outcome: "success",
+      confidence: 0.85,
+      content: "lsof /tmp/quokka.lock\nkill <pid>",
+      evidence: [2, 3],
+    };
+    return { text: JSON.stringify({ experiences: [proposal] }) };
+  }
+  if (stepOf(request) === 0) {
+    return { toolCalls: [{ name: "exec", arguments: { command: `echo quokka lock held by pid 4242 GITHUB_TOKEN=${TOKEN}` } }] };
+  }
+  return { text: "The stale quokka daemon holds the lock." };
+}
+
+function kbctl(socket, args) {
+  const kbctlPath = path.join(path.dirname(knowhubdPath()), "kbctl");
+  const result = spawnSync(kbctlPath, args, { env: { ...process.env, KNOWHUB_SOCKET: socket }, encoding: "utf8" });
+  assert.equal(result.status, 0, `kbctl ${args.join(" ")}: ${result.stderr}`);
+  return result.stdout;
+}
+
+describe("extraction in real agent turns (openclaw@2026.9.6)", { concurrency: 1 }, () => {
+  let daemon;
+  let model;
+  let home;
+
+  before(async () => {
+    checkEnvironment();
+    model = await new ModelServer(script).listen();
+    daemon = new Daemon();
+    writeFileSync(
+      path.join(daemon.home, "config.toml"),
+      `[embedding]\nenabled = false\n\n[extraction]\nbase_url = "${model.baseUrl}"\nmodel = "scripted-extractor"\n`,
+    );
+    await daemon.spawn();
+    home = await agentHome({
+      prefix: "pstub-extract-",
+      socketPath: daemon.socket,
+      baseUrl: model.baseUrl,
+      pluginConfig: { enableServerExtraction: true, privacyMode: "strict", requireApproval: true, reminderMode: "off" },
+    });
+  });
+  after(async () => {
+    await model?.close();
+    await daemon?.stop();
+    home?.dispose();
+  });
+
+  test("a session with tool use is extracted, reviewed, approved, and recalled in a new session", { timeout: 900_000 }, async () => {
+    const turn = await agentTurn(home, { sessionId: "extract-1", message: "why does the quokka build hang on its lock?", timeout: 600_000 });
+    assert.equal(turn.code, 0, `the turn failed:\n${turn.stderr.slice(-3_000)}`);
+
+    const status = async () => (await daemon.call("status", {})).result.extraction;
+    await until(async () => (await status()).pending_proposals >= 1, 60_000, "a proposal to wait for review");
+    const extraction = model.requests.filter(isExtraction);
+    assert.equal(extraction.length, 1, "one extraction call for the session");
+    const sent = JSON.stringify(extraction[0]);
+    assert.ok(sent.includes("echo quokka lock held by pid 4242"), `the tool call OpenClaw recorded reached the extractor: ${sent}`);
+    assert.ok(sent.includes("The stale quokka daemon holds the lock."), sent);
+    assert.ok(!sent.includes(TOKEN), "strict mode redacts the conversation before it is sent");
+    assert.equal(extraction[0].stream, false);
+
+    const pending = kbctl(daemon.socket, ["pending"]);
+    assert.match(pending, /extracted \(success, 0\.85\).*quokka build lock/, pending);
+    const held = (await daemon.call("kb.pending", {})).result.experiences[0];
+    assert.equal(held.source, "extraction");
+    assert.equal(held.agent_id, "main");
+    assert.equal(held.session_key, "agent:main:explicit:extract-1");
+    kbctl(daemon.socket, ["approve", held.id]);
+
+    // A new session's first prompt about the same thing carries it in auto-recall.
+    const before = model.calls.length;
+    const recall = await agentTurn(home, { sessionId: "extract-2", message: "the quokka build lock again: who holds it?", timeout: 600_000 });
+    assert.equal(recall.code, 0, `the recall turn failed:\n${recall.stderr.slice(-3_000)}`);
+    const first = model.calls.slice(before).find((request) => !isExtraction(request));
+    const text = turnText(first);
+    assert.ok(text.includes(RECALL_BLOCK) && text.includes(held.id), text);
+    assert.ok(text.includes("lsof /tmp/quokka.lock"), text);
+  });
+});

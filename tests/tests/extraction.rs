@@ -373,3 +373,34 @@ fn approving_a_proposal_that_says_what_is_stored_merges_and_review_edits() {
     assert!(hit["result"].as_str().unwrap().contains("(TTL 3600)"), "{found}");
     assert!(pending(&daemon).is_empty());
 }
+
+#[test]
+fn only_the_hook_the_plugin_names_triggers_extraction_and_status_says_so() {
+    let llm = ScriptedLlm::start();
+    let daemon = start(&llm, "");
+    let mut config = plugin_config(true, "strict", true);
+    config["extractionTrigger"] = json!("before_compaction");
+    // agent_end is not the trigger now.
+    agent_end(&daemon, "s1", &deploy_session(1), &config);
+    std::thread::sleep(Duration::from_millis(1_000));
+    assert!(llm.requests().is_empty());
+    assert_eq!(extraction_status(&daemon)["queued"], 0);
+
+    llm.script([Reply::proposals(json!([deploy_proposal()]), 1_000)]);
+    daemon.ok(
+        "hook.event",
+        json!({"hook": "before_compaction", "event": {"messageCount": 6, "messages": deploy_session(1)},
+               "ctx": {"sessionKey": "s1", "agentId": "main"}, "config": config}),
+    );
+    wait_for_jobs(&daemon, 1, Duration::from_secs(30));
+    assert_eq!(llm.requests().len(), 1);
+
+    let status = daemon.kbctl(&["status"]);
+    let text = common::stdout(&status);
+    assert!(status.status.success(), "{text}");
+    assert!(
+        text.contains("extraction: scripted at http://127.0.0.1:")
+            && text.contains("0 queued, 1 done, 0 skipped, 0 failed, 0 dropped; 1 proposals waiting for review; 1000 of 200000 tokens today"),
+        "{text}"
+    );
+}

@@ -277,7 +277,7 @@ async fn status(client: &mut Client, json: bool) -> anyhow::Result<ExitCode> {
              experiences: {} ({} active, {} pending, {} rejected)\n\
              index: {}, {} documents (change {} of {})\n\
              embedder: {}{}, backlog {}\n\
-             extraction queue: {}\n\
+             extraction: {}\n\
              search latency: p50 {:.3} ms, p99 {:.3} ms over the last {} searches\n\
              submit latency: p50 {:.3} ms, p99 {:.3} ms\n\
              database: {}\nconfig: {}",
@@ -297,7 +297,7 @@ async fn status(client: &mut Client, json: bool) -> anyhow::Result<ExitCode> {
             status.embedder.state,
             status.embedder.detail.as_deref().map(|detail| format!(" ({detail})")).unwrap_or_default(),
             status.embedder.backlog,
-            status.queue_depth,
+            extraction_line(&status.extraction),
             status.latencies.search.p50_ms,
             status.latencies.search.p99_ms,
             status.latencies.search.count.min(1024),
@@ -315,6 +315,35 @@ async fn status(client: &mut Client, json: bool) -> anyhow::Result<ExitCode> {
         output::line(text)?;
     }
     Ok(if problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// One line on extraction for `kbctl status`.
+fn extraction_line(extraction: &wire::ExtractionStatus) -> String {
+    if !extraction.enabled {
+        return "off (the plugin's enableServerExtraction)".to_owned();
+    }
+    let via = match (&extraction.model, &extraction.endpoint) {
+        (Some(model), Some(endpoint)) => format!("{model} at {endpoint}"),
+        _ => extraction.route.clone(),
+    };
+    let mut line = format!(
+        "{via}; {} queued, {} done, {} skipped, {} failed, {} dropped; {} proposals waiting for review; {} of {} tokens today",
+        extraction.queued,
+        extraction.done,
+        extraction.skipped,
+        extraction.failed,
+        extraction.dropped,
+        extraction.pending_proposals,
+        extraction.tokens_today,
+        extraction.daily_token_cap
+    );
+    if let Some(waiting) = &extraction.waiting {
+        line.push_str(&format!("\n  waiting: {waiting}"));
+    }
+    if let Some(error) = &extraction.last_error {
+        line.push_str(&format!("\n  last extraction error ({}): {}", error.at, error.message));
+    }
+    line
 }
 
 fn print_search(result: &SearchResult) -> anyhow::Result<()> {

@@ -40,6 +40,8 @@ pub struct ExtractionReport {
 
 pub async fn run(binary: &Path, events: usize, json_output: bool) -> anyhow::Result<ExtractionReport> {
     let mut conversations = Vec::new();
+    // The gate's patterns are compiled once per process (the daemon does it at start): not timed.
+    kb_core::warm_up();
     for (name, messages) in [("50-message coding session", coding_session()), ("5-message chat", chat())] {
         let history_chars = serde_json::to_string(&messages)?.len();
         let started = Instant::now();
@@ -224,11 +226,13 @@ pub fn coding_session() -> Vec<Value> {
     }
     // The user weighs in midway, as users do, and the session goes on to the end.
     messages.insert(9, json!({"role": "user", "timestamp": 9, "content": "No, don't pin money back to 2.x, we need 3.0 for the new currencies."}));
-    while messages.len() < 49 {
+    while messages.len() < 48 {
         messages.push(json!({"role": "user", "timestamp": timestamp, "content": "Also check the invoices module uses from_minor."}));
         messages.push(json!({"role": "assistant", "timestamp": timestamp + 1, "content": [{"type": "text", "text": "invoices.rs already uses Amount::from_minor everywhere."}]}));
         timestamp += 2;
     }
+    messages.push(json!({"role": "user", "timestamp": timestamp, "content": "Great, that's all."}));
+    timestamp += 1;
     messages.push(json!({"role": "assistant", "timestamp": timestamp, "stopReason": "stop", "content": [{"type": "text", "text":
         "Fixed: money 3.0's Amount::new takes major units (f64); refunds and the ledger passed cents. Both use Amount::from_minor now; the integration tests pass."}]}));
     messages

@@ -2,6 +2,7 @@
 // and a forwarding handler for every typed hook. All state and logic live in the daemon.
 
 import { KnowhubClient, resolveSocketPath, type Logger } from "./client.ts";
+import { ExtractionPump, type LlmRuntime, type SubagentRuntime } from "./extraction.ts";
 import { registerHooks, type HookConfig } from "./hooks.ts";
 import { TOOL_NAMES, contentTool, searchTool, submitTool, type AgentTool, type ToolContext } from "./tools.ts";
 
@@ -20,6 +21,7 @@ export type PluginApi = {
   resolvePath?: (input: string) => string;
   registerTool: (tool: (ctx: ToolContext) => AgentTool | null | undefined, opts: { name: string }) => void;
   on: (hookName: string, handler: (event: unknown, ctx: unknown) => unknown, opts?: { priority?: number }) => void;
+  runtime?: { llm?: LlmRuntime; subagent?: SubagentRuntime };
 };
 
 const ENUMS = {
@@ -83,7 +85,28 @@ export function register(api: PluginApi): void {
   api.registerTool(() => contentTool(toolOptions), { name: TOOL_NAMES[2] });
 
   registerHooks(api, { client, config: hookConfigOf(config), hookTimeoutMs: config.hookTimeoutMs, logger: api.logger });
+  if (config.enableServerExtraction) {
+    // When the daemon has no endpoint of its own, its jobs run on OpenClaw's model, here.
+    const pump = new ExtractionPump(client, runtimeOf(api, "llm"), runtimeOf(api, "subagent"), api.logger);
+    // OpenClaw admits a plugin's background completion only while work of the gateway is
+    // running: after a run ended its worker refuses ("Gateway is draining; new tasks are not
+    // accepted"), and so does a gateway timer. So the jobs queued by earlier turns run at the
+    // start of a turn, beside it (one at a time, at most a few per turn).
+    api.on("before_prompt_build", (_event, ctx) => {
+      pump.kick((ctx as { agentId?: string } | null)?.agentId);
+      return undefined;
+    });
+  }
   api.logger.debug?.(`knowhub: daemon socket ${client.socketPath}`);
+}
+
+/** A namespace of `api.runtime`, if this OpenClaw has it (its getters may throw outside a gateway). */
+function runtimeOf<K extends "llm" | "subagent">(api: PluginApi, key: K): NonNullable<PluginApi["runtime"]>[K] | undefined {
+  try {
+    return api.runtime?.[key];
+  } catch {
+    return undefined;
+  }
 }
 
 export default {

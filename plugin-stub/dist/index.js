@@ -3,6 +3,7 @@
 // and a forwarding handler for every typed hook. All state and logic live in the daemon.
 
 import { KnowhubClient, resolveSocketPath } from "./client.js";
+import { ExtractionPump } from "./extraction.js";
 import { registerHooks } from "./hooks.js";
 import { TOOL_NAMES, contentTool, searchTool, submitTool } from "./tools.js";
 
@@ -67,7 +68,28 @@ export function register(api) {
   api.registerTool(() => contentTool(toolOptions), { name: TOOL_NAMES[2] });
 
   registerHooks(api, { client, config: hookConfigOf(config), hookTimeoutMs: config.hookTimeoutMs, logger: api.logger });
+  if (config.enableServerExtraction) {
+    // When the daemon has no endpoint of its own, its jobs run on OpenClaw's model, here.
+    const pump = new ExtractionPump(client, runtimeOf(api, "llm"), runtimeOf(api, "subagent"), api.logger);
+    // OpenClaw admits a plugin's background completion only while work of the gateway is
+    // running: after a run ended its worker refuses ("Gateway is draining; new tasks are not
+    // accepted"), and so does a gateway timer. So the jobs queued by earlier turns run at the
+    // start of a turn, beside it (one at a time, at most a few per turn).
+    api.on("before_prompt_build", (_event, ctx) => {
+      pump.kick((ctx)?.agentId);
+      return undefined;
+    });
+  }
   api.logger.debug?.(`knowhub: daemon socket ${client.socketPath}`);
+}
+
+/** A namespace of `api.runtime`, if this OpenClaw has it (its getters may throw outside a gateway). */
+function runtimeOf (api, key) {
+  try {
+    return api.runtime?.[key];
+  } catch {
+    return undefined;
+  }
 }
 
 export default {

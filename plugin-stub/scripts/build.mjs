@@ -7,7 +7,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-export const SOURCES = ["index.ts", "client.ts", "hooks.ts", "tools.ts"];
+export const SOURCES = ["index.ts", "client.ts", "extraction.ts", "hooks.ts", "tools.ts"];
 const DIST = path.join(ROOT, "dist");
 
 /**

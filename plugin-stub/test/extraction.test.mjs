@@ -12,14 +12,16 @@ import { after, before, describe, test } from "node:test";
 
 import { Daemon, knowhubdPath, until } from "./helpers.mjs";
 import { ModelServer, stepOf, turnText } from "./model-server.mjs";
-import { agentHome, agentTurn, checkEnvironment } from "./openclaw-home.mjs";
+import { agentHome, agentTurn, checkEnvironment, scriptedModelConfig, startGateway } from "./openclaw-home.mjs";
 
 const EXTRACTOR = "You extract reusable experiences";
 const RECALL_BLOCK = "<knowhub-experiences>";
 const TOKEN = "ghp_16C7e42F292c6912E7710c838347Ae178B4a";
 
 function isExtraction(request) {
-  return request.messages?.[0]?.role === "system" && String(request.messages[0].content).includes(EXTRACTOR);
+  // From the daemon: its instructions are the system message. Through OpenClaw's
+  // subagent.complete: they are part of OpenClaw's system prompt.
+  return (request.messages ?? []).some((message) => message.role === "system" && JSON.stringify(message.content).includes(EXTRACTOR));
 }
 
 /** The agent runs one command (its output holds a token), then answers; the extractor proposes. */
@@ -107,5 +109,80 @@ describe("extraction in real agent turns (openclaw@2026.9.6)", { concurrency: 1 
     const text = turnText(first);
     assert.ok(text.includes(RECALL_BLOCK) && text.includes(held.id), text);
     assert.ok(text.includes("lsof /tmp/quokka.lock"), text);
+  });
+});
+
+describe("extraction on OpenClaw's own model, through the plugin (no endpoint in the daemon)", { concurrency: 1 }, () => {
+  let daemon;
+  let model;
+  let home;
+  let gateway;
+
+  before(async () => {
+    checkEnvironment();
+    model = await new ModelServer(script).listen();
+    daemon = new Daemon();
+    // No endpoint: the jobs run on OpenClaw's model (route auto), through the plugin, at the
+    // start of a turn: api.runtime.llm.complete. (After a run ended, and from a gateway timer,
+    // openclaw 2026.9.6 refuses background work: "Gateway is draining; new tasks are not accepted".)
+    writeFileSync(
+      path.join(daemon.home, "config.toml"),
+      '[embedding]\nenabled = false\n\n[extraction]\ntimeout_seconds = 30\n',
+    );
+    await daemon.spawn();
+    const pluginConfig = { socketPath: daemon.socket, enableServerExtraction: true, privacyMode: "strict", requireApproval: true, reminderMode: "off" };
+    home = await agentHome({ prefix: "pstub-extract-oc-", socketPath: daemon.socket, baseUrl: model.baseUrl, pluginConfig });
+    gateway = await startGateway(home, pluginConfig, scriptedModelConfig(model.baseUrl));
+  });
+  after(async () => {
+    await gateway?.stop();
+    await model?.close();
+    await daemon?.stop();
+    home?.dispose();
+  });
+
+  /** One turn through the gateway's /v1/chat/completions. */
+  async function turn(sessionKey, message) {
+    const response = await fetch(`http://127.0.0.1:${gateway.port}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${gateway.token}`, "content-type": "application/json", "x-openclaw-session-key": sessionKey },
+      body: JSON.stringify({ model: "openclaw", messages: [{ role: "user", content: message }] }),
+      signal: AbortSignal.timeout(180_000),
+    });
+    assert.equal(response.status, 200, `${await response.text()}\n${gateway.text().slice(-3_000)}`);
+  }
+
+  test("a gateway turn with tool use is extracted on the agent's own model (api.runtime.llm.complete) at the start of the next turn",  { timeout: 600_000 }, async () => {
+    await turn("extract-gw", "why does the quokka build hang on its lock?");
+    await until(async () => (await daemon.call("status", {})).result.extraction.queued >= 1, 30_000, "the session to be queued");
+    assert.equal(model.calls.filter(isExtraction).length, 0, "nothing runs after the turn: OpenClaw refuses it then");
+    // The next turn (any session) runs the queued job beside it.
+    await turn("extract-gw-2", "hello again");
+    const status = async () => (await daemon.call("status", {})).result.extraction;
+    await until(
+      async () => {
+        const now = await status();
+        return now.pending_proposals >= 1 || now.failed >= 1;
+      },
+      120_000,
+      "the job to be run through OpenClaw",
+    ).catch((error) => {
+      const lines = gateway.text().split("\n").filter((line) => /knowhub|llm|admission|drain|error/i.test(line));
+      throw new Error(`${error.message}\n${lines.slice(-30).join("\n")}\n${daemon.logText().slice(-1_500)}`);
+    });
+    const now = await status();
+    assert.equal(now.route, "openclaw");
+    const extraction = model.calls.filter(isExtraction);
+    assert.equal(now.pending_proposals, 1, JSON.stringify(now));
+    assert.equal(now.tokens_today, 15, "the tokens OpenClaw's usage reported (the scripted model says 15)");
+    assert.equal(extraction.length, 1, "one completion on the agent's own model");
+    // The daemon's instructions as the system prompt, its schema as the response format.
+    assert.ok(extraction[0].stream, "OpenClaw's transport streams");
+    const sent = JSON.stringify(extraction[0]);
+    assert.ok(sent.includes("echo quokka lock held by pid 4242"), sent);
+    assert.ok(!sent.includes(TOKEN), "redacted before it reached OpenClaw");
+    const held = (await daemon.call("kb.pending", {})).result.experiences[0];
+    assert.equal(held.source, "extraction");
+    assert.match(held.task, /quokka build lock/);
   });
 });

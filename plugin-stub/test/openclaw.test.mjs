@@ -59,7 +59,7 @@ describe("openclaw@2026.9.6", { concurrency: 2 }, () => {
     const copy = tempDir("pstub-ts-");
     const tsHome = new OpenClawHome("pstub-octs-");
     try {
-      for (const name of ["index.ts", "client.ts", "hooks.ts", "tools.ts", "package.json", "openclaw.plugin.json"]) {
+      for (const name of ["index.ts", "client.ts", "extraction.ts", "hooks.ts", "tools.ts", "package.json", "openclaw.plugin.json"]) {
         cpSync(path.join(STUB_DIR, name), path.join(copy, name));
       }
       // An explicit local load path, as `install -l` writes it (minus the install record).

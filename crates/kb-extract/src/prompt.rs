@@ -79,12 +79,17 @@ pub fn request_body(model: &str, transcript: &str, max_tokens: u32, schema: bool
         "stream": false,
     });
     if schema {
-        body["response_format"] = json!({
-            "type": "json_schema",
-            "json_schema": {"name": "experiences", "strict": true, "schema": answer_schema()}
-        });
+        body["response_format"] = response_format();
     }
     body
+}
+
+/// Chat Completions' `response_format` asking for [`answer_schema`], strictly.
+pub fn response_format() -> Value {
+    json!({
+        "type": "json_schema",
+        "json_schema": {"name": "experiences", "strict": true, "schema": answer_schema()}
+    })
 }
 
 #[cfg(test)]

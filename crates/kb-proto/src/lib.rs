@@ -35,4 +35,8 @@ pub mod method {
     pub const PENDING: &str = "kb.pending";
     pub const APPROVE: &str = "kb.approve";
     pub const REJECT: &str = "kb.reject";
+    /// The OpenClaw plugin takes the next extraction job to run on OpenClaw's model.
+    pub const EXTRACT_LEASE: &str = "extract.lease";
+    /// The plugin hands back a leased job's answer (or why its call failed).
+    pub const EXTRACT_RESULT: &str = "extract.result";
 }

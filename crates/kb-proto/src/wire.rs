@@ -809,3 +809,57 @@ pub struct ReviewResult {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing: Vec<String>,
 }
+
+// ---------------------------------------------------------------------------------------------
+// extract.lease, extract.result: extraction on OpenClaw's model, run by the plugin
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeaseParams {}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LeaseResult {
+    /// The job to run now, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<LeasedJob>,
+    /// Why there is none, beyond an empty queue (the daily cap, the daemon's own endpoint).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<String>,
+}
+
+/// One completion to run: `api.runtime.subagent.complete({agentId, message, extraSystemPrompt: system, timeoutMs})`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LeasedJob {
+    pub job_id: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    pub session_key: String,
+    pub system: String,
+    pub message: String,
+    pub timeout_ms: u64,
+    /// Tokens the answer may take.
+    pub max_tokens: u32,
+    /// The answer's JSON schema, as Chat Completions' `response_format`.
+    pub response_format: serde_json::Value,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtractResultParams {
+    pub job_id: i64,
+    /// The model's answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Why the call failed (then `text` is absent); retried with backoff.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Tokens the call used, when the runtime said; estimated otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExtractResultResult {
+    /// False when the job was not waiting for a result any more (a late answer): ignored.
+    pub accepted: bool,
+}

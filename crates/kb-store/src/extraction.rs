@@ -187,18 +187,7 @@ impl Store {
                      ORDER BY id LIMIT 1"
                 ),
                 [now_ms],
-                |row| {
-                    Ok(Job {
-                        id: row.get(0)?,
-                        session_key: row.get(1)?,
-                        agent_id: row.get(2)?,
-                        turns_json: row.get(3)?,
-                        turn_count: row.get::<_, i64>(4)? as usize,
-                        privacy: row.get(5)?,
-                        require_approval: row.get(6)?,
-                        attempts: row.get::<_, i64>(7)? as u32,
-                    })
-                },
+                job_from_row,
             )
             .optional()
             .doing("reading the next job")?;
@@ -219,6 +208,29 @@ impl Store {
             .execute("UPDATE extraction_jobs SET attempts = attempts + 1 WHERE id = ?1", [id])
             .doing("counting an attempt")
             .map(|_| ())
+    }
+
+    /// A job handed out to run elsewhere (the OpenClaw plugin): not due again before `until`.
+    pub fn lease_extraction(&mut self, id: i64, until: i64) -> Result<()> {
+        self.conn
+            .execute(
+                "UPDATE extraction_jobs SET not_before = ?2 WHERE id = ?1 AND state = 'queued'",
+                params![id, until],
+            )
+            .doing("leasing a job")
+            .map(|_| ())
+    }
+
+    /// A job by id, if it is still queued.
+    pub fn queued_extraction_job(&self, id: i64) -> Result<Option<Job>> {
+        self.conn
+            .query_row(
+                &format!("SELECT {JOB_COLUMNS} FROM extraction_jobs WHERE id = ?1 AND state = 'queued'"),
+                [id],
+                job_from_row,
+            )
+            .optional()
+            .doing("reading a job")
     }
 
     /// A job to try again at `not_before`, after `error`; `tokens` were spent on the attempt.
@@ -258,6 +270,14 @@ impl Store {
     ) -> Result<(Vec<WriteOutcome>, u64)> {
         let JobResult { tokens, day, counters, now_ms } = *result;
         let tx = self.conn.transaction().doing("starting a job's result")?;
+        let state: Option<String> = tx
+            .query_row("SELECT state FROM extraction_jobs WHERE id = ?1", [id], |row| row.get(0))
+            .optional()
+            .doing("reading a job's state")?;
+        if state.as_deref() != Some("queued") {
+            // Finished already (a late second result): written once, never twice.
+            return Ok((Vec::new(), read_seq(&tx)?));
+        }
         let mut seq = read_seq(&tx)?;
         let outcomes = write_in(&tx, &mut seq, items, now_ms)?;
         {
@@ -489,6 +509,19 @@ impl Store {
         tx.commit().doing("committing an approval")?;
         Ok(outcomes.pop().map(|outcome| (outcome, seq)))
     }
+}
+
+fn job_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Job> {
+    Ok(Job {
+        id: row.get(0)?,
+        session_key: row.get(1)?,
+        agent_id: row.get(2)?,
+        turns_json: row.get(3)?,
+        turn_count: row.get::<_, i64>(4)? as usize,
+        privacy: row.get(5)?,
+        require_approval: row.get(6)?,
+        attempts: row.get::<_, i64>(7)? as u32,
+    })
 }
 
 fn mark_seen(tx: &rusqlite::Transaction<'_>, session_key: &str, fingerprints: &[String], now_ms: i64) -> Result<()> {

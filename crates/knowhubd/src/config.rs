@@ -148,8 +148,8 @@ impl Default for EmbeddingConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct ExtractionConfig {
     /// Which LLM extracts: `endpoint` (the Chat Completions endpoint below) or `openclaw`
-    /// (the model OpenClaw already uses, through the plugin); `auto`: the endpoint when one
-    /// is configured, else OpenClaw.
+    /// (the model OpenClaw already uses, run by the plugin at the start of turns); `auto`: the
+    /// endpoint when one is configured, else OpenClaw's.
     pub route: RouteConfig,
     /// An OpenAI-compatible API, e.g. `http://127.0.0.1:11434/v1` (Ollama); requests go to
     /// `{base_url}/chat/completions`.

@@ -83,15 +83,23 @@ impl Extraction {
 /// Which LLM extracts, as the configuration resolves it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
-    Endpoint { base_url: String, model: String },
+    Endpoint {
+        base_url: String,
+        model: String,
+    },
+    /// Jobs are run by the OpenClaw plugin on OpenClaw's model (`lease`, `finish_lease`).
     OpenClaw,
+    /// No LLM configured: jobs wait.
+    None,
 }
 
+/// `auto` is the endpoint when one is configured, else OpenClaw's own model (no second key).
 pub fn route(config: &ExtractionConfig) -> Route {
     match (&config.route, &config.base_url, &config.model) {
         (RouteConfig::Openclaw, _, _) => Route::OpenClaw,
         (_, Some(base_url), Some(model)) => Route::Endpoint { base_url: base_url.clone(), model: model.clone() },
-        _ => Route::OpenClaw,
+        (RouteConfig::Auto, _, _) => Route::OpenClaw,
+        (RouteConfig::Endpoint, _, _) => Route::None,
     }
 }
 
@@ -185,29 +193,92 @@ pub fn run_worker(engine: &Engine, stop: &AtomicBool) {
     }
 }
 
-/// Runs the next due job, if any; returns how long to wait before the next step (`None`: go on).
+/// What jobs wait for when OpenClaw's model extracts.
+const WAITING_FOR_OPENCLAW: &str = "jobs wait for the OpenClaw plugin to run them on OpenClaw's model \
+    (at the start of a turn); or set [extraction] base_url and model in the daemon's config";
+/// What jobs wait for when no LLM is configured.
+const WAITING_FOR_CONFIG: &str = "no extraction endpoint is configured: set [extraction] base_url and model \
+    in the daemon's config (or route = \"openclaw\")";
+
+/// Runs the next due job through the endpoint, if any; returns how long to wait before the
+/// next step (`None`: go on at once).
 fn step(engine: &Engine) -> anyhow::Result<Option<Duration>> {
+    let config = &engine.config.extraction;
+    let (base_url, model) = match route(config) {
+        Route::Endpoint { base_url, model } => (base_url, model),
+        other => {
+            // The plugin takes the jobs (`lease`), or nothing does: the worker only says what
+            // they wait for.
+            let (job, next_due) = engine.reader().next_extraction_job(i64::MAX)?;
+            let waiting = if other == Route::OpenClaw { WAITING_FOR_OPENCLAW } else { WAITING_FOR_CONFIG };
+            engine.extraction.set_waiting((job.is_some() || next_due.is_some()).then(|| waiting.to_owned()));
+            return Ok(Some(IDLE_WAIT));
+        }
+    };
+    let ready = match take_next(engine)? {
+        Next::Ready(ready) => ready,
+        Next::Wait(wait) => return Ok(Some(wait)),
+        Next::Again => return Ok(None),
+    };
+    let schema = !engine.extraction.no_schema.load(Ordering::Relaxed);
+    let body = kb_extract::prompt::request_body(&model, &ready.rendered.text, config.max_output_tokens, schema);
+    let called = call(config, &base_url, &body);
+    conclude(engine, &ready, called, schema)?;
+    Ok(None)
+}
+
+/// A due job ready to be sent, its attempt counted.
+struct Ready {
+    job: Job,
+    turns: Vec<Turn>,
+    rendered: kb_extract::Rendered,
+    /// Tokens the call may cost at most, as estimated: instructions, transcript, answer.
+    estimate: u64,
+    day: i64,
+}
+
+enum Next {
+    Ready(Ready),
+    Wait(Duration),
+    /// A job was settled without a call (unreadable, or over the whole cap): look again.
+    Again,
+}
+
+/// Takes the next due job within the daily cap and counts its attempt.
+fn take_next(engine: &Engine) -> anyhow::Result<Next> {
     let config = &engine.config.extraction;
     let now = now_ms();
     let (job, next_due) = engine.reader().next_extraction_job(now)?;
     let Some(job) = job else {
         engine.extraction.set_waiting(None);
         let wait = next_due.map_or(IDLE_WAIT, |due| Duration::from_millis((due - now).clamp(0, 60_000) as u64));
-        return Ok(Some(wait));
-    };
-    let Route::Endpoint { base_url, model } = route(config) else {
-        engine.extraction.set_waiting(Some(
-            "no extraction endpoint is configured: set [extraction] base_url and model in the daemon's config"
-                .to_owned(),
-        ));
-        return Ok(Some(IDLE_WAIT));
+        return Ok(Next::Wait(wait));
     };
     let day = now.div_euclid(DAY_MS);
+    let Some(ready) = prepare(engine, job, day)? else { return Ok(Next::Again) };
+    let spent = engine.reader().extraction_tokens(day)?;
+    if spent + ready.estimate > config.daily_token_cap {
+        let next_day = (day + 1) * DAY_MS;
+        engine.extraction.set_waiting(Some(format!(
+            "the daily token cap is reached ({spent} of {} tokens spent today); jobs wait until 00:00 UTC",
+            config.daily_token_cap
+        )));
+        return Ok(Next::Wait(Duration::from_millis((next_day - now).clamp(1_000, 3_600_000) as u64)));
+    }
+    engine.extraction.set_waiting(None);
+    engine.lock_writer().start_extraction_attempt(ready.job.id)?;
+    Ok(Next::Ready(ready))
+}
+
+/// Reads a job's turns and renders them within the budget; a job that cannot be read, or would
+/// cost more than the whole daily cap, fails (`None`).
+fn prepare(engine: &Engine, job: Job, day: i64) -> anyhow::Result<Option<Ready>> {
+    let config = &engine.config.extraction;
     let turns: Vec<Turn> = match serde_json::from_str(&job.turns_json) {
         Ok(turns) => turns,
         Err(error) => {
             let reason = format!("the queued conversation cannot be read: {error}");
-            engine.lock_writer().fail_extraction(job.id, &reason, 0, day, now)?;
+            engine.lock_writer().fail_extraction(job.id, &reason, 0, day, now_ms())?;
             return Ok(None);
         }
     };
@@ -216,32 +287,23 @@ fn step(engine: &Engine) -> anyhow::Result<Option<Duration>> {
         + u64::from(config.max_output_tokens);
     if estimate > config.daily_token_cap {
         let reason = format!("needs about {estimate} tokens, more than the daily cap of {}", config.daily_token_cap);
-        engine.lock_writer().fail_extraction(job.id, &reason, 0, day, now)?;
+        engine.lock_writer().fail_extraction(job.id, &reason, 0, day, now_ms())?;
         return Ok(None);
     }
-    let spent = engine.reader().extraction_tokens(day)?;
-    if spent + estimate > config.daily_token_cap {
-        let next_day = (day + 1) * DAY_MS;
-        engine.extraction.set_waiting(Some(format!(
-            "the daily token cap is reached ({spent} of {} tokens spent today); jobs wait until 00:00 UTC",
-            config.daily_token_cap
-        )));
-        return Ok(Some(Duration::from_millis((next_day - now).clamp(1_000, 3_600_000) as u64)));
-    }
-    engine.extraction.set_waiting(None);
-    engine.lock_writer().start_extraction_attempt(job.id)?;
-    let attempt = job.attempts + 1;
-    let schema = !engine.extraction.no_schema.load(Ordering::Relaxed);
-    let body = kb_extract::prompt::request_body(&model, &rendered.text, config.max_output_tokens, schema);
-    let called = call(config, &base_url, &body);
+    Ok(Some(Ready { job, turns, rendered, estimate, day }))
+}
+
+/// Settles a job after its call: its proposals stored, or a retry, or a failure with the reason.
+fn conclude(engine: &Engine, ready: &Ready, called: Result<Answer, CallError>, schema: bool) -> anyhow::Result<()> {
+    let config = &engine.config.extraction;
+    let Ready { job, turns, estimate, day, .. } = ready;
+    let (day, attempt) = (*day, job.attempts + 1);
     let now = now_ms();
     match called {
         Ok(answer) => {
-            let tokens = answer.tokens.unwrap_or(estimate);
-            match kb_extract::parse_answer(&answer.text, &turns) {
-                Ok(parsed) => {
-                    store_proposals(engine, &job, &turns, parsed, tokens, day)?;
-                }
+            let tokens = answer.tokens.unwrap_or(*estimate);
+            match kb_extract::parse_answer(&answer.text, turns) {
+                Ok(parsed) => store_proposals(engine, job, turns, parsed, tokens, day)?,
                 Err(reason) => {
                     let reason = format!("the LLM's answer could not be read: {reason}");
                     tracing::warn!(job = job.id, "extraction: {reason}");
@@ -269,7 +331,90 @@ fn step(engine: &Engine) -> anyhow::Result<Option<Duration>> {
             engine.lock_writer().fail_extraction(job.id, &reason, 0, day, now)?;
         }
     }
-    Ok(None)
+    Ok(())
+}
+
+/// A job handed to the OpenClaw plugin to run on OpenClaw's model.
+#[derive(Debug, Clone)]
+pub struct Lease {
+    pub job_id: i64,
+    pub agent_id: Option<String>,
+    pub session_key: String,
+    pub system: &'static str,
+    pub message: String,
+    pub timeout: Duration,
+    pub max_tokens: u32,
+}
+
+/// What `lease` found.
+pub enum Leased {
+    Job(Lease),
+    /// Nothing to run now, and why when there is a reason beyond an empty queue.
+    Nothing(Option<String>),
+}
+
+/// Hands the next due job to the plugin (route `openclaw`): the same prompt the endpoint gets.
+/// The job stays queued but is not due again until the call's timeout (and a margin) passed,
+/// so a plugin that dies mid-call delays it, never loses it.
+pub fn lease(engine: &Engine) -> anyhow::Result<Leased> {
+    let config = &engine.config.extraction;
+    match route(config) {
+        Route::OpenClaw => {}
+        Route::Endpoint { .. } => {
+            return Ok(Leased::Nothing(Some("the daemon runs extraction on its configured endpoint".to_owned())));
+        }
+        Route::None => return Ok(Leased::Nothing(Some(WAITING_FOR_CONFIG.to_owned()))),
+    }
+    engine.extraction.requested.store(true, Ordering::Relaxed);
+    match take_next(engine)? {
+        Next::Ready(ready) => {
+            let timeout = Duration::from_secs(config.timeout_seconds);
+            let until = now_ms() + (timeout + LEASE_MARGIN).as_millis() as i64;
+            engine.lock_writer().lease_extraction(ready.job.id, until)?;
+            Ok(Leased::Job(Lease {
+                job_id: ready.job.id,
+                agent_id: ready.job.agent_id.clone(),
+                session_key: ready.job.session_key.clone(),
+                system: kb_extract::prompt::SYSTEM,
+                message: kb_extract::prompt::user_message(&ready.rendered.text),
+                timeout,
+                max_tokens: config.max_output_tokens,
+            }))
+        }
+        Next::Wait(_) | Next::Again => Ok(Leased::Nothing(engine.extraction.waiting())),
+    }
+}
+
+/// How long past its call's timeout a leased job waits for its result before it is due again.
+const LEASE_MARGIN: Duration = Duration::from_secs(30);
+
+/// The result of a leased job, from the plugin: the model's text, or why the call failed
+/// (retried like an endpoint's timeout). A result for a job that is not queued any more (a late
+/// answer after the lease ran out and another attempt finished it) is ignored: `false`.
+pub fn finish_lease(
+    engine: &Engine,
+    job_id: i64,
+    answer: Result<String, String>,
+    tokens: Option<u64>,
+) -> anyhow::Result<bool> {
+    let Some(job) = engine.reader().queued_extraction_job(job_id)? else { return Ok(false) };
+    let day = now_ms().div_euclid(DAY_MS);
+    let Some(ready) = prepare(engine, job, day)? else { return Ok(true) };
+    let called = match answer {
+        Ok(text) => {
+            // Without the runtime's usage (subagent.complete reports none), the tokens are estimated.
+            let tokens = tokens.unwrap_or_else(|| {
+                (ready.estimate - u64::from(engine.config.extraction.max_output_tokens))
+                    + kb_extract::estimate_tokens(&text) as u64
+            });
+            Ok(Answer { text, tokens: Some(tokens) })
+        }
+        Err(reason) => Err(CallError::Retry { reason: format!("OpenClaw's model failed: {reason}"), after: None }),
+    };
+    // The attempt was counted at the lease: `job.attempts` includes it.
+    let ready = Ready { job: Job { attempts: ready.job.attempts.saturating_sub(1), ..ready.job }, ..ready };
+    conclude(engine, &ready, called, false)?;
+    Ok(true)
 }
 
 /// The wait before attempt `attempt + 1`: `retry_seconds`, doubled each attempt, at most 30 minutes.

@@ -166,6 +166,42 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
         })
         .expect("method names are unique");
     module
+        .register_blocking_method(method::EXTRACT_LEASE, |params, engine, _| {
+            let _: wire::LeaseParams = parse(&params)?;
+            let leased = crate::extraction::lease(&engine)
+                .map_err(|error| to_rpc_error(&engine, EngineError::Internal(error)))?;
+            RpcResult::Ok(match leased {
+                crate::extraction::Leased::Job(lease) => wire::LeaseResult {
+                    job: Some(wire::LeasedJob {
+                        job_id: lease.job_id,
+                        agent_id: lease.agent_id,
+                        session_key: lease.session_key,
+                        system: lease.system.to_owned(),
+                        message: lease.message,
+                        timeout_ms: lease.timeout.as_millis() as u64,
+                        max_tokens: lease.max_tokens,
+                        response_format: kb_extract::prompt::response_format(),
+                    }),
+                    waiting: None,
+                },
+                crate::extraction::Leased::Nothing(waiting) => wire::LeaseResult { job: None, waiting },
+            })
+        })
+        .expect("method names are unique");
+    module
+        .register_blocking_method(method::EXTRACT_RESULT, |params, engine, _| {
+            let params: wire::ExtractResultParams = parse(&params)?;
+            let answer = match (params.text, params.error) {
+                (Some(text), None) => Ok(text),
+                (None, Some(error)) => Err(error),
+                _ => return Err(invalid("text", "give exactly one of text and error")),
+            };
+            let accepted = crate::extraction::finish_lease(&engine, params.job_id, answer, params.tokens)
+                .map_err(|error| to_rpc_error(&engine, EngineError::Internal(error)))?;
+            RpcResult::Ok(wire::ExtractResultResult { accepted })
+        })
+        .expect("method names are unique");
+    module
         .register_blocking_method(method::APPROVE, |params, engine, _| review(&engine, &params, Status::Active))
         .expect("method names are unique");
     module
@@ -388,6 +424,7 @@ fn extraction_status(engine: &Engine) -> Result<wire::ExtractionStatus, EngineEr
     let (route, endpoint, model) = match crate::extraction::route(config) {
         crate::extraction::Route::Endpoint { base_url, model } => ("endpoint", Some(base_url), Some(model)),
         crate::extraction::Route::OpenClaw => ("openclaw", None, None),
+        crate::extraction::Route::None => ("none", None, None),
     };
     Ok(wire::ExtractionStatus {
         enabled: engine.extraction.requested() || stats.queued > 0,

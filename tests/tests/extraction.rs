@@ -404,3 +404,45 @@ fn only_the_hook_the_plugin_names_triggers_extraction_and_status_says_so() {
         "{text}"
     );
 }
+
+#[test]
+fn a_reworded_repeat_of_a_rejected_proposal_is_not_proposed_again() {
+    let llm = ScriptedLlm::start();
+    let home = tempfile::Builder::new().prefix("kh-ex-").tempdir().expect("temp dir");
+    let config = format!(
+        "[embedding]\nsimilar_threshold = 0.9\n\n[extraction]\nbase_url = \"{}\"\nmodel = \"scripted\"\nretry_seconds = 1\n",
+        llm.base_url
+    );
+    std::fs::write(home.path().join("config.toml"), config).expect("config");
+    let tiny = concat!(env!("CARGO_MANIFEST_DIR"), "/../crates/kb-embed/tests/fixtures/tiny-model");
+    let ort = kb_embed::runtime::library_for_tests_and_benchmarks().unwrap_or_else(|reason| panic!("{reason}"));
+    let daemon =
+        TestDaemon::start_in_with(home, &[("KNOWHUB_MODEL_DIR", tiny.as_ref()), ("ORT_DYLIB_PATH", ort.as_os_str())]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while daemon.ok("status", json!({}))["embedder"]["state"] != "ready" {
+        assert!(Instant::now() < deadline, "the tiny model should load");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let proposal = |task: &str| {
+        json!({"task": task, "resource": "vitest --run", "result": "watch mode is the default", "score": 4,
+               "outcome": "success", "confidence": 0.9, "content": "", "evidence": [5]})
+    };
+    llm.script([Reply::proposals(json!([proposal("make vitest exit after one run in CI")]), 500)]);
+    let config = plugin_config(true, "strict", true);
+    agent_end(&daemon, "s1", &deploy_session(1), &config);
+    wait_for_jobs(&daemon, 1, Duration::from_secs(30));
+    let held = pending(&daemon);
+    assert_eq!(held.len(), 1);
+    daemon.ok("kb.reject", json!({"ids": [held[0]["id"]]}));
+
+    // The LLM proposes it again in other words, beside something new.
+    let other = json!({"task": "pin the node version in CI", "resource": ".nvmrc", "result": "setup-node reads it",
+        "score": 4, "outcome": "success", "confidence": 0.9, "content": "", "evidence": [5]});
+    llm.script([Reply::proposals(json!([proposal("Make vitest exit after just one run in CI."), other]), 500)]);
+    agent_end(&daemon, "s2", &deploy_session(100), &config);
+    let status = wait_for_jobs(&daemon, 2, Duration::from_secs(30));
+    assert_eq!(status["rejected_before"], 1, "{status}");
+    let held = pending(&daemon);
+    assert_eq!(held.len(), 1, "{held:?}");
+    assert_eq!(held[0]["task"], "pin the node version in CI");
+}

@@ -448,6 +448,22 @@ impl Store {
             .doing("looking up rejections")
     }
 
+    /// The rejected experiences embedded by `model_id`: their text and vector bytes, to tell a
+    /// reworded repeat of a rejected proposal.
+    pub fn rejected_vectors(&self, model_id: &str) -> Result<Vec<([String; 3], Vec<u8>)>> {
+        let mut statement = self
+            .conn
+            .prepare_cached(
+                "SELECT e.task, e.resource, e.result, v.vector FROM experiences e \
+                 JOIN vectors v ON v.experience_id = e.id WHERE e.status = 'rejected' AND v.model_id = ?1",
+            )
+            .doing("preparing the rejected lookup")?;
+        let rows = statement
+            .query_map([model_id], |row| Ok(([row.get(0)?, row.get(1)?, row.get(2)?], row.get(3)?)))
+            .doing("reading rejected experiences")?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().doing("reading rejected experiences")
+    }
+
     /// Whether a proposal with this duplicate key is held for review already.
     pub fn held_proposal(&self, dedup_key: &str) -> Result<bool> {
         self.conn

@@ -602,6 +602,12 @@ fn store_proposals(
             let bytes = kb_embed::to_bytes(&vector);
             (model_id, vector, bytes)
         });
+        if let Some((model_id, vector, _)) = &vector
+            && rejected_like(engine, model_id, vector, &gated)?
+        {
+            rejected_before += 1;
+            continue;
+        }
         let twin = engine.reader().with_dedup_key(&key)?.filter(|(_, status)| *status == Status::Active);
         let similar = match twin {
             Some((id, _)) => Some((id, 1.0f64)),
@@ -661,6 +667,38 @@ fn store_proposals(
     drop(store);
     tracing::info!(job = job.id, proposals = outcomes.len(), tokens, "extraction: job done");
     Ok(())
+}
+
+/// Whether a rejected experience says what `gated` says in other words: as similar as a
+/// submit that would merge into it (`embedding.similar_threshold`) with no material difference
+/// (`kb_core::sameness`). An LLM rewords; the user's rejection should hold all the same.
+fn rejected_like(engine: &Engine, model_id: &str, vector: &[f32], gated: &kb_core::Gated) -> anyhow::Result<bool> {
+    let threshold = engine.config.embedding.similar_threshold;
+    let proposed =
+        [gated.experience.task.as_str(), gated.experience.resource.as_str(), gated.experience.result.as_str()];
+    for (texts, bytes) in engine.reader().rejected_vectors(model_id)? {
+        let Ok(rejected) = kb_embed::from_bytes(&bytes) else { continue };
+        if cosine(vector, &rejected) >= threshold {
+            let stored = [texts[0].as_str(), texts[1].as_str(), texts[2].as_str()];
+            if kb_core::sameness::material_difference(&stored, &proposed).is_none() {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    if a.len() != b.len() {
+        return 0.0;
+    }
+    let (mut dot, mut norm_a, mut norm_b) = (0f32, 0f32, 0f32);
+    for (x, y) in a.iter().zip(b) {
+        dot += x * y;
+        norm_a += x * x;
+        norm_b += y * y;
+    }
+    if norm_a == 0.0 || norm_b == 0.0 { 0.0 } else { dot / (norm_a.sqrt() * norm_b.sqrt()) }
 }
 
 /// The turns a proposal cites, with an excerpt of each, as JSON.

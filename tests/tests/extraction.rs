@@ -299,7 +299,17 @@ fn injections_are_quarantined_rejections_stick_and_approval_can_be_off() {
     let held = pending(&daemon);
     assert_eq!(held.len(), 1, "{held:?}");
     assert!(held[0]["flags"].as_array().unwrap().contains(&json!("prompt_injection")), "{held:?}");
-    assert_eq!(daemon.search_ids("deploy docs EACCES www-data").len(), 1, "stored directly with approval off");
+    // Stored directly with approval off: searchable once the index caught up with the job's write
+    // (the job is recorded done in the same transaction as the write, just before).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while daemon.search_ids("deploy docs EACCES www-data").len() != 1 {
+        assert!(
+            Instant::now() < deadline,
+            "stored directly with approval off: {}",
+            daemon.ok("status", json!({}))["index"]
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 
     // The user rejects the planted one; proposed again by a later session, it is not held again.
     let planted_id = held[0]["id"].as_str().unwrap();

@@ -76,6 +76,24 @@ pub(crate) fn analyze_with_spans(text: &str) -> Vec<(String, Range<usize>)> {
     tokens
 }
 
+/// Function words of English and Chinese: Lucene's English stop set without its negations
+/// (`no`, `not`: an experience that something does not work says the opposite), and the
+/// commonest Chinese particles and conjunctions. A query leaves them out when it has any other
+/// word (see `is_stop_word`): they match nearly every text, so in a small store a document
+/// sharing only "for" and "with" with a query was returned as relevant.
+const STOP_WORDS: [&str; 49] = [
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "of", "on", "or",
+    "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was", "will", "with", "的", "了",
+    "是", "在", "和", "与", "及", "或", "也", "就", "都", "而", "被", "把", "吗", "呢", "吧", "啊",
+];
+
+/// Whether an analyzed token is a function word (as the analyzer emits it: lowercased, stemmed).
+pub(crate) fn is_stop_word(token: &str) -> bool {
+    static ANALYZED: std::sync::LazyLock<std::collections::HashSet<String>> =
+        std::sync::LazyLock::new(|| STOP_WORDS.iter().flat_map(|word| analyze(word)).collect());
+    ANALYZED.contains(token)
+}
+
 /// Splits text into Han words (via jieba) and identifier-aware chunks with their parts.
 ///
 /// Tokens are computed eagerly into a buffer that is reused from one text to the next.

@@ -337,3 +337,25 @@ fn sessions_survive_a_restart_of_the_daemon() {
     assert!(is_intro(&session.prompt_build("hello").expect("an intro again")));
     assert!(daemon.log_text().contains("ignoring unreadable saved sessions"), "{}", daemon.log_text());
 }
+
+/// Without a model, in a small store: a prompt on another topic that shares only function words
+/// ("for", "with", "the") with the stored experiences recalls nothing and finds nothing (it found
+/// every experience that had "for" in it, sold as relevant).
+#[test]
+fn without_a_model_function_words_alone_recall_nothing() {
+    let daemon = TestDaemon::start();
+    daemon.submit(
+        "Cache the pnpm store for GitHub Actions",
+        "actions/cache",
+        "Halves CI install time with a warm cache",
+        4,
+    );
+    daemon.submit("Run vitest once in CI", "vitest --run", "Exits with the test result instead of watching", 5);
+    daemon.submit("Pin the node version for the CI", ".nvmrc", "setup-node reads it", 4);
+    let session = Session::new(&daemon, "lasagna", json!({"reminderMode": "off", "autoRecall": true}));
+    assert_eq!(session.prompt_build("recipe for vegetarian lasagna with spinach in the oven"), None);
+    assert!(daemon.search_ids("recipe for vegetarian lasagna with spinach in the oven").is_empty());
+    // A real match still comes, function words and all.
+    assert_eq!(daemon.search_ids("cache for the pnpm store").len(), 1);
+    assert!(session.prompt_build("how to pin the node version for the CI").unwrap().contains(".nvmrc"));
+}

@@ -456,3 +456,59 @@ fn a_reworded_repeat_of_a_rejected_proposal_is_not_proposed_again() {
     assert_eq!(held.len(), 1, "{held:?}");
     assert_eq!(held[0]["task"], "pin the node version in CI");
 }
+
+#[test]
+fn a_job_whose_every_attempt_is_cut_short_fails_instead_of_looping() {
+    let llm = ScriptedLlm::start();
+    let mut daemon = start(&llm, "max_attempts = 1");
+    llm.script([Reply::proposals(json!([deploy_proposal()]), 700).after(Duration::from_secs(30))]);
+    agent_end(&daemon, "s1", &deploy_session(1), &plugin_config(true, "strict", true));
+    llm.wait_for_requests(1, Duration::from_secs(30));
+    daemon.kill();
+    daemon.spawn();
+    let status = wait_for_jobs(&daemon, 1, Duration::from_secs(30));
+    assert_eq!(status["failed"], 1, "{status}");
+    assert!(status["last_error"]["message"].as_str().unwrap().contains("no answer after 1 attempts"), "{status}");
+    assert_eq!(llm.requests().len(), 1, "not called again");
+    assert!(pending(&daemon).is_empty());
+}
+
+/// The protocol the OpenClaw plugin speaks when the daemon has no endpoint: the job's prompt
+/// handed out once, its answer settled like an endpoint's, a late second answer ignored.
+#[test]
+fn a_leased_job_is_handed_out_once_and_its_answer_settled_once() {
+    let home = tempfile::Builder::new().prefix("kh-ex-").tempdir().expect("temp dir");
+    std::fs::write(home.path().join("config.toml"), "[embedding]\nenabled = false\n").expect("config");
+    let daemon = TestDaemon::start_in(home);
+    let status = extraction_status(&daemon);
+    assert_eq!(status["route"], "openclaw", "no endpoint: OpenClaw's own model");
+    assert!(daemon.ok("extract.lease", json!({}))["job"].is_null(), "nothing queued");
+    agent_end(&daemon, "s1", &deploy_session(1), &plugin_config(true, "strict", true));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let job = loop {
+        let lease = daemon.ok("extract.lease", json!({}));
+        if !lease["job"].is_null() {
+            break lease["job"].clone();
+        }
+        assert!(Instant::now() < deadline, "the job should be queued: {lease}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let message = job["message"].as_str().unwrap();
+    assert!(message.contains("<conversation>") && message.contains("permission denied"), "{message}");
+    assert!(!message.contains(GITHUB_TOKEN), "redacted in strict mode");
+    assert!(job["system"].as_str().unwrap().starts_with("You extract reusable experiences"));
+    assert_eq!(job["response_format"]["type"], "json_schema");
+    assert!(daemon.ok("extract.lease", json!({}))["job"].is_null(), "leased: not handed out twice");
+
+    let text = json!({"experiences": [deploy_proposal()]}).to_string();
+    let job_id = job["job_id"].clone();
+    let first = daemon.ok("extract.result", json!({"job_id": job_id, "text": text, "tokens": 1234}));
+    assert_eq!(first["accepted"], true);
+    let late = daemon.ok("extract.result", json!({"job_id": job_id, "text": text}));
+    assert_eq!(late["accepted"], false);
+    let status = extraction_status(&daemon);
+    assert_eq!((status["done"].as_u64(), status["tokens_today"].as_u64()), (Some(1), Some(1234)), "{status}");
+    assert_eq!(pending(&daemon).len(), 1);
+    let bad = daemon.call("extract.result", json!({"job_id": job_id})).unwrap_err();
+    assert!(bad.to_string().contains("exactly one of text and error"), "{bad}");
+}

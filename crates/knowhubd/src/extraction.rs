@@ -255,6 +255,14 @@ fn take_next(engine: &Engine) -> anyhow::Result<Next> {
         return Ok(Next::Wait(wait));
     };
     let day = now.div_euclid(DAY_MS);
+    if job.attempts >= config.max_attempts {
+        // Every attempt was cut short (the daemon killed during the call, a leased job never
+        // answered): a job that keeps doing that must not loop forever.
+        let reason = format!("no answer after {} attempts, each interrupted or unanswered", job.attempts);
+        tracing::warn!(job = job.id, "extraction failed: {reason}");
+        engine.lock_writer().fail_extraction(job.id, &reason, 0, day, now)?;
+        return Ok(Next::Again);
+    }
     let Some(ready) = prepare(engine, job, day)? else { return Ok(Next::Again) };
     let spent = engine.reader().extraction_tokens(day)?;
     if spent + ready.estimate > config.daily_token_cap {

@@ -186,3 +186,45 @@ describe("extraction on OpenClaw's own model, through the plugin (no endpoint in
     assert.match(held.task, /quokka build lock/);
   });
 });
+
+describe("extraction on OpenClaw's own model in `openclaw agent --local` runs", { concurrency: 1 }, () => {
+  let daemon;
+  let model;
+  let home;
+
+  before(async () => {
+    checkEnvironment();
+    model = await new ModelServer(script).listen();
+    daemon = new Daemon();
+    writeFileSync(path.join(daemon.home, "config.toml"), "[embedding]\nenabled = false\n\n[extraction]\ntimeout_seconds = 30\n");
+    await daemon.spawn();
+    home = await agentHome({
+      prefix: "pstub-extract-local-",
+      socketPath: daemon.socket,
+      baseUrl: model.baseUrl,
+      pluginConfig: { enableServerExtraction: true, privacyMode: "strict", requireApproval: true, reminderMode: "off" },
+    });
+  });
+  after(async () => {
+    await model?.close();
+    await daemon?.stop();
+    home?.dispose();
+  });
+
+  test("the next --local turn runs the job the previous one queued, on the agent's model", { timeout: 900_000 }, async () => {
+    const first = await agentTurn(home, { sessionId: "local-x1", message: "why does the quokka build hang on its lock?", timeout: 600_000 });
+    assert.equal(first.code, 0, first.stderr.slice(-3_000));
+    const status = async () => (await daemon.call("status", {})).result.extraction;
+    await until(async () => (await status()).queued >= 1, 30_000, "the session to be queued");
+    assert.equal(model.calls.filter(isExtraction).length, 0);
+    const second = await agentTurn(home, { sessionId: "local-x2", message: "thanks, that was it", timeout: 600_000 });
+    assert.equal(second.code, 0, second.stderr.slice(-3_000));
+    await until(async () => (await status()).pending_proposals >= 1, 60_000, "the proposal");
+    const now = await status();
+    assert.equal((await daemon.call("kb.pending", {})).result.experiences[0].session_key, "agent:main:explicit:local-x1");
+    assert.equal(now.done, 1, JSON.stringify(now));
+    const extraction = model.calls.filter(isExtraction);
+    assert.equal(extraction.length, 1);
+    assert.ok(!JSON.stringify(extraction[0]).includes(TOKEN));
+  });
+});

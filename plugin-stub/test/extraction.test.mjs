@@ -52,32 +52,39 @@ function kbctl(socket, args) {
   return result.stdout;
 }
 
+const PLUGIN_CONFIG = { enableServerExtraction: true, privacyMode: "strict", requireApproval: true, reminderMode: "off" };
+
+/**
+ * A scripted model, a daemon whose config.toml gets `extraction` as its [extraction] section
+ * (given the model's base URL), and an OpenClaw home with the plugin, extraction on.
+ */
+async function setUp(prefix, extraction) {
+  checkEnvironment();
+  const model = await new ModelServer(script).listen();
+  const daemon = new Daemon();
+  writeFileSync(path.join(daemon.home, "config.toml"), `[embedding]\nenabled = false\n\n[extraction]\n${extraction(model.baseUrl)}`);
+  await daemon.spawn();
+  const home = await agentHome({ prefix, socketPath: daemon.socket, baseUrl: model.baseUrl, pluginConfig: PLUGIN_CONFIG });
+  return { model, daemon, home };
+}
+
+async function tearDown({ model, daemon, home } = {}) {
+  await model?.close();
+  await daemon?.stop();
+  home?.dispose();
+}
+
 describe("extraction in real agent turns (openclaw@2026.9.6)", { concurrency: 1 }, () => {
   let daemon;
   let model;
   let home;
+  let setup;
 
   before(async () => {
-    checkEnvironment();
-    model = await new ModelServer(script).listen();
-    daemon = new Daemon();
-    writeFileSync(
-      path.join(daemon.home, "config.toml"),
-      `[embedding]\nenabled = false\n\n[extraction]\nbase_url = "${model.baseUrl}"\nmodel = "scripted-extractor"\n`,
-    );
-    await daemon.spawn();
-    home = await agentHome({
-      prefix: "pstub-extract-",
-      socketPath: daemon.socket,
-      baseUrl: model.baseUrl,
-      pluginConfig: { enableServerExtraction: true, privacyMode: "strict", requireApproval: true, reminderMode: "off" },
-    });
+    setup = await setUp("pstub-extract-", (baseUrl) => `base_url = "${baseUrl}"\nmodel = "scripted-extractor"\n`);
+    ({ daemon, model, home } = setup);
   });
-  after(async () => {
-    await model?.close();
-    await daemon?.stop();
-    home?.dispose();
-  });
+  after(() => tearDown(setup));
 
   test("a session with tool use is extracted, reviewed, approved, and recalled in a new session", { timeout: 900_000 }, async () => {
     const turn = await agentTurn(home, { sessionId: "extract-1", message: "why does the quokka build hang on its lock?", timeout: 600_000 });
@@ -117,28 +124,19 @@ describe("extraction on OpenClaw's own model, through the plugin (no endpoint in
   let model;
   let home;
   let gateway;
+  let setup;
 
   before(async () => {
-    checkEnvironment();
-    model = await new ModelServer(script).listen();
-    daemon = new Daemon();
     // No endpoint: the jobs run on OpenClaw's model (route auto), through the plugin, at the
     // start of a turn: api.runtime.llm.complete. (After a run ended, and from a gateway timer,
     // openclaw 2026.9.6 refuses background work: "Gateway is draining; new tasks are not accepted".)
-    writeFileSync(
-      path.join(daemon.home, "config.toml"),
-      '[embedding]\nenabled = false\n\n[extraction]\ntimeout_seconds = 30\n',
-    );
-    await daemon.spawn();
-    const pluginConfig = { socketPath: daemon.socket, enableServerExtraction: true, privacyMode: "strict", requireApproval: true, reminderMode: "off" };
-    home = await agentHome({ prefix: "pstub-extract-oc-", socketPath: daemon.socket, baseUrl: model.baseUrl, pluginConfig });
-    gateway = await startGateway(home, pluginConfig, scriptedModelConfig(model.baseUrl));
+    setup = await setUp("pstub-extract-oc-", () => "timeout_seconds = 30\n");
+    ({ daemon, model, home } = setup);
+    gateway = await startGateway(home, { socketPath: daemon.socket, ...PLUGIN_CONFIG }, scriptedModelConfig(model.baseUrl));
   });
   after(async () => {
     await gateway?.stop();
-    await model?.close();
-    await daemon?.stop();
-    home?.dispose();
+    await tearDown(setup);
   });
 
   /** One turn through the gateway's /v1/chat/completions. */
@@ -191,25 +189,13 @@ describe("extraction on OpenClaw's own model in `openclaw agent --local` runs", 
   let daemon;
   let model;
   let home;
+  let setup;
 
   before(async () => {
-    checkEnvironment();
-    model = await new ModelServer(script).listen();
-    daemon = new Daemon();
-    writeFileSync(path.join(daemon.home, "config.toml"), "[embedding]\nenabled = false\n\n[extraction]\ntimeout_seconds = 30\n");
-    await daemon.spawn();
-    home = await agentHome({
-      prefix: "pstub-extract-local-",
-      socketPath: daemon.socket,
-      baseUrl: model.baseUrl,
-      pluginConfig: { enableServerExtraction: true, privacyMode: "strict", requireApproval: true, reminderMode: "off" },
-    });
+    setup = await setUp("pstub-extract-local-", () => "timeout_seconds = 30\n");
+    ({ daemon, model, home } = setup);
   });
-  after(async () => {
-    await model?.close();
-    await daemon?.stop();
-    home?.dispose();
-  });
+  after(() => tearDown(setup));
 
   test("the next --local turn runs the job the previous one queued, on the agent's model", { timeout: 900_000 }, async () => {
     const first = await agentTurn(home, { sessionId: "local-x1", message: "why does the quokka build hang on its lock?", timeout: 600_000 });

@@ -102,6 +102,12 @@ pub struct ExtractionStats {
     pub next_due: Option<i64>,
 }
 
+const DAY_MS: i64 = 86_400_000;
+/// Days a failed job keeps its (in strict mode, redacted) conversation.
+const FAILED_TURNS_KEPT_DAYS: i64 = 7;
+/// Days a finished job's row is kept (for `status`'s counts of done and failed jobs).
+const FINISHED_JOBS_KEPT_DAYS: i64 = 90;
+
 const JOB_COLUMNS: &str = "id, session_key, agent_id, turns, turn_count, privacy, require_approval, attempts";
 
 impl Store {
@@ -171,8 +177,20 @@ impl Store {
             add_counter(&tx, "dropped", excess as u64)?;
         }
         // Sessions' seen messages are kept for 30 days: enough for any session to end.
-        tx.execute("DELETE FROM extraction_seen WHERE seen_at < ?1", [now_ms - 30 * 86_400_000])
+        tx.execute("DELETE FROM extraction_seen WHERE seen_at < ?1", [now_ms - 30 * DAY_MS])
             .doing("forgetting old sessions")?;
+        // A failed job keeps its conversation for a week, to look into; finished jobs' rows go
+        // after 90 days (their proposals stay).
+        tx.execute(
+            "UPDATE extraction_jobs SET turns = '[]' WHERE state = 'failed' AND finished_at < ?1 AND turns != '[]'",
+            [now_ms - FAILED_TURNS_KEPT_DAYS * DAY_MS],
+        )
+        .doing("forgetting failed jobs' conversations")?;
+        tx.execute(
+            "DELETE FROM extraction_jobs WHERE state != 'queued' AND finished_at < ?1",
+            [now_ms - FINISHED_JOBS_KEPT_DAYS * DAY_MS],
+        )
+        .doing("forgetting old jobs")?;
         tx.commit().doing("committing an enqueue")?;
         Ok(Enqueued::Queued { id, dropped: excess })
     }
@@ -342,22 +360,11 @@ impl Store {
 
     pub fn extraction_stats(&self, day: i64) -> Result<ExtractionStats> {
         let mut stats = ExtractionStats::default();
-        let mut states = self
+        // Done and failed are counters: finished jobs' rows go after a while.
+        stats.queued = self
             .conn
-            .prepare_cached("SELECT state, count(*) FROM extraction_jobs GROUP BY state")
-            .doing("preparing the queue counts")?;
-        let rows = states
-            .query_map([], |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)? as u64)))
-            .doing("counting jobs")?;
-        for row in rows {
-            let (state, count) = row.doing("counting jobs")?;
-            match state.as_str() {
-                "queued" => stats.queued = count,
-                "done" => stats.done = count,
-                "failed" => stats.failed = count,
-                _ => {}
-            }
-        }
+            .query_row("SELECT count(*) FROM extraction_jobs WHERE state = 'queued'", [], |row| row.get::<_, i64>(0))
+            .doing("counting queued jobs")? as u64;
         let usage: Option<(i64, i64)> = self
             .conn
             .query_row("SELECT tokens, calls FROM extraction_usage WHERE day = ?1", [day], |row| {
@@ -378,6 +385,8 @@ impl Store {
             let (name, value) = row.doing("reading the counters")?;
             stats.counters.insert(name, value);
         }
+        stats.done = stats.counters.get("done").copied().unwrap_or(0);
+        stats.failed = stats.counters.get("failed").copied().unwrap_or(0);
         stats.last_error = self
             .conn
             .query_row(

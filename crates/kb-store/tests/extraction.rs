@@ -125,3 +125,33 @@ fn a_rejected_proposal_is_remembered_by_its_real_key() {
     assert!(store.rejected_before(&key).unwrap());
     assert!(!store.held_proposal(&key).unwrap());
 }
+
+#[test]
+fn failed_jobs_forget_their_conversation_after_a_week_and_old_jobs_go() {
+    const DAY: i64 = 86_400_000;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kb.db");
+    let mut store = Store::open(&path).unwrap();
+    let first = fingerprints(&["a"]);
+    let with_turns =
+        NewJob { turns_json: "[{\"role\":\"user\",\"text\":\"hi\",\"fingerprint\":\"a\"}]", ..job("s1", &first) };
+    store.enqueue_extraction(&with_turns, 10, 0).unwrap();
+    store.fail_extraction(1, "the endpoint answered 401", 0, 0, DAY).unwrap();
+    let turns = |_: &Store| -> Vec<String> {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let mut statement = conn.prepare("SELECT turns FROM extraction_jobs ORDER BY id").unwrap();
+        let rows = statement.query_map([], |row| row.get(0)).unwrap();
+        rows.collect::<rusqlite::Result<Vec<String>>>().unwrap()
+    };
+    // Six days later it is still there to look into.
+    store.enqueue_extraction(&job("s2", &fingerprints(&["b"])), 10, 7 * DAY).unwrap();
+    assert!(turns(&store)[0].contains("hi"));
+    // A week after it failed, its conversation is gone; the row stays, the counter counts it.
+    store.enqueue_extraction(&job("s3", &fingerprints(&["c"])), 10, 8 * DAY + 1).unwrap();
+    assert_eq!(turns(&store)[0], "[]");
+    // After 90 days the row goes too; the counts in status do not change.
+    store.enqueue_extraction(&job("s4", &fingerprints(&["d"])), 10, 92 * DAY).unwrap();
+    assert_eq!(turns(&store).len(), 3, "the failed row went, the queued ones stay");
+    let stats = store.extraction_stats(0).unwrap();
+    assert_eq!((stats.failed, stats.queued), (1, 3));
+}

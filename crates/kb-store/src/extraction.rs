@@ -359,12 +359,12 @@ impl Store {
     }
 
     pub fn extraction_stats(&self, day: i64) -> Result<ExtractionStats> {
-        let mut stats = ExtractionStats::default();
         // Done and failed are counters: finished jobs' rows go after a while.
-        stats.queued = self
+        let queued = self
             .conn
             .query_row("SELECT count(*) FROM extraction_jobs WHERE state = 'queued'", [], |row| row.get::<_, i64>(0))
             .doing("counting queued jobs")? as u64;
+        let mut stats = ExtractionStats { queued, ..ExtractionStats::default() };
         let usage: Option<(i64, i64)> = self
             .conn
             .query_row("SELECT tokens, calls FROM extraction_usage WHERE day = ?1", [day], |row| {

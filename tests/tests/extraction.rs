@@ -512,3 +512,33 @@ fn a_leased_job_is_handed_out_once_and_its_answer_settled_once() {
     let bad = daemon.call("extract.result", json!({"job_id": job_id})).unwrap_err();
     assert!(bad.to_string().contains("exactly one of text and error"), "{bad}");
 }
+
+#[test]
+fn a_failed_job_is_listed_with_its_error_and_retried_once_the_cause_is_fixed() {
+    let llm = ScriptedLlm::start();
+    let daemon = start(&llm, "");
+    llm.script([Reply::status(401, "{\"error\": \"invalid api key\"}")]);
+    agent_end(&daemon, "s1", &deploy_session(1), &plugin_config(true, "strict", true));
+    wait_for_jobs(&daemon, 1, Duration::from_secs(30));
+    let listed = daemon.kbctl(&["extraction", "--state", "failed"]);
+    let text = common::stdout(&listed);
+    assert!(listed.status.success(), "{text}");
+    assert!(text.contains("failed") && text.contains("401") && text.contains("kbctl extraction retry"), "{text}");
+    let jobs = daemon.ok("extract.jobs", json!({"state": "failed"}));
+    let id = jobs["jobs"][0]["id"].as_i64().unwrap();
+    assert_eq!(jobs["jobs"][0]["retryable"], true);
+
+    // The key is fixed: the job runs again and its proposal waits for review.
+    llm.script([Reply::proposals(json!([deploy_proposal()]), 800)]);
+    let retried = daemon.kbctl(&["extraction", "retry", &id.to_string()]);
+    assert!(retried.status.success(), "{}", common::stdout(&retried));
+    let status = wait_for(&daemon, "the retried job", Duration::from_secs(30), |status| status["done"] == 1);
+    assert_eq!((status["failed"].as_u64(), status["pending_proposals"].as_u64()), (Some(0), Some(1)), "{status}");
+    assert_eq!(llm.requests().len(), 2);
+    // Done jobs are not retried.
+    let again = daemon.kbctl(&["extraction", "retry", &id.to_string()]);
+    assert!(!again.status.success());
+    assert!(common::stdout(&again).contains("not a failed job"), "{}", common::stdout(&again));
+    let bad = daemon.call("extract.jobs", json!({"state": "broken"})).unwrap_err();
+    assert!(bad.to_string().contains("queued, done, failed or dropped"), "{bad}");
+}

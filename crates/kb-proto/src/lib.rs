@@ -39,4 +39,8 @@ pub mod method {
     pub const EXTRACT_LEASE: &str = "extract.lease";
     /// The plugin hands back a leased job's answer (or why its call failed).
     pub const EXTRACT_RESULT: &str = "extract.result";
+    /// Extraction jobs, newest first, with their state and error.
+    pub const EXTRACT_JOBS: &str = "extract.jobs";
+    /// Queues failed extraction jobs again (after the cause was fixed).
+    pub const EXTRACT_RETRY: &str = "extract.retry";
 }

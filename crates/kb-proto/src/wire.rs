@@ -863,3 +863,53 @@ pub struct ExtractResultResult {
     /// False when the job was not waiting for a result any more (a late answer): ignored.
     pub accepted: bool,
 }
+
+// ---------------------------------------------------------------------------------------------
+// extract.jobs, extract.retry: the extraction queue for people
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobsParams {
+    /// queued, done, failed or dropped; all when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobsResult {
+    pub jobs: Vec<JobRecord>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobRecord {
+    pub id: i64,
+    pub session_key: String,
+    pub state: String,
+    pub attempts: u32,
+    pub created_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
+    pub tokens: u64,
+    pub proposals: u64,
+    pub messages: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// False once a failed job's conversation was forgotten (after a week): it cannot be retried.
+    pub retryable: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryParams {
+    pub ids: Vec<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RetryResult {
+    pub retried: Vec<i64>,
+    /// Ids of no failed job that still holds its conversation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_retried: Vec<i64>,
+}

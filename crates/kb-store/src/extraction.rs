@@ -63,6 +63,23 @@ pub struct ProposalMeta {
     pub similar: Option<(String, f64)>,
 }
 
+/// One job as `kbctl extraction` lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobSummary {
+    pub id: i64,
+    pub session_key: String,
+    pub state: String,
+    pub attempts: u32,
+    pub created_at: i64,
+    pub finished_at: Option<i64>,
+    pub tokens: u64,
+    pub proposals: u64,
+    pub error: Option<String>,
+    pub turn_count: usize,
+    /// Whether it still holds its conversation (a failed job keeps it a week).
+    pub has_conversation: bool,
+}
+
 /// What a finished job spent and counted.
 #[derive(Debug, Clone, Copy)]
 pub struct JobResult<'a> {
@@ -249,6 +266,59 @@ impl Store {
             )
             .optional()
             .doing("reading a job")
+    }
+
+    /// Jobs, newest first: all, or those in `state` (`queued`, `done`, `failed`, `dropped`).
+    pub fn extraction_jobs(&self, state: Option<&str>, limit: usize) -> Result<Vec<JobSummary>> {
+        let mut statement = self
+            .conn
+            .prepare_cached(
+                "SELECT id, session_key, state, attempts, created_at, finished_at, tokens, proposals, error, turn_count, \
+                 turns != '[]' FROM extraction_jobs WHERE ?1 IS NULL OR state = ?1 ORDER BY id DESC LIMIT ?2",
+            )
+            .doing("preparing the job list")?;
+        let rows = statement
+            .query_map(params![state, limit as i64], |row| {
+                Ok(JobSummary {
+                    id: row.get(0)?,
+                    session_key: row.get(1)?,
+                    state: row.get(2)?,
+                    attempts: row.get::<_, i64>(3)? as u32,
+                    created_at: row.get(4)?,
+                    finished_at: row.get(5)?,
+                    tokens: row.get::<_, i64>(6)? as u64,
+                    proposals: row.get::<_, i64>(7)? as u64,
+                    error: row.get(8)?,
+                    turn_count: row.get::<_, i64>(9)? as usize,
+                    has_conversation: row.get(10)?,
+                })
+            })
+            .doing("listing jobs")?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().doing("listing jobs")
+    }
+
+    /// Queues failed jobs again (their attempts start afresh), those that still hold their
+    /// conversation. Returns, per id, whether it was queued again.
+    pub fn retry_failed_extractions(&mut self, ids: &[i64]) -> Result<Vec<bool>> {
+        let tx = self.conn.transaction().doing("starting a retry of failed jobs")?;
+        let mut retried = Vec::with_capacity(ids.len());
+        {
+            let mut requeue = tx
+                .prepare_cached(
+                    "UPDATE extraction_jobs SET state = 'queued', attempts = 0, not_before = 0, finished_at = NULL, \
+                     error = NULL WHERE id = ?1 AND state = 'failed' AND turns != '[]'",
+                )
+                .doing("preparing the retry")?;
+            for id in ids {
+                retried.push(requeue.execute([id]).doing("queueing a failed job again")? == 1);
+            }
+        }
+        let n = retried.iter().filter(|retried| **retried).count() as i64;
+        // The counters say how many jobs failed for good: a retried one did not, yet.
+        tx.execute("UPDATE extraction_counters SET value = max(0, value - ?1) WHERE name = 'failed'", [n])
+            .doing("counting retried jobs")?;
+        tx.commit().doing("committing a retry of failed jobs")?;
+        Ok(retried)
     }
 
     /// A job to try again at `not_before`, after `error`; `tokens` were spent on the attempt.

@@ -16,7 +16,7 @@ mod store;
 mod vectors;
 
 pub use error::{Error, Result};
-pub use extraction::{Enqueued, ExtractionStats, Job, JobResult, NewJob, ProposalInfo, ProposalMeta};
+pub use extraction::{Enqueued, ExtractionStats, Job, JobResult, JobSummary, NewJob, ProposalInfo, ProposalMeta};
 pub use migrations::SCHEMA_VERSION;
 pub use store::{
     Changes, Counts, ExportRow, IndexRow, KeptApart, ListFilter, Store, StoredContent, Variant, VectorRef, WriteItem,

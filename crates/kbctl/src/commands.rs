@@ -200,6 +200,48 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             review(&mut client, method::APPROVE, "approved", &params, json).await
         }
         Command::Review { limit } => crate::review::run(&mut client, limit).await,
+        Command::Extraction { action: Some(crate::ExtractionAction::Retry { ids }), .. } => {
+            let result: wire::RetryResult = call(&mut client, method::EXTRACT_RETRY, &json!({"ids": ids})).await?;
+            if json {
+                output::json(&result)?;
+            } else {
+                output::line(format!("queued again: {}", result.retried.len()))?;
+                for id in &result.not_retried {
+                    output::line(format!("job {id} is not a failed job that still holds its conversation"))?;
+                }
+            }
+            Ok(if result.not_retried.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+        Command::Extraction { action: None, state, limit } => {
+            let result: wire::JobsResult =
+                call(&mut client, method::EXTRACT_JOBS, &json!({"state": state, "limit": limit})).await?;
+            if json {
+                output::json(&result)?;
+            } else if result.jobs.is_empty() {
+                output::line("no extraction jobs")?;
+            } else {
+                for job in &result.jobs {
+                    output::line(format!(
+                        "{:>5}  {:<7} {} messages, {} attempts, {} tokens, {} proposals  {}  ({})",
+                        job.id,
+                        job.state,
+                        job.messages,
+                        job.attempts,
+                        job.tokens,
+                        job.proposals,
+                        job.created_at,
+                        clip(&job.session_key, 40)
+                    ))?;
+                    if let Some(error) = &job.error {
+                        output::line(format!("       {}", clip(error, 200)))?;
+                    }
+                }
+                if result.jobs.iter().any(|job| job.retryable) {
+                    output::line("queue failed jobs again with `kbctl extraction retry ID…`")?;
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Reject { ids, reason } => {
             review(&mut client, method::REJECT, "rejected", &json!({"ids": ids, "reason": reason}), json).await
         }

@@ -25,6 +25,15 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum ExtractionAction {
+    /// Queue failed jobs again (they keep their conversation for a week).
+    Retry {
+        #[arg(required = true)]
+        ids: Vec<i64>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 pub enum Command {
     /// Check the daemon: exit 0 only when it answers and is healthy.
     Status,
@@ -100,6 +109,17 @@ pub enum Command {
         score: Option<i64>,
         #[arg(long)]
         content: Option<String>,
+    },
+    /// Extraction jobs, newest first, with their state and error; `retry ID…` queues failed
+    /// ones again once the cause is fixed (an API key, the endpoint).
+    Extraction {
+        #[command(subcommand)]
+        action: Option<ExtractionAction>,
+        /// queued, done, failed or dropped.
+        #[arg(long)]
+        state: Option<String>,
+        #[arg(long, default_value_t = 20)]
+        limit: i64,
     },
     /// Review held experiences one at a time, each beside the stored experience it resembles:
     /// approve, edit (in $VISUAL or $EDITOR), reject, skip or quit, one key and Enter each.

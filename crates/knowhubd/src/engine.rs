@@ -1446,6 +1446,18 @@ impl Engine {
         Ok(self.reader().extraction_stats(day)?)
     }
 
+    /// Extraction jobs, newest first.
+    pub fn extraction_jobs(&self, state: Option<&str>, limit: usize) -> EngineResult<Vec<kb_store::JobSummary>> {
+        Ok(self.reader().extraction_jobs(state, limit)?)
+    }
+
+    /// Queues failed extraction jobs again and wakes the worker.
+    pub fn retry_extractions(&self, ids: &[i64]) -> EngineResult<Vec<bool>> {
+        let retried = self.lock_writer().retry_failed_extractions(ids)?;
+        self.extraction.wake();
+        Ok(retried)
+    }
+
     /// Deletes experiences; returns the ids that did not exist.
     pub fn delete(&self, ids: &[String]) -> EngineResult<(usize, Vec<String>)> {
         let ids: Vec<&str> = ids.iter().map(String::as_str).collect();

@@ -202,6 +202,50 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
         })
         .expect("method names are unique");
     module
+        .register_blocking_method(method::EXTRACT_JOBS, |params, engine, _| {
+            let params: wire::JobsParams = parse(&params)?;
+            let limit = page_limit(params.limit, 50)?;
+            if let Some(state) = params.state.as_deref()
+                && !["queued", "done", "failed", "dropped"].contains(&state)
+            {
+                return Err(invalid("state", format!("must be queued, done, failed or dropped, got {state:?}")));
+            }
+            let jobs =
+                engine.extraction_jobs(params.state.as_deref(), limit).map_err(|error| to_rpc_error(&engine, error))?;
+            let jobs = jobs
+                .into_iter()
+                .map(|job| wire::JobRecord {
+                    id: job.id,
+                    session_key: job.session_key,
+                    retryable: job.state == "failed" && job.has_conversation,
+                    state: job.state,
+                    attempts: job.attempts,
+                    created_at: rfc3339(job.created_at),
+                    finished_at: job.finished_at.map(rfc3339),
+                    tokens: job.tokens,
+                    proposals: job.proposals,
+                    messages: job.turn_count,
+                    error: job.error,
+                })
+                .collect();
+            RpcResult::Ok(wire::JobsResult { jobs })
+        })
+        .expect("method names are unique");
+    module
+        .register_blocking_method(method::EXTRACT_RETRY, |params, engine, _| {
+            let params: wire::RetryParams = parse(&params)?;
+            if params.ids.is_empty() {
+                return Err(invalid("ids", "must name at least one job"));
+            }
+            let retried = engine.retry_extractions(&params.ids).map_err(|error| to_rpc_error(&engine, error))?;
+            let mut result = wire::RetryResult { retried: Vec::new(), not_retried: Vec::new() };
+            for (id, retried) in params.ids.iter().copied().zip(retried) {
+                if retried { result.retried.push(id) } else { result.not_retried.push(id) }
+            }
+            RpcResult::Ok(result)
+        })
+        .expect("method names are unique");
+    module
         .register_blocking_method(method::APPROVE, |params, engine, _| review(&engine, &params, Status::Active))
         .expect("method names are unique");
     module

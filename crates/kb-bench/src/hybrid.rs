@@ -484,6 +484,7 @@ async fn search(client: &mut Client, query: &str, mode: &str) -> anyhow::Result<
         min_score: Some(1),
         agent_id: None,
         mode: Some(mode.to_owned()),
+        origin: None,
     };
     client.call(kb_proto::method::SEARCH, &params).await.with_context(|| format!("kb.search {query:?} ({mode}) failed"))
 }

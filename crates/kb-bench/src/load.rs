@@ -283,6 +283,7 @@ async fn knowhub_search(client: &mut Client, query: &str) -> anyhow::Result<Sear
         min_score: Some(MIN_SCORE),
         agent_id: None,
         mode: None,
+        origin: None,
     };
     client.call(kb_proto::method::SEARCH, &params).await.with_context(|| format!("kb.search {query:?} failed"))
 }

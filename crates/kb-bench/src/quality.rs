@@ -288,6 +288,7 @@ async fn measure_set(
                 min_score: Some(1),
                 agent_id: None,
                 mode: Some((*mode).to_owned()),
+                origin: None,
             };
             let started = Instant::now();
             let answer: SearchResult = client

@@ -122,6 +122,8 @@ pub enum Source {
     Extraction,
     Import,
     Cli,
+    /// Pulled from the team's hub: a teammate's experience (its origin is in the store).
+    Hub,
 }
 
 impl Source {
@@ -131,6 +133,7 @@ impl Source {
             Source::Extraction => "extraction",
             Source::Import => "import",
             Source::Cli => "cli",
+            Source::Hub => "hub",
         }
     }
 
@@ -140,6 +143,7 @@ impl Source {
             "extraction" => Some(Source::Extraction),
             "import" => Some(Source::Import),
             "cli" => Some(Source::Cli),
+            "hub" => Some(Source::Hub),
             _ => None,
         }
     }
@@ -273,7 +277,7 @@ mod tests {
             assert_eq!(Status::parse(status.as_str()), Some(status));
             assert_eq!(serde_json::to_string(&status).unwrap(), format!("\"{}\"", status.as_str()));
         }
-        for source in [Source::Tool, Source::Extraction, Source::Import, Source::Cli] {
+        for source in [Source::Tool, Source::Extraction, Source::Import, Source::Cli, Source::Hub] {
             assert_eq!(Source::parse(source.as_str()), Some(source));
             assert_eq!(serde_json::to_string(&source).unwrap(), format!("\"{}\"", source.as_str()));
         }

@@ -43,4 +43,6 @@ pub mod method {
     pub const EXTRACT_JOBS: &str = "extract.jobs";
     /// Queues failed extraction jobs again (after the cause was fixed).
     pub const EXTRACT_RETRY: &str = "extract.retry";
+    /// Syncs with the team hub now (push the outbox, pull what is new) and answers when done.
+    pub const HUB_SYNC: &str = "hub.sync";
 }

@@ -151,6 +151,10 @@ pub struct SearchParams {
     /// `hybrid` (the default), `bm25` or `vector`: which retrievers to ask.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
+    /// `mine` (this daemon's own experiences), `team` (pulled from the team's hub) or `all`
+    /// (the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -249,6 +253,27 @@ pub struct ExperienceRecord {
     /// `kb.export`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub variants: Vec<VariantRecord>,
+    /// Where teammates' copies came from, for an experience pulled from the team hub or
+    /// shared by teammates too (`kb.get`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub origins: Vec<OriginRecord>,
+}
+
+/// A teammate's copy of an experience, as the team hub delivered it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OriginRecord {
+    /// The experience's id at its origin.
+    pub hub_id: String,
+    /// The PostgreSQL role that shared it, and the daemon it came from.
+    pub author: String,
+    pub machine: String,
+    /// Counted towards this experience (the same experience shared by someone else).
+    pub merged: bool,
+    /// The hub's change number it was last updated at.
+    pub hub_seq: i64,
+    /// Set when the same id came from two places and this store kept its own version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conflict: Option<String>,
 }
 
 /// A merged duplicate's own wording, content or submitter, kept beside its experience.
@@ -525,6 +550,8 @@ pub struct StatusResult {
     pub hooks: HookStatus,
     #[serde(default)]
     pub extraction: ExtractionStatus,
+    #[serde(default)]
+    pub hub: HubStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<LastError>,
     /// True when the daemon can store and search: the database answers and the index is ready.
@@ -660,6 +687,49 @@ pub struct ExtractionStatus {
     pub waiting: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<LastError>,
+}
+
+/// The team hub (never its password).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HubStatus {
+    /// `off` (no `[hub]` configured), `connecting`, `connected` or `error`.
+    pub state: String,
+    /// `user@host:port/dbname`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team: Option<String>,
+    /// The `sslmode` in force.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<String>,
+    /// When a sync round last completed without error (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_sync: Option<String>,
+    /// Seconds since then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lag_s: Option<u64>,
+    /// Local changes waiting to be pushed, and those the hub refused (kept until they change).
+    pub outbox: u64,
+    pub refused: u64,
+    /// Teammates' changes on the hub not applied here yet (at the last sync).
+    pub behind: u64,
+    /// The hub change number applied up to.
+    pub pulled_seq: i64,
+    /// Since the daemon started.
+    pub pushed: u64,
+    pub pulled: u64,
+    /// Experiences held here that came from teammates.
+    pub team_experiences: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<LastError>,
+}
+
+/// What `hub.sync` did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HubSyncResult {
+    pub pushed: u64,
+    pub pulled: u64,
+    pub hub: HubStatus,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

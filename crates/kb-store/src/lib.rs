@@ -11,12 +11,14 @@
 
 mod error;
 mod extraction;
+mod hub;
 mod migrations;
 mod store;
 mod vectors;
 
 pub use error::{Error, Result};
 pub use extraction::{Enqueued, ExtractionStats, Job, JobResult, JobSummary, NewJob, ProposalInfo, ProposalMeta};
+pub use hub::{Applied, Incoming, Origin, OutboxDepth, Outgoing};
 pub use migrations::SCHEMA_VERSION;
 pub use store::{
     Changes, Counts, ExportRow, IndexRow, KeptApart, ListFilter, Store, StoredContent, Variant, VectorRef, WriteItem,

@@ -139,6 +139,71 @@ const MIGRATIONS: &[&str] = &[
     ) STRICT;
     CREATE INDEX proposals_dedup_key ON proposals (dedup_key);
     "#,
+    // Version 5: the team hub. `hub_state` holds this store's machine id, whether sharing is
+    // on, and the hub sequence number pulled up to. The outbox is filled by triggers, in the
+    // transaction of every local write, once sharing is on: one row per changed experience
+    // (the newest change wins), never for what came from the hub or while a pull is applied.
+    // `hub_origins` maps a teammate's experience (its id at its origin) to the local
+    // experience it is, or merged into.
+    r#"
+    CREATE TABLE hub_state (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    ) STRICT;
+
+    CREATE TABLE hub_outbox (
+        id            INTEGER PRIMARY KEY AUTOINCREMENT,
+        experience_id TEXT NOT NULL UNIQUE,
+        refused       TEXT
+    ) STRICT;
+
+    CREATE TABLE hub_origins (
+        hub_id        TEXT PRIMARY KEY,
+        experience_id TEXT NOT NULL,
+        merged        INTEGER NOT NULL,
+        author        TEXT NOT NULL,
+        machine       TEXT NOT NULL,
+        hub_seq       INTEGER NOT NULL,
+        conflict      TEXT
+    ) STRICT;
+    CREATE INDEX hub_origins_experience ON hub_origins (experience_id);
+
+    CREATE TRIGGER hub_outbox_insert AFTER INSERT ON experiences
+        WHEN NEW.source <> 'hub'
+         AND EXISTS (SELECT 1 FROM hub_state WHERE key = 'sharing' AND value = 'on')
+         AND NOT EXISTS (SELECT 1 FROM hub_state WHERE key = 'applying')
+    BEGIN
+        INSERT OR REPLACE INTO hub_outbox (experience_id) VALUES (NEW.id);
+    END;
+
+    CREATE TRIGGER hub_outbox_update AFTER UPDATE ON experiences
+        WHEN NEW.source <> 'hub'
+         AND (NEW.task IS NOT OLD.task OR NEW.resource IS NOT OLD.resource OR NEW.result IS NOT OLD.result
+              OR NEW.score IS NOT OLD.score OR NEW.status IS NOT OLD.status OR NEW.flags IS NOT OLD.flags
+              OR NEW.merge_count IS NOT OLD.merge_count OR NEW.agent_id IS NOT OLD.agent_id
+              OR NEW.submitted_by IS NOT OLD.submitted_by)
+         AND EXISTS (SELECT 1 FROM hub_state WHERE key = 'sharing' AND value = 'on')
+         AND NOT EXISTS (SELECT 1 FROM hub_state WHERE key = 'applying')
+    BEGIN
+        INSERT OR REPLACE INTO hub_outbox (experience_id) VALUES (NEW.id);
+    END;
+
+    CREATE TRIGGER hub_outbox_delete AFTER DELETE ON experiences
+        WHEN OLD.source <> 'hub'
+         AND EXISTS (SELECT 1 FROM hub_state WHERE key = 'sharing' AND value = 'on')
+         AND NOT EXISTS (SELECT 1 FROM hub_state WHERE key = 'applying')
+    BEGIN
+        INSERT OR REPLACE INTO hub_outbox (experience_id) VALUES (OLD.id);
+    END;
+
+    CREATE TRIGGER hub_outbox_content AFTER INSERT ON contents
+        WHEN EXISTS (SELECT 1 FROM hub_state WHERE key = 'sharing' AND value = 'on')
+         AND NOT EXISTS (SELECT 1 FROM hub_state WHERE key = 'applying')
+         AND EXISTS (SELECT 1 FROM experiences e WHERE e.id = NEW.experience_id AND e.source <> 'hub')
+    BEGIN
+        INSERT OR REPLACE INTO hub_outbox (experience_id) VALUES (NEW.experience_id);
+    END;
+    "#,
 ];
 
 /// The schema version this build writes.

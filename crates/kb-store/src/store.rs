@@ -185,7 +185,7 @@ pub struct Counts {
     pub rejected: u64,
 }
 
-const EXPERIENCE_COLUMNS: &str = "e.id, e.task, e.resource, e.result, e.score, \
+pub(crate) const EXPERIENCE_COLUMNS: &str = "e.id, e.task, e.resource, e.result, e.score, \
     EXISTS (SELECT 1 FROM contents c WHERE c.experience_id = e.id), \
     (SELECT c.content_type FROM contents c WHERE c.experience_id = e.id), \
     e.agent_id, e.submitted_by, e.session_key, e.source, e.status, e.confidence, e.flags, \
@@ -582,7 +582,7 @@ fn index_row_from_row(row: &Row<'_>) -> rusqlite::Result<Result<IndexRow>> {
     }))
 }
 
-fn experience_from_row(row: &Row<'_>) -> rusqlite::Result<Experience> {
+pub(crate) fn experience_from_row(row: &Row<'_>) -> rusqlite::Result<Experience> {
     let id: String = row.get(0)?;
     let source: String = row.get(10)?;
     let status: String = row.get(11)?;

@@ -33,8 +33,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let mut client = connect(&socket).await?;
     match cli.command {
         Command::Status => status(&mut client, json).await,
-        Command::Search { query, top_k, min_score, agent_id, mode } => {
-            let params = SearchParams { query, top_k, min_score, agent_id, mode };
+        Command::Search { query, top_k, min_score, agent_id, mode, origin } => {
+            let params = SearchParams { query, top_k, min_score, agent_id, mode, origin };
             let result: SearchResult = call(&mut client, method::SEARCH, &params).await?;
             if json {
                 output::json(&result)?;
@@ -117,6 +117,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ))?;
                 if let Some(content) = content {
                     output::line(format!("--- content ({}) ---\n{}", content.content_type, content.content))?;
+                }
+                for origin in &record.origins {
+                    output::line(format!(
+                        "--- from the team: {} on machine {} ({}, hub change {}){} ---",
+                        origin.author,
+                        origin.machine,
+                        if origin.merged { "counted towards this experience" } else { "this copy" },
+                        origin.hub_seq,
+                        origin.conflict.as_deref().map(|conflict| format!("\nCONFLICT: {conflict}")).unwrap_or_default(),
+                    ))?;
                 }
                 for (number, variant) in record.variants.iter().enumerate() {
                     let how = match variant.similarity {
@@ -212,6 +222,25 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(if result.not_retried.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
+        Command::Hub { action: crate::HubAction::Status } => {
+            let status: StatusResult = call(&mut client, method::STATUS, &json!({})).await?;
+            if json {
+                output::json(&status.hub)?;
+            } else {
+                output::line(hub_text(&status.hub))?;
+            }
+            Ok(if status.hub.state == "error" { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+        }
+        Command::Hub { action: crate::HubAction::Sync } => {
+            let result: wire::HubSyncResult = call(&mut client, method::HUB_SYNC, &json!({})).await?;
+            if json {
+                output::json(&result)?;
+            } else {
+                output::line(format!("pushed {}, pulled {}\n{}", result.pushed, result.pulled, hub_text(&result.hub)))?;
+            }
+            Ok(if result.hub.state == "connected" { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+        Command::Hub { action: crate::HubAction::Init { .. } } => unreachable!("run by main, outside the runtime"),
         Command::Extraction { action: None, state, limit } => {
             let result: wire::JobsResult =
                 call(&mut client, method::EXTRACT_JOBS, &json!({"state": state, "limit": limit})).await?;
@@ -320,6 +349,7 @@ async fn status(client: &mut Client, json: bool) -> anyhow::Result<ExitCode> {
              index: {}, {} documents (change {} of {})\n\
              embedder: {}{}, backlog {}\n\
              extraction: {}\n\
+             hub: {}\n\
              search latency: p50 {:.3} ms, p99 {:.3} ms over the last {} searches\n\
              submit latency: p50 {:.3} ms, p99 {:.3} ms\n\
              database: {}\nconfig: {}",
@@ -340,6 +370,7 @@ async fn status(client: &mut Client, json: bool) -> anyhow::Result<ExitCode> {
             status.embedder.detail.as_deref().map(|detail| format!(" ({detail})")).unwrap_or_default(),
             status.embedder.backlog,
             extraction_line(&status.extraction),
+            hub_line(&status.hub),
             status.latencies.search.p50_ms,
             status.latencies.search.p99_ms,
             status.latencies.search.count.min(1024),
@@ -357,6 +388,88 @@ async fn status(client: &mut Client, json: bool) -> anyhow::Result<ExitCode> {
         output::line(text)?;
     }
     Ok(if problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// One line on the team hub for `kbctl status`.
+fn hub_line(hub: &wire::HubStatus) -> String {
+    if hub.state == "off" {
+        return "off".to_owned();
+    }
+    let mut line = format!(
+        "{} ({} on {}), {} of the team's experiences here, outbox {}",
+        hub.state,
+        hub.team.as_deref().unwrap_or("?"),
+        hub.target.as_deref().unwrap_or("?"),
+        hub.team_experiences,
+        hub.outbox,
+    );
+    if let Some(lag) = hub.lag_s {
+        line.push_str(&format!(", synced {lag}s ago"));
+    }
+    if hub.state == "error"
+        && let Some(error) = &hub.last_error
+    {
+        line.push_str(&format!(": {}", error.message));
+    }
+    line
+}
+
+/// `kbctl hub status`.
+fn hub_text(hub: &wire::HubStatus) -> String {
+    if hub.state == "off" {
+        return "hub: off (set [hub] url and team in the daemon's config.toml)".to_owned();
+    }
+    let mut text = format!(
+        "hub: {}\nteam: {}\nserver: {} (sslmode {})\nlast sync: {}{}\noutbox: {} waiting, {} refused by the hub\n\
+         behind: {} changes of teammates (applied up to hub change {})\n\
+         since start: {} pushed, {} pulled\nteam's experiences held here: {}",
+        hub.state,
+        hub.team.as_deref().unwrap_or("?"),
+        hub.target.as_deref().unwrap_or("?"),
+        hub.tls.as_deref().unwrap_or("?"),
+        hub.last_sync.as_deref().unwrap_or("never"),
+        hub.lag_s.map(|lag| format!(" ({lag}s ago)")).unwrap_or_default(),
+        hub.outbox,
+        hub.refused,
+        hub.behind,
+        hub.pulled_seq,
+        hub.pushed,
+        hub.pulled,
+        hub.team_experiences,
+    );
+    if let Some(error) = &hub.last_error {
+        text.push_str(&format!("\nlast error ({}): {}", error.at, error.message));
+    }
+    text
+}
+
+/// `kbctl hub init`: the schema, then the SQL for each member. Blocking (the PostgreSQL
+/// client runs a runtime of its own): called outside kbctl's runtime.
+pub fn hub_init(url: &str, team: &str, members: &[String], password_env: &str, json: bool) -> anyhow::Result<ExitCode> {
+    let password = std::env::var(password_env).ok().filter(|password| !password.is_empty());
+    let options = kb_hub::ConnectOptions::parse(url, password.as_deref())?;
+    let mut client = options.connect()?;
+    let (before, after) = kb_hub::schema::migrate(&mut client)?;
+    let sql: Vec<String> = members.iter().map(|member| kb_hub::schema::member_sql(team, member)).collect();
+    if json {
+        output::json(&json!({"target": options.target, "version_before": before, "version": after, "member_sql": sql}))?;
+    } else {
+        let done = if before == after {
+            format!("the hub schema on {} is up to date (version {after})", options.target)
+        } else if before == 0 {
+            format!("created the hub schema on {} (version {after})", options.target)
+        } else {
+            format!("upgraded the hub schema on {} from version {before} to {after}", options.target)
+        };
+        output::line(done)?;
+        if sql.is_empty() {
+            output::line(kb_hub::schema::member_sql(team, "MEMBER"))?;
+        }
+        for statement in &sql {
+            output::line(statement)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// One line on extraction for `kbctl status`.

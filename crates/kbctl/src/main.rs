@@ -25,6 +25,31 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum HubAction {
+    /// The hub's state: connection, last sync and lag, outbox depth, last error.
+    Status,
+    /// Push what waits and pull what is new now; exit non-zero if the hub cannot be reached.
+    Sync,
+    /// As the team's admin: create or upgrade the hub's schema in PostgreSQL, then print the
+    /// SQL that adds each member (a login role, granted knowhub_member, listed in the team).
+    /// Connects directly, not through the daemon.
+    Init {
+        /// The admin's PostgreSQL URL (postgresql://admin@host:5432/db?sslmode=verify-full&…).
+        #[arg(long)]
+        url: String,
+        /// The team the members are added to.
+        #[arg(long)]
+        team: String,
+        /// A member's role name; repeat for several.
+        #[arg(long = "member")]
+        members: Vec<String>,
+        /// The environment variable holding the admin's password, if the URL has none.
+        #[arg(long, default_value = "PGPASSWORD")]
+        password_env: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 pub enum ExtractionAction {
     /// Queue failed jobs again (they keep their conversation for a week).
     Retry {
@@ -50,6 +75,9 @@ pub enum Command {
         /// Which retrievers to ask: hybrid (default), bm25 or vector.
         #[arg(long)]
         mode: Option<String>,
+        /// Whose experiences: mine (this daemon's own), team (pulled from the team hub) or all.
+        #[arg(long)]
+        origin: Option<String>,
     },
     /// Submit an experience.
     Submit {
@@ -136,6 +164,11 @@ pub enum Command {
         #[arg(long)]
         reason: Option<String>,
     },
+    /// The team hub: `status`, `sync`, and `init` (for the team's admin).
+    Hub {
+        #[command(subcommand)]
+        action: HubAction,
+    },
     /// Delete experiences by id.
     Delete {
         #[arg(required = true)]
@@ -181,6 +214,15 @@ pub enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Hub { action: HubAction::Init { url, team, members, password_env } } = &cli.command {
+        return match commands::hub_init(url, team, members, password_env, cli.json) {
+            Ok(code) => code,
+            Err(error) => {
+                eprintln!("kbctl: {error:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {

@@ -18,6 +18,7 @@ pub struct Config {
     pub server: ServerConfig,
     pub embedding: EmbeddingConfig,
     pub extraction: ExtractionConfig,
+    pub hub: HubConfig,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -208,6 +209,45 @@ impl Default for ExtractionConfig {
     }
 }
 
+/// The team hub (`[hub]`): off unless `url` is set.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HubConfig {
+    /// A PostgreSQL URL (`postgresql://user@host:5432/db?sslmode=verify-full&sslrootcert=…`)
+    /// or key=value connection string; `sslmode` means what it means to libpq.
+    pub url: Option<String>,
+    /// The environment variable holding the password (never logged or shown in `status`).
+    pub password_env: Option<String>,
+    /// A file holding the password (first line).
+    pub password_file: Option<PathBuf>,
+    /// The team's name on the hub.
+    pub team: Option<String>,
+    /// Share this store's experiences (pulling the team's goes on either way).
+    pub share: bool,
+    /// Which experiences are shared, by where they came from: `tool`, `cli`, `extraction`
+    /// (approved proposals), `import`. Only active ones, never pending, rejected or flagged.
+    pub share_sources: Vec<String>,
+    /// The safety net under `LISTEN/NOTIFY`: a pull at least this often.
+    pub poll_seconds: u64,
+    /// Changes per push or pull transaction.
+    pub batch: usize,
+}
+
+impl Default for HubConfig {
+    fn default() -> HubConfig {
+        HubConfig {
+            url: None,
+            password_env: None,
+            password_file: None,
+            team: None,
+            share: true,
+            share_sources: ["tool", "cli", "extraction", "import"].map(str::to_owned).to_vec(),
+            poll_seconds: 30,
+            batch: 500,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PrecisionConfig {
@@ -289,6 +329,26 @@ impl Config {
             (1..=3_600).contains(&extraction.timeout_seconds),
             "extraction.timeout_seconds must be from 1 to 3600"
         );
+        let hub = &config.hub;
+        if let Some(url) = &hub.url {
+            kb_hub::ConnectOptions::parse(url, None).map_err(|error| anyhow::anyhow!("hub.url: {error}"))?;
+            anyhow::ensure!(
+                hub.team.as_deref().is_some_and(|team| !team.trim().is_empty()),
+                "hub.team must be set with hub.url"
+            );
+        }
+        anyhow::ensure!(
+            !(hub.password_env.is_some() && hub.password_file.is_some()),
+            "set one of hub.password_env and hub.password_file, not both"
+        );
+        for source in &hub.share_sources {
+            anyhow::ensure!(
+                ["tool", "cli", "extraction", "import"].contains(&source.as_str()),
+                "hub.share_sources: {source:?} is not one of tool, cli, extraction, import"
+            );
+        }
+        anyhow::ensure!((1..=86_400).contains(&hub.poll_seconds), "hub.poll_seconds must be from 1 to 86400");
+        anyhow::ensure!((1..=10_000).contains(&hub.batch), "hub.batch must be from 1 to 10000");
         Ok(config)
     }
 

@@ -125,6 +125,17 @@ impl Daemon {
                 .spawn(move || crate::extraction::run_worker(&engine, &stop))
                 .context("cannot start the extraction thread")?
         };
+        // The team hub syncs on a thread of its own (blocking PostgreSQL calls); it returns at
+        // once when no hub is configured.
+        let stop_hub = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let syncing = {
+            let engine = engine.clone();
+            let stop = stop_hub.clone();
+            std::thread::Builder::new()
+                .name("knowhub-hub".to_owned())
+                .spawn(move || crate::hub::run(&engine, &stop))
+                .context("cannot start the hub thread")?
+        };
         let flusher = {
             let engine = engine.clone();
             tokio::spawn(async move {
@@ -180,6 +191,8 @@ impl Daemon {
         stop_embedder.store(true, std::sync::atomic::Ordering::Relaxed);
         stop_extraction.store(true, std::sync::atomic::Ordering::Relaxed);
         engine.extraction.wake();
+        stop_hub.store(true, std::sync::atomic::Ordering::Relaxed);
+        engine.hub.request();
         let _ = preparing.await;
         {
             let engine = engine.clone();
@@ -189,6 +202,11 @@ impl Daemon {
         // at the next start (its result is written in one transaction, so never twice).
         if extracting.is_finished() {
             let _ = extracting.join();
+        }
+        // A push in flight is not waited for either: its outbox rows stay until the hub
+        // acknowledged them, so the next start pushes them again (upserts are idempotent).
+        if syncing.is_finished() {
+            let _ = syncing.join();
         }
         // A model still loading (a download, say) is not waited for: the process is ending.
         if embedding.is_finished() {

@@ -272,6 +272,37 @@ pub struct SearchQuery<'a> {
     pub min_score: Option<i64>,
     pub agent_id: Option<&'a str>,
     pub mode: SearchMode,
+    pub origin: Origin,
+}
+
+/// Whose experiences a search returns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Origin {
+    #[default]
+    All,
+    /// This store's own (every source but the hub).
+    Mine,
+    /// Teammates', pulled from the hub.
+    Team,
+}
+
+impl Origin {
+    pub fn parse(text: &str) -> Option<Origin> {
+        match text {
+            "all" => Some(Origin::All),
+            "mine" => Some(Origin::Mine),
+            "team" => Some(Origin::Team),
+            _ => None,
+        }
+    }
+
+    fn admits(self, source: kb_core::Source) -> bool {
+        match self {
+            Origin::All => true,
+            Origin::Mine => source != kb_core::Source::Hub,
+            Origin::Team => source == kb_core::Source::Hub,
+        }
+    }
 }
 
 /// Which retrievers a search asks for.
@@ -346,6 +377,8 @@ pub struct Engine {
     pub semantic: Semantic,
     /// The extraction worker's wake-ups and state (`extraction.rs`).
     pub extraction: crate::extraction::Extraction,
+    /// The team hub's sync thread's state and wake-ups (`hub.rs`).
+    pub hub: crate::hub::HubSync,
     /// Submits waiting for the writer; whichever gets it first commits them all (group commit).
     pending_submits: Mutex<Vec<Arc<PendingSubmit>>>,
 }
@@ -416,6 +449,7 @@ impl Engine {
             last_error: LastError::default(),
             hooks,
             extraction: crate::extraction::Extraction::default(),
+            hub: crate::hub::HubSync::default(),
             pending_submits: Mutex::new(Vec::new()),
         }))
     }
@@ -949,6 +983,8 @@ impl Engine {
         // Fusion looks deeper than the answer: an experience ranked low by one retriever and
         // high by the other must be in both candidate lists to be rewarded.
         let n_fused = (top_k * 3).max(kb_embed::fusion::MIN_CANDIDATES);
+        // An origin filter drops candidates after retrieval, so each retriever looks deeper.
+        let depth = if query.origin == Origin::All { top_k } else { n_fused };
         let stale_index = if query.mode != SearchMode::Vector { self.wait_for_index().await? } else { None };
         let bm25 = |limit: usize| -> EngineResult<Vec<(String, f32)>> {
             let request =
@@ -959,9 +995,9 @@ impl Engine {
         // The readiness check is cheap; only embedding the query is worth a blocking thread,
         // so a daemon without a model answers BM25 at BM25's cost, with BM25's depth.
         let (vector_result, bm25_hits) = match (query.mode, self.vector_ready()) {
-            (SearchMode::Bm25, _) => (None, bm25(top_k)?),
+            (SearchMode::Bm25, _) => (None, bm25(depth)?),
             (SearchMode::Vector, Ok(())) => {
-                (Some(on_blocking_thread(|| self.vector_search(text, top_k, filter))), Vec::new())
+                (Some(on_blocking_thread(|| self.vector_search(text, depth, filter))), Vec::new())
             }
             (SearchMode::Vector, Err(why)) => return Err(EngineError::Unavailable(why)),
             (SearchMode::Hybrid, Ok(())) => {
@@ -976,7 +1012,7 @@ impl Engine {
                 });
                 (Some(vectors), bm25_hits?)
             }
-            (SearchMode::Hybrid, Err(why)) => (Some(Err(why)), bm25(top_k)?),
+            (SearchMode::Hybrid, Err(why)) => (Some(Err(why)), bm25(depth)?),
         };
         let (vector_hits, mut note) = match vector_result {
             None => (None, None),
@@ -1013,17 +1049,23 @@ impl Engine {
         }
         let ranked = if terms.is_empty() { ranked } else { self.pin_exact(ranked, &terms)? };
 
-        let ranked = &ranked[..ranked.len().min(top_k)];
+        // An origin filter is applied to the stored rows, so it looks at every candidate.
+        let depth = if query.origin == Origin::All { top_k } else { ranked.len() };
+        let ranked = &ranked[..ranked.len().min(depth)];
         let ids: Vec<&str> = ranked.iter().map(|(id, _)| id.as_str()).collect();
         let experiences = self.reader().get_many(&ids)?;
-        let mut found = Vec::with_capacity(experiences.len());
+        let mut found = Vec::with_capacity(experiences.len().min(top_k));
         for experience in experiences {
+            if found.len() == top_k {
+                break;
+            }
             let relevance =
                 ranked.iter().find(|(id, _)| id == experience.id.as_str()).map(|(_, score)| *score).unwrap_or(0.0);
             // The store is the truth: a vector hit of an experience changed since is dropped.
             if experience.status == Status::Active
                 && experience.score >= min_score
                 && query.agent_id.is_none_or(|agent| experience.agent_id.as_deref() == Some(agent))
+                && query.origin.admits(experience.source)
             {
                 found.push(Found { experience, relevance });
             }
@@ -1279,6 +1321,11 @@ impl Engine {
     /// What merged duplicates of `id` brought that it does not hold.
     pub fn variants(&self, id: &str) -> EngineResult<Vec<kb_store::Variant>> {
         Ok(self.reader().variants(id)?)
+    }
+
+    /// Where teammates' copies of an experience came from (the team hub).
+    pub fn origins(&self, id: &str) -> EngineResult<Vec<kb_store::Origin>> {
+        Ok(self.reader().hub_origins(id)?)
     }
 
     pub fn get(&self, id: &str) -> EngineResult<Experience> {

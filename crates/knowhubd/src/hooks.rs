@@ -551,6 +551,7 @@ async fn recall(engine: &Engine, prompt: &str, already_recalled: &[String]) -> O
         min_score: None,
         agent_id: None,
         mode: SearchMode::Hybrid,
+        origin: crate::engine::Origin::All,
     };
     let found = match engine.search(search).await {
         Ok((found, _)) => found,

@@ -9,6 +9,7 @@ pub mod daemon;
 pub mod engine;
 pub mod extraction;
 pub mod hooks;
+pub mod hub;
 pub mod memory;
 mod rpc;
 pub mod semantic;

@@ -67,12 +67,18 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
                 Some(mode) => SearchMode::parse(mode)
                     .ok_or_else(|| invalid("mode", format!("must be hybrid, bm25 or vector, got {mode:?}")))?,
             };
+            let origin = match params.origin.as_deref() {
+                None => crate::engine::Origin::All,
+                Some(origin) => crate::engine::Origin::parse(origin)
+                    .ok_or_else(|| invalid("origin", format!("must be mine, team or all, got {origin:?}")))?,
+            };
             let query = SearchQuery {
                 query: &params.query,
                 top_k: params.top_k,
                 min_score: params.min_score,
                 agent_id: params.agent_id.as_deref(),
                 mode,
+                origin,
             };
             let (found, answered) = engine.search(query).await.map_err(|error| to_rpc_error(&engine, error))?;
             engine.search_latency.record(started.elapsed());
@@ -118,6 +124,19 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
             let variants = engine.variants(&id).map_err(|error| to_rpc_error(&engine, error))?;
             let mut record = record(experience);
             record.variants = variants.into_iter().map(variant_record).collect();
+            record.origins = engine
+                .origins(&id)
+                .map_err(|error| to_rpc_error(&engine, error))?
+                .into_iter()
+                .map(|origin| wire::OriginRecord {
+                    hub_id: origin.hub_id,
+                    author: origin.author,
+                    machine: origin.machine,
+                    merged: origin.merged,
+                    hub_seq: origin.hub_seq,
+                    conflict: origin.conflict,
+                })
+                .collect();
             RpcResult::Ok(record)
         })
         .expect("method names are unique");
@@ -243,6 +262,29 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
                 if retried { result.retried.push(id) } else { result.not_retried.push(id) }
             }
             RpcResult::Ok(result)
+        })
+        .expect("method names are unique");
+    module
+        .register_blocking_method(method::HUB_SYNC, |_params, engine, _| {
+            let (pushed_before, pulled_before) = engine.hub.totals();
+            if engine.config.hub.url.is_none() {
+                return Err(invalid("hub", "no hub is configured: set [hub] url and team in the daemon's config.toml"));
+            }
+            let round = engine.hub.request();
+            if !engine.hub.wait_for(round, std::time::Duration::from_secs(60)) {
+                return Err(ErrorObjectOwned::owned(
+                    ErrorCode::Unavailable.code(),
+                    "the hub sync did not finish within 60 s; it goes on in the background (see `kbctl hub status`)",
+                    None::<()>,
+                ));
+            }
+            let hub = crate::hub::status(&engine).map_err(|error| to_rpc_error(&engine, error))?;
+            let (pushed, pulled) = engine.hub.totals();
+            Ok::<_, ErrorObjectOwned>(wire::HubSyncResult {
+                pushed: pushed - pushed_before,
+                pulled: pulled - pulled_before,
+                hub,
+            })
         })
         .expect("method names are unique");
     module
@@ -433,6 +475,7 @@ fn status(engine: &Engine, socket: &std::path::Path) -> RpcResult<wire::StatusRe
         embedder: embedder_status(engine),
         queue_depth: extraction.queued,
         extraction,
+        hub: crate::hub::status(engine).map_err(|error| to_rpc_error(engine, error))?,
         latencies: wire::Latencies {
             search: latency(engine.search_latency.figures()),
             submit: latency(engine.submit_latency.figures()),
@@ -760,6 +803,7 @@ fn record(experience: Experience) -> wire::ExperienceRecord {
         merge_count: experience.merge_count,
         recall_count: experience.recall_count,
         variants: Vec::new(),
+        origins: Vec::new(),
     }
 }
 

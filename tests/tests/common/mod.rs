@@ -10,6 +10,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 pub mod llm;
+pub mod postgres;
 
 use kb_proto::Client;
 use serde_json::{Value, json};

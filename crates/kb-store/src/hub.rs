@@ -1,0 +1,412 @@
+//! The store's side of the team hub: this store's machine id, the outbox of changes to share
+//! (filled by triggers in the transaction of each local write, see migration 5), the hub
+//! sequence number pulled up to, and applying a pulled batch in one transaction.
+
+use std::collections::HashSet;
+
+use kb_core::{Experience, ExperienceId, Gated};
+use rusqlite::{OptionalExtension, params};
+
+use crate::error::Context;
+use crate::store::{EXPERIENCE_COLUMNS, WriteItem, experience_from_row, read_seq, write_in, write_seq};
+use crate::{Result, Store};
+
+/// One outbox entry: an experience whose latest state is to be shared, or withdrawn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outgoing {
+    pub outbox_id: i64,
+    pub experience_id: String,
+    /// The experience as it is now, with its content; `None` when it was deleted.
+    pub current: Option<(Experience, Option<String>)>,
+}
+
+/// A change pulled from the hub, gated by this daemon (its own redaction and quarantine).
+#[derive(Debug, Clone, Copy)]
+pub struct Incoming<'a> {
+    /// The experience's id at its origin.
+    pub hub_id: &'a str,
+    pub hub_seq: i64,
+    pub author: &'a str,
+    pub machine: &'a str,
+    /// `None`: withdrawn at its origin (deleted, or no longer shared).
+    pub gated: Option<&'a Gated>,
+}
+
+/// What applying a pulled batch did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Applied {
+    pub inserted: usize,
+    pub updated: usize,
+    /// Merged into an experience already held (the same experience from someone else).
+    pub merged: usize,
+    pub deleted: usize,
+    /// Same id as an experience of this store's own: kept local, the conflict recorded.
+    pub conflicts: usize,
+}
+
+/// Where a teammate's experience came from, as `kbctl show` prints it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Origin {
+    pub hub_id: String,
+    pub merged: bool,
+    pub author: String,
+    pub machine: String,
+    pub hub_seq: i64,
+    pub conflict: Option<String>,
+}
+
+/// The outbox's size: waiting to be pushed, and refused by the hub (kept until they change).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OutboxDepth {
+    pub waiting: u64,
+    pub refused: u64,
+}
+
+impl Store {
+    /// This store's id among the team's daemons, made on first use and kept with the data.
+    pub fn hub_machine(&mut self) -> Result<String> {
+        if let Some(machine) = self.hub_value("machine")? {
+            return Ok(machine);
+        }
+        let machine = ExperienceId::generate(unix_ms()).to_string();
+        self.conn
+            .execute("INSERT OR IGNORE INTO hub_state (key, value) VALUES ('machine', ?1)", [&machine])
+            .doing("recording the machine id")?;
+        Ok(self.hub_value("machine")?.unwrap_or(machine))
+    }
+
+    /// Turns sharing on. The first time, every experience of this store is queued, so that
+    /// what was learned before joining the team is shared too (what is not shareable is
+    /// skipped when pushed). Returns how many were queued.
+    pub fn start_sharing(&mut self) -> Result<usize> {
+        let tx = self.conn.transaction().doing("starting to share")?;
+        let on: Option<String> = tx
+            .query_row("SELECT value FROM hub_state WHERE key = 'sharing'", [], |row| row.get(0))
+            .optional()
+            .doing("reading the sharing state")?;
+        if on.as_deref() == Some("on") {
+            return Ok(0);
+        }
+        tx.execute("INSERT OR REPLACE INTO hub_state (key, value) VALUES ('sharing', 'on')", [])
+            .doing("turning sharing on")?;
+        let queued = tx
+            .execute(
+                "INSERT OR IGNORE INTO hub_outbox (experience_id) \
+                 SELECT id FROM experiences WHERE source <> 'hub' ORDER BY seq",
+                [],
+            )
+            .doing("queueing the experiences to share")?;
+        tx.commit().doing("committing the start of sharing")?;
+        Ok(queued)
+    }
+
+    /// Up to `limit` outbox entries, oldest first, without the refused ones.
+    pub fn hub_outbox(&self, limit: usize) -> Result<Vec<Outgoing>> {
+        let tx = self.conn.unchecked_transaction().doing("starting a read")?;
+        let entries: Vec<(i64, String)> = {
+            let mut statement = tx
+                .prepare_cached("SELECT id, experience_id FROM hub_outbox WHERE refused IS NULL ORDER BY id LIMIT ?1")
+                .doing("preparing the outbox read")?;
+            statement
+                .query_map([limit as i64], |row| Ok((row.get(0)?, row.get(1)?)))
+                .doing("reading the outbox")?
+                .collect::<rusqlite::Result<_>>()
+                .doing("reading the outbox")?
+        };
+        let mut out = Vec::with_capacity(entries.len());
+        {
+            let mut lookup = tx
+                .prepare_cached(&format!(
+                    "SELECT {EXPERIENCE_COLUMNS}, (SELECT c.content FROM contents c WHERE c.experience_id = e.id) \
+                     FROM experiences e WHERE e.id = ?1"
+                ))
+                .doing("preparing the outbox lookup")?;
+            for (outbox_id, experience_id) in entries {
+                let current = lookup
+                    .query_row([&experience_id], |row| Ok((experience_from_row(row)?, row.get::<_, Option<String>>(18)?)))
+                    .optional()
+                    .doing("reading an experience to share")?;
+                out.push(Outgoing { outbox_id, experience_id, current });
+            }
+        }
+        tx.finish().doing("ending a read")?;
+        Ok(out)
+    }
+
+    /// Removes pushed entries. An entry queued again meanwhile has a new id and stays.
+    pub fn hub_pushed(&mut self, outbox_ids: &[i64]) -> Result<()> {
+        let tx = self.conn.transaction().doing("starting an outbox update")?;
+        {
+            let mut delete =
+                tx.prepare_cached("DELETE FROM hub_outbox WHERE id = ?1").doing("preparing the outbox update")?;
+            for id in outbox_ids {
+                delete.execute([id]).doing("removing a pushed change")?;
+            }
+        }
+        tx.commit().doing("committing an outbox update")
+    }
+
+    /// Parks an entry the hub refused, with the reason; it is queued again when the
+    /// experience changes.
+    pub fn hub_refused(&mut self, outbox_id: i64, reason: &str) -> Result<()> {
+        self.conn
+            .execute("UPDATE hub_outbox SET refused = ?2 WHERE id = ?1", params![outbox_id, reason])
+            .doing("recording a refused change")
+            .map(|_| ())
+    }
+
+    pub fn hub_outbox_depth(&self) -> Result<OutboxDepth> {
+        self.conn
+            .query_row(
+                "SELECT count(*) FILTER (WHERE refused IS NULL), count(*) FILTER (WHERE refused IS NOT NULL) FROM hub_outbox",
+                [],
+                |row| Ok(OutboxDepth { waiting: row.get::<_, i64>(0)? as u64, refused: row.get::<_, i64>(1)? as u64 }),
+            )
+            .doing("measuring the outbox")
+    }
+
+    /// Active experiences held here that came from teammates.
+    pub fn team_experiences(&self) -> Result<u64> {
+        self.conn
+            .query_row("SELECT count(*) FROM experiences WHERE source = 'hub' AND status = 'active'", [], |row| {
+                row.get::<_, i64>(0)
+            })
+            .doing("counting the team's experiences")
+            .map(|n| n as u64)
+    }
+
+    /// The hub sequence number this store has applied every change up to.
+    pub fn hub_pulled_seq(&self) -> Result<i64> {
+        Ok(self.hub_value("pulled_seq")?.and_then(|value| value.parse().ok()).unwrap_or(0))
+    }
+
+    /// Where an experience's teammates' copies came from (none for an experience of this
+    /// store's own that nobody else shared).
+    pub fn hub_origins(&self, experience_id: &str) -> Result<Vec<Origin>> {
+        let mut statement = self
+            .conn
+            .prepare_cached(
+                "SELECT hub_id, merged, author, machine, hub_seq, conflict FROM hub_origins \
+                 WHERE experience_id = ?1 ORDER BY hub_seq",
+            )
+            .doing("preparing the origin lookup")?;
+        statement
+            .query_map([experience_id], |row| {
+                Ok(Origin {
+                    hub_id: row.get(0)?,
+                    merged: row.get::<_, i64>(1)? != 0,
+                    author: row.get(2)?,
+                    machine: row.get(3)?,
+                    hub_seq: row.get(4)?,
+                    conflict: row.get(5)?,
+                })
+            })
+            .doing("reading origins")?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .doing("reading origins")
+    }
+
+    /// Applies pulled changes, in hub order, and records `up_to` as pulled, in one
+    /// transaction: a crash leaves either all of it or none, and the next pull starts where
+    /// this one did. Nothing applied here enters the outbox. Returns what happened, the
+    /// store's sequence number after, and the ids of experiences created.
+    pub fn apply_pulled(
+        &mut self,
+        items: &[Incoming<'_>],
+        up_to: i64,
+        now_ms: i64,
+    ) -> Result<(Applied, u64, HashSet<String>)> {
+        let tx = self.conn.transaction().doing("starting a pull")?;
+        tx.execute("INSERT OR REPLACE INTO hub_state (key, value) VALUES ('applying', '1')", [])
+            .doing("marking a pull")?;
+        let mut seq = read_seq(&tx)?;
+        let mut applied = Applied::default();
+        let mut created = HashSet::new();
+        for item in items {
+            apply_one(&tx, &mut seq, item, now_ms, &mut applied, &mut created)?;
+        }
+        tx.execute("DELETE FROM hub_state WHERE key = 'applying'", []).doing("ending a pull")?;
+        tx.execute("INSERT OR REPLACE INTO hub_state (key, value) VALUES ('pulled_seq', ?1)", [up_to.to_string()])
+            .doing("recording the pulled sequence number")?;
+        write_seq(&tx, seq)?;
+        tx.commit().doing("committing a pull")?;
+        Ok((applied, seq, created))
+    }
+
+    fn hub_value(&self, key: &str) -> Result<Option<String>> {
+        self.conn
+            .query_row("SELECT value FROM hub_state WHERE key = ?1", [key], |row| row.get(0))
+            .optional()
+            .doing("reading the hub state")
+    }
+}
+
+/// The local experience a teammate's experience lives in.
+struct Known {
+    experience_id: String,
+    merged: bool,
+}
+
+fn apply_one(
+    tx: &rusqlite::Transaction<'_>,
+    seq: &mut u64,
+    item: &Incoming<'_>,
+    now_ms: i64,
+    applied: &mut Applied,
+    created: &mut HashSet<String>,
+) -> Result<()> {
+    let known: Option<Known> = tx
+        .query_row("SELECT experience_id, merged FROM hub_origins WHERE hub_id = ?1", [item.hub_id], |row| {
+            Ok(Known { experience_id: row.get(0)?, merged: row.get::<_, i64>(1)? != 0 })
+        })
+        .optional()
+        .doing("looking up an origin")?;
+    let local_exists = |id: &str| -> Result<bool> {
+        tx.query_row("SELECT 1 FROM experiences WHERE id = ?1", [id], |_| Ok(()))
+            .optional()
+            .doing("looking up an experience")
+            .map(|found| found.is_some())
+    };
+    let Some(gated) = item.gated else {
+        // Withdrawn at its origin.
+        let Some(known) = known else { return Ok(()) };
+        tx.execute("DELETE FROM hub_origins WHERE hub_id = ?1", [item.hub_id]).doing("forgetting an origin")?;
+        if known.merged {
+            // It only counted towards another experience: that one stays, counted once less.
+            tx.execute(
+                "UPDATE experiences SET merge_count = max(merge_count - 1, 0) WHERE id = ?1",
+                [&known.experience_id],
+            )
+            .doing("uncounting a merged copy")?;
+            applied.deleted += 1;
+            return Ok(());
+        }
+        // Another teammate's copy merged into it takes it over, so what they still share stays.
+        let heir: Option<String> = tx
+            .query_row(
+                "SELECT hub_id FROM hub_origins WHERE experience_id = ?1 AND merged = 1 ORDER BY hub_seq LIMIT 1",
+                [&known.experience_id],
+                |row| row.get(0),
+            )
+            .optional()
+            .doing("looking up other copies")?;
+        if let Some(heir) = heir {
+            tx.execute("UPDATE hub_origins SET merged = 0 WHERE hub_id = ?1", [&heir]).doing("handing over a copy")?;
+            tx.execute(
+                "UPDATE experiences SET merge_count = max(merge_count - 1, 0) WHERE id = ?1",
+                [&known.experience_id],
+            )
+            .doing("uncounting a copy")?;
+        } else if local_exists(&known.experience_id)? {
+            tx.execute("DELETE FROM experiences WHERE id = ?1 AND source = 'hub'", [&known.experience_id])
+                .doing("deleting a withdrawn experience")?;
+            *seq += 1;
+            tx.execute("INSERT OR REPLACE INTO tombstones (id, seq) VALUES (?1, ?2)", params![known.experience_id, *seq as i64])
+                .doing("writing a tombstone")?;
+        }
+        applied.deleted += 1;
+        return Ok(());
+    };
+    let record_origin = |experience_id: &str, merged: bool, conflict: Option<&str>| -> Result<()> {
+        tx.execute(
+            "INSERT OR REPLACE INTO hub_origins (hub_id, experience_id, merged, author, machine, hub_seq, conflict) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![item.hub_id, experience_id, merged as i64, item.author, item.machine, item.hub_seq, conflict],
+        )
+        .doing("recording an origin")
+        .map(|_| ())
+    };
+    match known {
+        Some(known) if known.merged => {
+            // Counted towards an experience already held; its wording lives there as a variant.
+            record_origin(&known.experience_id, true, None)?;
+            applied.merged += 1;
+            return Ok(());
+        }
+        Some(known) if local_exists(&known.experience_id)? => {
+            let new = &gated.experience;
+            *seq += 1;
+            let changed = tx.execute(
+                "UPDATE experiences SET task = ?2, resource = ?3, result = ?4, score = ?5, agent_id = ?6, \
+                     submitted_by = ?7, status = CASE WHEN status = 'rejected' THEN status ELSE ?8 END, flags = ?9, \
+                     dedup_key = ?10, updated_at = ?11, seq = ?12 WHERE id = ?1",
+                params![
+                    known.experience_id,
+                    new.task,
+                    new.resource,
+                    new.result,
+                    i64::from(gated.score),
+                    new.agent_id,
+                    new.submitted_by,
+                    gated.status.as_str(),
+                    gated.flags.join(","),
+                    gated.dedup_key,
+                    now_ms,
+                    *seq as i64,
+                ],
+            );
+            match changed {
+                Ok(_) => {
+                    match &new.content {
+                        Some(content) => tx.execute(
+                            "INSERT OR REPLACE INTO contents (experience_id, content, content_type) VALUES (?1, ?2, ?3)",
+                            params![known.experience_id, content, new.content_type.as_deref().unwrap_or("text/plain")],
+                        ),
+                        None => tx.execute("DELETE FROM contents WHERE experience_id = ?1", [&known.experience_id]),
+                    }
+                    .doing("updating content")?;
+                    // The text changed: its embedding is made again.
+                    tx.execute("DELETE FROM vectors WHERE experience_id = ?1", [&known.experience_id])
+                        .doing("dropping a stale vector")?;
+                    record_origin(&known.experience_id, false, None)?;
+                    applied.updated += 1;
+                    return Ok(());
+                }
+                Err(rusqlite::Error::SqliteFailure(error, _))
+                    if error.code == rusqlite::ErrorCode::ConstraintViolation =>
+                {
+                    // The edit made it the same as another experience held: it merges there.
+                    tx.execute("DELETE FROM experiences WHERE id = ?1", [&known.experience_id])
+                        .doing("replacing an edited experience")?;
+                    tx.execute(
+                        "INSERT OR REPLACE INTO tombstones (id, seq) VALUES (?1, ?2)",
+                        params![known.experience_id, *seq as i64],
+                    )
+                    .doing("writing a tombstone")?;
+                }
+                Err(error) => return Err(error).doing("updating a pulled experience"),
+            }
+        }
+        _ => {}
+    }
+    // New here. The same id held as this store's own is a conflict (the same data directory
+    // copied to two machines): the local one stays, and the conflict shows in `kbctl show`.
+    let own: Option<String> = tx
+        .query_row("SELECT source FROM experiences WHERE id = ?1", [item.hub_id], |row| row.get(0))
+        .optional()
+        .doing("looking up an experience")?;
+    if own.as_deref().is_some_and(|source| source != "hub") {
+        let conflict = format!(
+            "the same id was shared from machine {} by {} (hub change {}); this store's own version was kept",
+            item.machine, item.author, item.hub_seq
+        );
+        record_origin(item.hub_id, false, Some(&conflict))?;
+        applied.conflicts += 1;
+        return Ok(());
+    }
+    let id = ExperienceId::from_stored(item.hub_id.to_owned());
+    let write = WriteItem { gated, vector: None, similar_to: None, carried: &[], id: Some(&id) };
+    let outcome = write_in(tx, seq, &[write], now_ms)?.pop().expect("one outcome per item");
+    record_origin(outcome.id.as_str(), outcome.merged, None)?;
+    if outcome.merged {
+        applied.merged += 1;
+    } else {
+        created.insert(outcome.id.to_string());
+        applied.inserted += 1;
+    }
+    Ok(())
+}
+
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|elapsed| elapsed.as_millis() as u64).unwrap_or(0)
+}

@@ -186,3 +186,132 @@ fn teammates_find_each_others_experiences_and_the_hub_holds_only_what_may_be_sha
     assert!(within(Duration::from_secs(10), || hub_status(&alice)["outbox"] == 0).is_some());
     assert!(within(Duration::from_secs(4), || finds(&bob, "terraform provider versions", late_task)).is_none());
 }
+
+/// `member_daemon` with more `[hub]` settings.
+fn member_daemon_with(postgres: &TestPostgres, member: &str, password: &str, url: &str, extra: &str) -> TestDaemon {
+    let home = tempfile::Builder::new().prefix("kh-").tempdir().expect("temp dir");
+    let password_file = home.path().join("hub.password");
+    std::fs::write(&password_file, format!("{password}\n")).expect("password file");
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "[embedding]\nenabled = false\n[hub]\nurl = \"{url}\"\npassword_file = \"{}\"\nteam = \"{TEAM}\"\npoll_seconds = 2\n{extra}",
+            password_file.display()
+        ),
+    )
+    .expect("config");
+    let _ = (postgres, member);
+    TestDaemon::start_in(home)
+}
+
+fn hub_rows(postgres: &TestPostgres, author: &str) -> (u64, u64) {
+    let counts = postgres.sql(&format!(
+        "SELECT count(*) || '|' || count(DISTINCT id) FROM knowhub.experiences WHERE author = '{author}' AND NOT deleted"
+    ));
+    let (all, distinct) = counts.split_once('|').expect("two counts");
+    (all.parse().expect("count"), distinct.parse().expect("count"))
+}
+
+fn import(daemon: &TestDaemon, prefix: &str, range: std::ops::Range<usize>) {
+    let items: Vec<Value> = range
+        .map(|n| {
+            json!({"task": format!("{prefix} task {n}: tune the worker pool"), "resource": format!("pool size {n}"),
+                   "result": format!("throughput {n} jobs/s"), "score": 3})
+        })
+        .collect();
+    for chunk in items.chunks(500) {
+        let answer = daemon.ok("kb.import", json!({"items": chunk}));
+        assert_eq!(answer["imported"], chunk.len(), "{answer}");
+    }
+}
+
+#[test]
+fn a_hub_outage_and_a_killed_daemon_lose_nothing_and_double_nothing() {
+    let postgres = TestPostgres::start();
+    init_hub(&postgres, &["alice", "bob"]);
+    // Small batches, so that a push takes many transactions and SIGKILL lands in the middle.
+    let mut alice = member_daemon_with(&postgres, "alice", "alice-pw", &postgres.url("alice"), "batch = 10\n");
+    let bob = member_daemon_with(&postgres, "bob", "bob-pw", &postgres.url("bob"), "");
+    assert!(within(Duration::from_secs(20), || hub_status(&alice)["state"] == "connected").is_some());
+
+    // The hub goes down; A goes on submitting and searching.
+    postgres.stop_server();
+    let mut submit_ms = Vec::new();
+    for n in 0..1000 {
+        let started = std::time::Instant::now();
+        alice.submit(&format!("outage task {n}: restart the ingest worker"), &format!("worker {n}"), "it recovered", 3);
+        submit_ms.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    submit_ms.sort_by(f64::total_cmp);
+    eprintln!("submits while the hub is down: p50 {:.1} ms, p99 {:.1} ms", submit_ms[500], submit_ms[990]);
+    assert!(finds(&alice, "outage task 417 restart the ingest worker", "outage task 417: restart the ingest worker"));
+    let down = hub_status(&alice);
+    assert_eq!(down["state"], "error", "{down}");
+    assert_eq!(down["outbox"], 1000, "{down}");
+    assert!(down["last_error"]["message"].as_str().unwrap().contains("cannot connect to the hub"), "{down}");
+    let printed = stdout(&alice.kbctl(&["hub", "status"]));
+    assert!(printed.contains("outbox: 1000 waiting"), "{printed}");
+
+    // Back up: everything arrives exactly once, at the hub and at B.
+    postgres.start_server();
+    let synced = alice.kbctl(&["hub", "sync"]);
+    assert!(synced.status.success(), "{}{}", stdout(&synced), common::stderr(&synced));
+    assert!(within(Duration::from_secs(60), || hub_status(&alice)["outbox"] == 0).is_some(), "{}", hub_status(&alice));
+    assert_eq!(hub_rows(&postgres, "alice"), (1000, 1000));
+    assert!(
+        within(Duration::from_secs(60), || hub_status(&bob)["team_experiences"] == 1000).is_some(),
+        "B holds {}",
+        hub_status(&bob)
+    );
+
+    // SIGKILL in the middle of a push, then a restart: nothing lost, nothing doubled.
+    import(&alice, "import", 0..2000);
+    let mid = within(Duration::from_secs(60), || {
+        let outbox = hub_status(&alice)["outbox"].as_u64().unwrap();
+        outbox > 0 && outbox < 1900
+    });
+    assert!(mid.is_some(), "the push never got going: {}", hub_status(&alice));
+    alice.kill();
+    let (pushed_before_restart, _) = hub_rows(&postgres, "alice");
+    eprintln!("killed A with {} of 3000 on the hub", pushed_before_restart);
+    assert!(pushed_before_restart < 3000);
+    alice.spawn();
+    assert!(within(Duration::from_secs(60), || hub_status(&alice)["outbox"] == 0).is_some(), "{}", hub_status(&alice));
+    assert_eq!(hub_rows(&postgres, "alice"), (3000, 3000));
+    assert!(
+        within(Duration::from_secs(60), || hub_status(&bob)["team_experiences"] == 3000).is_some(),
+        "B holds {}",
+        hub_status(&bob)
+    );
+    let counts = bob.ok("status", json!({}))["counts"].clone();
+    assert_eq!(counts["active"], 3000, "B's store: {counts}");
+}
+
+#[test]
+fn a_wrong_password_or_an_untrusted_server_is_named_in_status_and_local_work_goes_on() {
+    let postgres = TestPostgres::start();
+    init_hub(&postgres, &["alice"]);
+    let wrong_password = member_daemon_with(&postgres, "alice", "not-her-password", &postgres.url("alice"), "");
+    let other_ca = common::postgres::make_ca(postgres.dir.path(), "other-ca");
+    let untrusted_url = format!(
+        "postgresql://alice@127.0.0.1:{}/postgres?sslmode=verify-full&sslrootcert={}",
+        postgres.port,
+        other_ca.display()
+    );
+    let untrusted = member_daemon_with(&postgres, "alice", "alice-pw", &untrusted_url, "");
+    for (daemon, expected) in [(&wrong_password, "password authentication failed"), (&untrusted, "certificate")] {
+        let status = within(Duration::from_secs(20), || {
+            hub_status(daemon)["last_error"]["message"].as_str().is_some_and(|message| message.contains(expected))
+        });
+        assert!(status.is_some(), "expected {expected:?} in {}", hub_status(daemon));
+        let printed = daemon.kbctl(&["hub", "status"]);
+        assert!(!printed.status.success() && stdout(&printed).contains(expected), "{}", stdout(&printed));
+        assert!(!stdout(&printed).contains("alice-pw") && !stdout(&printed).contains("not-her-password"));
+        // Local work is untouched.
+        let id = daemon.submit("document the on-call runbook", "wiki", "pages resolved faster", 4);
+        assert_eq!(search(daemon, "on-call runbook", None), vec![id]);
+        let synced = daemon.kbctl(&["hub", "sync"]);
+        assert!(!synced.status.success(), "{}", stdout(&synced));
+    }
+    assert_eq!(hub_rows(&postgres, "alice"), (0, 0));
+}

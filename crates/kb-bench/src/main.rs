@@ -10,6 +10,7 @@ mod fts5;
 mod gate;
 mod generate;
 mod hostile;
+mod hub;
 mod hybrid;
 mod load;
 mod quality;
@@ -108,6 +109,17 @@ enum Command {
     Hostile {
         #[command(flatten)]
         daemon: DaemonArgs,
+    },
+    /// The team hub on a PostgreSQL started here: sync lag from one member's acknowledgement to
+    /// another's first successful search, push and pull throughput for a large import, search
+    /// latency while a pull is indexed next to before it, and a simulated team converging with
+    /// the hub's CPU time and size. Needs PostgreSQL and openssl installed (tests/run installs
+    /// them on Debian).
+    Hub {
+        #[command(flatten)]
+        daemon: DaemonArgs,
+        #[command(flatten)]
+        hub: hub::HubArgs,
     },
     /// `load`, then `quality`, then `hybrid`, then `activation`.
     All {
@@ -321,6 +333,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         extraction::run(&binary, *events, cli.json).await?;
         return Ok(());
     }
+    if let Command::Hub { daemon, hub } = &cli.command {
+        let binary = daemon::resolve_binary(daemon.daemon.as_deref())?;
+        println!("kb-bench: {} ({})", binary.display(), daemon::version_of(&binary));
+        return hub::run(&binary, hub).await;
+    }
     if let Command::Hostile { daemon } = &cli.command {
         let binary = daemon::resolve_binary(daemon.daemon.as_deref())?;
         println!("kb-bench: {} ({})", binary.display(), daemon::version_of(&binary));
@@ -345,7 +362,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             activation_args = Some(activation);
             (daemon, None)
         }
-        Command::Hostile { .. } | Command::Extraction { .. } => unreachable!("handled above"),
+        Command::Hostile { .. } | Command::Extraction { .. } | Command::Hub { .. } => unreachable!("handled above"),
         Command::All { daemon, model, load, quality, hybrid, activation } => {
             (load_args, quality_args, hybrid_args, activation_args) =
                 (Some(load), Some(quality), Some(hybrid), Some(activation));

@@ -46,7 +46,7 @@ pub struct Pulled {
 /// One change to push.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Change {
-    Upsert(Shared),
+    Upsert(Box<Shared>),
     /// The experience with this id is no longer shared (deleted, rejected, ...).
     Delete(String),
 }

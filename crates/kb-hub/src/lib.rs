@@ -12,6 +12,7 @@
 pub mod connect;
 mod hub;
 pub mod schema;
+pub mod testing;
 
 pub use connect::{ConnectOptions, SslMode};
 pub use hub::{Change, Hub, Pulled, Shared};

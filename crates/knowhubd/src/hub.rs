@@ -16,7 +16,7 @@ use crate::engine::{Engine, now_ms};
 
 /// How long the thread waits for a notification before it looks at the outbox again: the
 /// delay between a local write and its push.
-const SLICE: Duration = Duration::from_millis(200);
+const SLICE: Duration = Duration::from_millis(50);
 /// The longest wait between two attempts to reach a hub that is down.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
@@ -318,7 +318,7 @@ fn to_change(entry: &Outgoing, config: &HubConfig, strict: &GatePolicy, machine:
     };
     match kb_core::gate(new, strict) {
         // Redaction can only remove; a text that now reads as an injection stays home.
-        Ok(gated) if gated.status == Status::Active => Change::Upsert(Shared {
+        Ok(gated) if gated.status == Status::Active => Change::Upsert(Box::new(Shared {
             id: experience.id.to_string(),
             machine: machine.to_owned(),
             submitted_by: gated.experience.submitted_by,
@@ -332,7 +332,7 @@ fn to_change(entry: &Outgoing, config: &HubConfig, strict: &GatePolicy, machine:
             merge_count: experience.merge_count,
             created_at_ms: experience.created_at_ms,
             updated_at_ms: experience.updated_at_ms,
-        }),
+        })),
         _ => withdraw(),
     }
 }

@@ -14,7 +14,14 @@ const TEAM: &str = "platform";
 /// Creates the hub schema with `kbctl hub init` as the admin, and adds `members` with the SQL
 /// it printed (each member's password is `<name>-pw`). Returns what kbctl printed.
 fn init_hub(postgres: &TestPostgres, members: &[&str]) -> String {
-    let mut args = vec!["hub".to_owned(), "init".to_owned(), "--url".to_owned(), postgres.url("postgres"), "--team".to_owned(), TEAM.to_owned()];
+    let mut args = vec![
+        "hub".to_owned(),
+        "init".to_owned(),
+        "--url".to_owned(),
+        postgres.url("postgres"),
+        "--team".to_owned(),
+        TEAM.to_owned(),
+    ];
     for member in members {
         args.extend(["--member".to_owned(), (*member).to_owned()]);
     }
@@ -27,7 +34,10 @@ fn init_hub(postgres: &TestPostgres, members: &[&str]) -> String {
     let printed = stdout(&output);
     assert!(output.status.success(), "kbctl hub init failed: {printed}{}", common::stderr(&output));
     for member in members {
-        let sql = printed.replace(&format!("CREATE ROLE \"{member}\" LOGIN PASSWORD 'change-me'"), &format!("CREATE ROLE \"{member}\" LOGIN PASSWORD '{member}-pw'"));
+        let sql = printed.replace(
+            &format!("CREATE ROLE \"{member}\" LOGIN PASSWORD 'change-me'"),
+            &format!("CREATE ROLE \"{member}\" LOGIN PASSWORD '{member}-pw'"),
+        );
         // Only this member's block.
         let block: String = sql
             .split("-- add ")
@@ -107,7 +117,13 @@ fn teammates_find_each_others_experiences_and_the_hub_holds_only_what_may_be_sha
         .expect("id")
         .to_owned();
     let took = within(Duration::from_secs(10), || finds(&bob, "rotate staging database credentials", task));
-    assert!(took.is_some(), "B never found A's experience; A: {}\nB: {}\n{}", hub_status(&alice), hub_status(&bob), bob.log_text());
+    assert!(
+        took.is_some(),
+        "B never found A's experience; A: {}\nB: {}\n{}",
+        hub_status(&alice),
+        hub_status(&bob),
+        bob.log_text()
+    );
     eprintln!("A's submit found by B after {:?}", took.unwrap());
     assert_eq!(search(&bob, "rotate staging database credentials", Some("team")), vec![shared.clone()]);
     assert!(search(&bob, "rotate staging database credentials", Some("mine")).is_empty());
@@ -116,7 +132,12 @@ fn teammates_find_each_others_experiences_and_the_hub_holds_only_what_may_be_sha
     assert!(shown.contains("from the team: alice"), "{shown}");
 
     // A's store is relaxed: the key is stored there as written, but reaches the hub (and B) redacted.
-    assert!(alice.ok("kb.get", json!({"experience_id": shared}))["result"].as_str().unwrap().contains("AKIAIOSFODNN7EXAMPLE"));
+    assert!(
+        alice.ok("kb.get", json!({"experience_id": shared}))["result"]
+            .as_str()
+            .unwrap()
+            .contains("AKIAIOSFODNN7EXAMPLE")
+    );
     let on_hub = postgres.sql("SELECT author || '|' || result FROM knowhub.experiences");
     assert!(on_hub.starts_with("alice|") && !on_hub.contains("AKIAIOSFODNN7EXAMPLE"), "{on_hub}");
     let at_bob = bob.ok("kb.get", json!({"experience_id": shared}));
@@ -135,13 +156,17 @@ fn teammates_find_each_others_experiences_and_the_hub_holds_only_what_may_be_sha
     // B shares one, A finds it; B deletes it, A stops finding it.
     let bobs_task = "speed up the rust ci cache with sccache";
     let bobs = bob.submit(bobs_task, "sccache + actions/cache", "ci went from 14 to 6 minutes", 5);
-    assert!(within(Duration::from_secs(10), || finds(&alice, "rust ci cache sccache", bobs_task)).is_some(), "A never found B's");
+    assert!(
+        within(Duration::from_secs(10), || finds(&alice, "rust ci cache sccache", bobs_task)).is_some(),
+        "A never found B's"
+    );
     bob.ok("kb.delete", json!({"ids": [bobs]}));
     assert!(
         within(Duration::from_secs(10), || !finds(&alice, "rust ci cache sccache", bobs_task)).is_some(),
         "A still finds B's deleted experience"
     );
-    let tombstone = postgres.sql(&format!("SELECT deleted || '|' || task FROM knowhub.experiences WHERE id = '{bobs}'"));
+    let tombstone =
+        postgres.sql(&format!("SELECT deleted || '|' || task FROM knowhub.experiences WHERE id = '{bobs}'"));
     assert_eq!(tombstone, "true|", "a deleted experience leaves only a tombstone on the hub");
 
     // The same experience from both: one experience on each side, counted twice.
@@ -162,7 +187,11 @@ fn teammates_find_each_others_experiences_and_the_hub_holds_only_what_may_be_sha
     assert_eq!(search(&bob, "flaky redis sentinel", None), vec![at_bob.clone()]);
 
     // Row-level security: B cannot change or take over A's rows, even straight in SQL.
-    let changed = postgres.sql_as("bob", "bob-pw", &format!("UPDATE knowhub.experiences SET task = 'pwned' WHERE id = '{shared}' RETURNING id"));
+    let changed = postgres.sql_as(
+        "bob",
+        "bob-pw",
+        &format!("UPDATE knowhub.experiences SET task = 'pwned' WHERE id = '{shared}' RETURNING id"),
+    );
     assert_eq!(changed, Ok(String::new()), "bob changed alice's row");
     let forged = postgres.sql_as(
         "bob",

@@ -215,11 +215,17 @@ pub async fn run(binary: &Path, args: &HubArgs) -> anyhow::Result<()> {
         if held >= target {
             break import_started.elapsed();
         }
-        anyhow::ensure!(import_started.elapsed() < Duration::from_secs(1800), "B holds {held} of {target} after 30 min");
+        anyhow::ensure!(
+            import_started.elapsed() < Duration::from_secs(1800),
+            "B holds {held} of {target} after 30 min"
+        );
     };
     let pushed_in = match pushed_in {
         Some(pushed_in) => pushed_in,
-        None => import_started.elapsed() + until(&a, Duration::from_secs(600), "the push", |status| status["outbox"] == 0).await?,
+        None => {
+            import_started.elapsed()
+                + until(&a, Duration::from_secs(600), "the push", |status| status["outbox"] == 0).await?
+        }
     };
     let during = LatencySummary::of(&during);
     let rate = |n: usize, time: Duration| n as f64 / time.as_secs_f64();

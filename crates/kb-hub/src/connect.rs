@@ -133,14 +133,16 @@ impl ConnectOptions {
         let mut roots = RootCertStore::empty();
         match &root_file {
             Some(path) if path.as_os_str() != "system" => {
-                let certificates = CertificateDer::pem_file_iter(path)
-                    .map_err(|error| Error::Tls(format!("cannot read the root certificates in {}: {error}", path.display())))?;
+                let certificates = CertificateDer::pem_file_iter(path).map_err(|error| {
+                    Error::Tls(format!("cannot read the root certificates in {}: {error}", path.display()))
+                })?;
                 for certificate in certificates {
-                    let certificate = certificate
-                        .map_err(|error| Error::Tls(format!("a certificate in {} does not parse: {error}", path.display())))?;
-                    roots
-                        .add(certificate)
-                        .map_err(|error| Error::Tls(format!("a certificate in {} is refused: {error}", path.display())))?;
+                    let certificate = certificate.map_err(|error| {
+                        Error::Tls(format!("a certificate in {} does not parse: {error}", path.display()))
+                    })?;
+                    roots.add(certificate).map_err(|error| {
+                        Error::Tls(format!("a certificate in {} is refused: {error}", path.display()))
+                    })?;
                 }
             }
             _ => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
@@ -155,6 +157,29 @@ impl ConnectOptions {
         Ok(builder.dangerous().with_custom_certificate_verifier(verifier).with_no_client_auth())
     }
 }
+
+/// What the PostgreSQL client library takes besides the TLS parameters read here.
+const KNOWN_PARAMETERS: &[&str] = &[
+    "user",
+    "password",
+    "dbname",
+    "options",
+    "application_name",
+    "sslnegotiation",
+    "host",
+    "hostaddr",
+    "port",
+    "connect_timeout",
+    "tcp_user_timeout",
+    "keepalives",
+    "keepalives_idle",
+    "keepalives_interval",
+    "keepalives_retries",
+    "target_session_attrs",
+    "channel_binding",
+    "load_balance_hosts",
+    "replication",
+];
 
 /// Removes `sslmode` and `sslrootcert` from a URL's query or a key=value string: the client
 /// library knows only three modes and no root file, so they are applied here instead.
@@ -175,7 +200,10 @@ fn take_tls_params(url: &str) -> Result<(String, SslMode, Option<PathBuf>)> {
                 root_cert = Some(PathBuf::from(percent_decode(value)));
                 Ok(true)
             }
-            _ => Ok(false),
+            known if KNOWN_PARAMETERS.contains(&known) => Ok(false),
+            unknown => Err(Error::Url(format!(
+                "{unknown:?} is not a connection parameter this client knows (see libpq's list; sslmode and sslrootcert are read here)"
+            ))),
         }
     };
     let rest = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
@@ -333,7 +361,8 @@ mod tests {
         assert_eq!(options.root_cert.as_deref(), Some(Path::new("/etc/ca x.pem")));
         assert_eq!(options.target, "alice@db.example:6543/team");
 
-        let options = ConnectOptions::parse("host=127.0.0.1 port=5433 user=bob dbname=kb sslmode=disable", None).unwrap();
+        let options =
+            ConnectOptions::parse("host=127.0.0.1 port=5433 user=bob dbname=kb sslmode=disable", None).unwrap();
         assert_eq!(options.ssl_mode, SslMode::Disable);
         assert_eq!(options.target, "bob@127.0.0.1:5433/kb");
 

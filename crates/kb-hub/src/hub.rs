@@ -161,10 +161,8 @@ impl Hub {
 
     /// Up to `limit` changes of the team after `after`, in hub order.
     pub fn pull(&mut self, after: i64, limit: i64) -> Result<Vec<Pulled>> {
-        let rows = self
-            .client
-            .query(PULL, &[&self.team, &after, &self.machine, &limit])
-            .doing("pulling from the hub")?;
+        let rows =
+            self.client.query(PULL, &[&self.team, &after, &self.machine, &limit]).doing("pulling from the hub")?;
         Ok(rows
             .iter()
             .map(|row| Pulled {

@@ -119,7 +119,8 @@ pub fn migrate(client: &mut postgres::Client) -> Result<(i32, i32)> {
          INSERT INTO knowhub.schema_version SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM knowhub.schema_version);",
     )
     .doing("creating the knowhub schema (the admin's role needs CREATE on the database)")?;
-    let found: i32 = tx.query_one("SELECT version FROM knowhub.schema_version", &[]).doing("reading the schema version")?.get(0);
+    let found: i32 =
+        tx.query_one("SELECT version FROM knowhub.schema_version", &[]).doing("reading the schema version")?.get(0);
     if found > SCHEMA_VERSION {
         return Err(Error::SchemaTooNew { found, known: SCHEMA_VERSION });
     }

@@ -22,7 +22,9 @@ pub struct TestPostgres {
 /// The directory holding `initdb`, `pg_ctl` and `psql` of the newest installed PostgreSQL.
 fn pg_bin() -> PathBuf {
     let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
-        .map(|entries| entries.flatten().map(|entry| entry.path().join("bin")).filter(|bin| bin.join("initdb").exists()).collect())
+        .map(|entries| {
+            entries.flatten().map(|entry| entry.path().join("bin")).filter(|bin| bin.join("initdb").exists()).collect()
+        })
         .unwrap_or_default();
     versions.sort();
     versions.pop().expect("PostgreSQL is installed (Debian: apt-get install postgresql; tests/run does)")
@@ -46,7 +48,24 @@ fn run(command: &mut Command) -> Output {
 /// Makes a certificate authority in `dir` (`NAME.pem`, `NAME.key`); returns the certificate.
 pub fn make_ca(dir: &Path, name: &str) -> PathBuf {
     let (pem, key) = (dir.join(format!("{name}.pem")), dir.join(format!("{name}.key")));
-    run(Command::new("openssl").args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2", "-subj"]).arg(format!("/CN={name}")).arg("-keyout").arg(&key).arg("-out").arg(&pem));
+    run(Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+        ])
+        .arg(format!("/CN={name}"))
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&pem));
     pem
 }
 
@@ -59,15 +78,41 @@ impl TestPostgres {
         let tls = dir.path().join("tls");
         std::fs::create_dir(&tls).expect("tls dir");
         let ca = make_ca(&tls, "test-ca");
-        let (server_key, server_csr, server_pem) = (tls.join("server.key"), tls.join("server.csr"), tls.join("server.pem"));
-        run(Command::new("openssl").args(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=localhost", "-keyout"]).arg(&server_key).arg("-out").arg(&server_csr));
+        let (server_key, server_csr, server_pem) =
+            (tls.join("server.key"), tls.join("server.csr"), tls.join("server.pem"));
+        run(Command::new("openssl")
+            .args([
+                "req",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:prime256v1",
+                "-nodes",
+                "-subj",
+                "/CN=localhost",
+                "-keyout",
+            ])
+            .arg(&server_key)
+            .arg("-out")
+            .arg(&server_csr));
         let extensions = tls.join("server.ext");
         std::fs::write(
             &extensions,
             "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n",
         )
         .expect("extensions");
-        run(Command::new("openssl").args(["x509", "-req", "-days", "2", "-in"]).arg(&server_csr).arg("-CA").arg(&ca).arg("-CAkey").arg(tls.join("test-ca.key")).arg("-CAcreateserial").arg("-out").arg(&server_pem).arg("-extfile").arg(&extensions));
+        run(Command::new("openssl")
+            .args(["x509", "-req", "-days", "2", "-in"])
+            .arg(&server_csr)
+            .arg("-CA")
+            .arg(&ca)
+            .arg("-CAkey")
+            .arg(tls.join("test-ca.key"))
+            .arg("-CAcreateserial")
+            .arg("-out")
+            .arg(&server_pem)
+            .arg("-extfile")
+            .arg(&extensions));
         let pwfile = dir.path().join("pwfile");
         std::fs::write(&pwfile, ADMIN_PASSWORD).expect("pwfile");
         if as_postgres {
@@ -76,8 +121,17 @@ impl TestPostgres {
         let postgres = TestPostgres { dir, bin, port: free_port(), ca, as_postgres };
         run(postgres
             .owner_command("initdb")
-            .args(["-U", "postgres", "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--no-sync", "-D"])
-                .arg(&data)
+            .args([
+                "-U",
+                "postgres",
+                "--auth-local=trust",
+                "--auth-host=scram-sha-256",
+                "-E",
+                "UTF8",
+                "--no-sync",
+                "-D",
+            ])
+            .arg(&data)
             .arg(format!("--pwfile={}", pwfile.display())));
         let mut conf = std::fs::OpenOptions::new().append(true).open(data.join("postgresql.conf")).expect("conf");
         use std::io::Write;
@@ -90,7 +144,8 @@ impl TestPostgres {
             server_key.display(),
         )
         .expect("conf written");
-        std::fs::write(data.join("pg_hba.conf"), "local all all trust\nhost all all 127.0.0.1/32 scram-sha-256\n").expect("hba");
+        std::fs::write(data.join("pg_hba.conf"), "local all all trust\nhost all all 127.0.0.1/32 scram-sha-256\n")
+            .expect("hba");
         if postgres.as_postgres {
             run(Command::new("chown").arg("postgres:postgres").arg(data.join("pg_hba.conf")));
         }
@@ -124,7 +179,11 @@ impl TestPostgres {
 
     /// Stops the server at once (connections are cut).
     pub fn stop_server(&self) {
-        run(self.owner_command("pg_ctl").args(["-w", "-m", "immediate", "-D"]).arg(self.dir.path().join("data")).arg("stop"));
+        run(self
+            .owner_command("pg_ctl")
+            .args(["-w", "-m", "immediate", "-D"])
+            .arg(self.dir.path().join("data"))
+            .arg("stop"));
     }
 
     /// A URL for `user` over TCP with TLS verified against the test's authority.
@@ -176,6 +235,11 @@ impl TestPostgres {
 
 impl Drop for TestPostgres {
     fn drop(&mut self) {
-        let _ = self.owner_command("pg_ctl").args(["-m", "immediate", "-D"]).arg(self.dir.path().join("data")).arg("stop").output();
+        let _ = self
+            .owner_command("pg_ctl")
+            .args(["-m", "immediate", "-D"])
+            .arg(self.dir.path().join("data"))
+            .arg("stop")
+            .output();
     }
 }

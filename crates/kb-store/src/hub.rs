@@ -123,7 +123,9 @@ impl Store {
                 .doing("preparing the outbox lookup")?;
             for (outbox_id, experience_id) in entries {
                 let current = lookup
-                    .query_row([&experience_id], |row| Ok((experience_from_row(row)?, row.get::<_, Option<String>>(18)?)))
+                    .query_row([&experience_id], |row| {
+                        Ok((experience_from_row(row)?, row.get::<_, Option<String>>(18)?))
+                    })
                     .optional()
                     .doing("reading an experience to share")?;
                 out.push(Outgoing { outbox_id, experience_id, current });
@@ -301,8 +303,11 @@ fn apply_one(
             tx.execute("DELETE FROM experiences WHERE id = ?1 AND source = 'hub'", [&known.experience_id])
                 .doing("deleting a withdrawn experience")?;
             *seq += 1;
-            tx.execute("INSERT OR REPLACE INTO tombstones (id, seq) VALUES (?1, ?2)", params![known.experience_id, *seq as i64])
-                .doing("writing a tombstone")?;
+            tx.execute(
+                "INSERT OR REPLACE INTO tombstones (id, seq) VALUES (?1, ?2)",
+                params![known.experience_id, *seq as i64],
+            )
+            .doing("writing a tombstone")?;
         }
         applied.deleted += 1;
         return Ok(());
@@ -408,5 +413,8 @@ fn apply_one(
 }
 
 fn unix_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|elapsed| elapsed.as_millis() as u64).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_millis() as u64)
+        .unwrap_or(0)
 }

@@ -125,7 +125,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         origin.machine,
                         if origin.merged { "counted towards this experience" } else { "this copy" },
                         origin.hub_seq,
-                        origin.conflict.as_deref().map(|conflict| format!("\nCONFLICT: {conflict}")).unwrap_or_default(),
+                        origin
+                            .conflict
+                            .as_deref()
+                            .map(|conflict| format!("\nCONFLICT: {conflict}"))
+                            .unwrap_or_default(),
                     ))?;
                 }
                 for (number, variant) in record.variants.iter().enumerate() {
@@ -452,7 +456,9 @@ pub fn hub_init(url: &str, team: &str, members: &[String], password_env: &str, j
     let (before, after) = kb_hub::schema::migrate(&mut client)?;
     let sql: Vec<String> = members.iter().map(|member| kb_hub::schema::member_sql(team, member)).collect();
     if json {
-        output::json(&json!({"target": options.target, "version_before": before, "version": after, "member_sql": sql}))?;
+        output::json(
+            &json!({"target": options.target, "version_before": before, "version": after, "member_sql": sql}),
+        )?;
     } else {
         let done = if before == after {
             format!("the hub schema on {} is up to date (version {after})", options.target)

@@ -413,8 +413,14 @@ pub fn status(engine: &Engine) -> Result<kb_proto::wire::HubStatus, crate::engin
     let (pushed, pulled) = engine.hub.totals();
     let at = |time: SystemTime| humantime::format_rfc3339_seconds(time).to_string();
     Ok(kb_proto::wire::HubStatus {
-        state: if config.url.is_none() { "off" } else if state.connection.is_empty() { "connecting" } else { state.connection }
-            .to_owned(),
+        state: if config.url.is_none() {
+            "off"
+        } else if state.connection.is_empty() {
+            "connecting"
+        } else {
+            state.connection
+        }
+        .to_owned(),
         target: state.target,
         team: config.team.clone().filter(|_| config.url.is_some()),
         tls: config
@@ -431,8 +437,6 @@ pub fn status(engine: &Engine) -> Result<kb_proto::wire::HubStatus, crate::engin
         pushed,
         pulled,
         team_experiences: reader.team_experiences()?,
-        last_error: state
-            .last_error
-            .map(|(time, message)| kb_proto::wire::LastError { at: at(time), message }),
+        last_error: state.last_error.map(|(time, message)| kb_proto::wire::LastError { at: at(time), message }),
     })
 }

@@ -1,0 +1,141 @@
+//! Tests of the store's side of the team hub on a real SQLite file: the outbox filled by the
+//! write that changes an experience (and never by what comes from the hub), and pulled changes
+//! applied: new, merged (counted twice), edited, withdrawn, handed over, and conflicting.
+
+use kb_core::{ExperienceId, GatePolicy, Gated, NewExperience, Source, Status, gate};
+use kb_store::{Incoming, Store};
+
+fn experience(task: &str, source: Source) -> Gated {
+    let new = NewExperience {
+        task: task.to_owned(),
+        resource: "kubectl rollout restart".to_owned(),
+        result: "pods came back healthy".to_owned(),
+        score: Some(4),
+        source: Some(source),
+        ..NewExperience::default()
+    };
+    gate(new, &GatePolicy::default()).expect("valid")
+}
+
+fn outbox_ids(store: &Store) -> Vec<String> {
+    store.hub_outbox(100).unwrap().into_iter().map(|entry| entry.experience_id).collect()
+}
+
+fn incoming<'a>(hub_id: &'a str, hub_seq: i64, author: &'a str, gated: Option<&'a Gated>) -> Incoming<'a> {
+    Incoming { hub_id, hub_seq, author, machine: "machine-of-someone-else", gated }
+}
+
+#[test]
+fn the_outbox_holds_each_changed_experience_once_and_nothing_from_the_hub() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("kb.sqlite")).unwrap();
+    let before = experience("restart the ingress controller", Source::Tool);
+    let (written, _) = store.write(std::slice::from_ref(&before), 1).unwrap();
+    assert!(outbox_ids(&store).is_empty(), "nothing is queued while sharing is off");
+
+    // Turning sharing on queues what was there; later writes queue themselves.
+    assert_eq!(store.start_sharing().unwrap(), 1);
+    assert_eq!(store.start_sharing().unwrap(), 0, "only the first time");
+    let after = experience("drain the node before the kernel upgrade", Source::Cli);
+    let (second, _) = store.write(std::slice::from_ref(&after), 2).unwrap();
+    assert_eq!(outbox_ids(&store), vec![written[0].id.to_string(), second[0].id.to_string()]);
+
+    // Pushed entries go; a change after the read queues the experience again.
+    let entries = store.hub_outbox(100).unwrap();
+    store.set_status(&[second[0].id.as_str()], Status::Rejected, 3).unwrap();
+    store.hub_pushed(&entries.iter().map(|entry| entry.outbox_id).collect::<Vec<_>>()).unwrap();
+    assert_eq!(outbox_ids(&store), vec![second[0].id.to_string()]);
+    store.delete(&[second[0].id.as_str()]).unwrap();
+    let entries = store.hub_outbox(100).unwrap();
+    assert_eq!(entries.len(), 1);
+    assert!(entries[0].current.is_none(), "a deleted experience goes out as a withdrawal");
+    store.hub_pushed(&[entries[0].outbox_id]).unwrap();
+
+    // What a pull applies is never queued, and neither is a hub experience changed later.
+    let theirs = experience("rotate the etcd certificates", Source::Hub);
+    let hub_id = ExperienceId::generate(5).to_string();
+    store.apply_pulled(&[incoming(&hub_id, 7, "bob", Some(&theirs))], 7, 5).unwrap();
+    store.set_status(&[hub_id.as_str()], Status::Rejected, 6).unwrap();
+    assert!(outbox_ids(&store).is_empty(), "{:?}", outbox_ids(&store));
+    assert_eq!(store.hub_pulled_seq().unwrap(), 7);
+
+    // A refused entry is parked with its reason, and queued again when the experience changes.
+    let third = experience("raise the pod memory limit", Source::Tool);
+    let (third, _) = store.write(std::slice::from_ref(&third), 8).unwrap();
+    let entry = store.hub_outbox(1).unwrap().remove(0);
+    store.hub_refused(entry.outbox_id, "row-level security").unwrap();
+    assert!(outbox_ids(&store).is_empty());
+    assert_eq!(store.hub_outbox_depth().unwrap().refused, 1);
+    store.set_status(&[third[0].id.as_str()], Status::Pending, 9).unwrap();
+    assert_eq!(outbox_ids(&store), vec![third[0].id.to_string()]);
+}
+
+#[test]
+fn pulled_changes_merge_follow_edits_and_withdrawals_and_keep_local_conflicts() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("kb.sqlite")).unwrap();
+    store.start_sharing().unwrap();
+    let mine = experience("restart the flaky redis sentinel", Source::Tool);
+    let (mine_written, _) = store.write(std::slice::from_ref(&mine), 1).unwrap();
+    let mine_id = mine_written[0].id.to_string();
+    let queued = store.hub_outbox(10).unwrap();
+    store.hub_pushed(&queued.iter().map(|entry| entry.outbox_id).collect::<Vec<_>>()).unwrap();
+
+    // The same experience from two teammates counts towards mine; a new one is stored as theirs.
+    let same = experience("restart the flaky redis sentinel", Source::Hub);
+    let other = experience("warm the npm cache in CI", Source::Hub);
+    let (bob_same, carol_same, bob_other) = (
+        ExperienceId::generate(2).to_string(),
+        ExperienceId::generate(3).to_string(),
+        ExperienceId::generate(4).to_string(),
+    );
+    let (applied, _, created) = store
+        .apply_pulled(
+            &[
+                incoming(&bob_same, 10, "bob", Some(&same)),
+                incoming(&carol_same, 11, "carol", Some(&same)),
+                incoming(&bob_other, 12, "bob", Some(&other)),
+            ],
+            12,
+            5,
+        )
+        .unwrap();
+    assert_eq!((applied.merged, applied.inserted), (2, 1));
+    assert!(created.contains(&bob_other));
+    assert_eq!(store.get(&mine_id).unwrap().unwrap().merge_count, 2);
+    let origins = store.hub_origins(&mine_id).unwrap();
+    assert_eq!(origins.iter().map(|origin| origin.author.as_str()).collect::<Vec<_>>(), ["bob", "carol"]);
+    assert!(origins.iter().all(|origin| origin.merged));
+    assert!(outbox_ids(&store).is_empty(), "applying a pull never queues a push");
+
+    // Bob withdraws his copy: mine is counted once less, and stays.
+    store.apply_pulled(&[incoming(&bob_same, 13, "bob", None)], 13, 6).unwrap();
+    assert_eq!(store.get(&mine_id).unwrap().unwrap().merge_count, 1);
+
+    // Bob edits his other one: it follows, searchable under the new text (a new sequence number).
+    let seq_before = store.seq().unwrap();
+    let edited = experience("warm the npm and pip caches in CI", Source::Hub);
+    store.apply_pulled(&[incoming(&bob_other, 14, "bob", Some(&edited))], 14, 7).unwrap();
+    let stored = store.get(&bob_other).unwrap().unwrap();
+    assert_eq!(stored.task, "warm the npm and pip caches in CI");
+    assert!(store.seq().unwrap() > seq_before);
+
+    // Carol's copy of bob's other one merged into it; bob withdraws: carol's takes it over.
+    let carols = experience("warm the npm and pip caches in CI", Source::Hub);
+    let carol_other = ExperienceId::generate(6).to_string();
+    store.apply_pulled(&[incoming(&carol_other, 15, "carol", Some(&carols))], 15, 8).unwrap();
+    store.apply_pulled(&[incoming(&bob_other, 16, "bob", None)], 16, 9).unwrap();
+    assert!(store.get(&bob_other).unwrap().is_some(), "carol still shares it");
+    assert_eq!(store.hub_origins(&bob_other).unwrap()[0].author, "carol");
+    store.apply_pulled(&[incoming(&carol_other, 17, "carol", None)], 17, 10).unwrap();
+    assert!(store.get(&bob_other).unwrap().is_none(), "withdrawn by everyone who shared it");
+
+    // The same id as one of mine (a copied data directory): mine is kept, the conflict recorded.
+    let impostor = experience("something else entirely", Source::Hub);
+    let (applied, _, _) = store.apply_pulled(&[incoming(&mine_id, 18, "mallory", Some(&impostor))], 18, 11).unwrap();
+    assert_eq!(applied.conflicts, 1);
+    assert_eq!(store.get(&mine_id).unwrap().unwrap().task, "restart the flaky redis sentinel");
+    let conflict = store.hub_origins(&mine_id).unwrap().into_iter().find_map(|origin| origin.conflict);
+    assert!(conflict.is_some_and(|conflict| conflict.contains("mallory")));
+    assert_eq!(store.hub_pulled_seq().unwrap(), 18);
+}

@@ -13,6 +13,19 @@ const CATALOGUE: &str = include_str!("../../kb-core/tests/data/redaction_catalog
 const REDACTION_BENIGN: &str = include_str!("../../kb-core/tests/data/redaction_benign.jsonl");
 const ATTACKS: &str = include_str!("../../kb-core/tests/data/injection_attacks.jsonl");
 const INJECTION_BENIGN: &str = include_str!("../../kb-core/tests/data/injection_benign.jsonl");
+/// The held-out rounds (see `crates/kb-core/tests/data/README.md`), reported by round.
+const HELD_OUT: &[(&str, &str, &str)] = &[
+    (
+        "held-out 1",
+        include_str!("../../kb-core/tests/data/injection_heldout_attacks.jsonl"),
+        include_str!("../../kb-core/tests/data/injection_heldout_benign.jsonl"),
+    ),
+    (
+        "held-out 2",
+        include_str!("../../kb-core/tests/data/injection_heldout2_attacks.jsonl"),
+        include_str!("../../kb-core/tests/data/injection_heldout2_benign.jsonl"),
+    ),
+];
 
 #[derive(Debug, Deserialize)]
 struct CatalogueEntry {
@@ -94,8 +107,19 @@ fn stored_text(new: &NewExperience) -> String {
 pub fn run(iterations: usize, json: bool) -> anyhow::Result<()> {
     let catalogue: Vec<CatalogueEntry> = parse_lines("redaction_catalogue.jsonl", CATALOGUE)?;
     let redaction_benign: Vec<Text> = parse_lines("redaction_benign.jsonl", REDACTION_BENIGN)?;
-    let attacks: Vec<Text> = parse_lines("injection_attacks.jsonl", ATTACKS)?;
-    let injection_benign: Vec<Text> = parse_lines("injection_benign.jsonl", INJECTION_BENIGN)?;
+    let mut attacks: Vec<Text> = parse_lines("injection_attacks.jsonl", ATTACKS)?;
+    let mut injection_benign: Vec<Text> = parse_lines("injection_benign.jsonl", INJECTION_BENIGN)?;
+    // Held-out rounds join the sets with their round in the kind, so they are counted apart.
+    for (round, round_attacks, round_benign) in HELD_OUT {
+        for mut text in parse_lines::<Text>(round, round_attacks)? {
+            text.kind = format!("{round} {}", text.kind);
+            attacks.push(text);
+        }
+        for mut text in parse_lines::<Text>(round, round_benign)? {
+            text.kind = format!("{round} {}", text.kind);
+            injection_benign.push(text);
+        }
+    }
     let policy = GatePolicy::default();
 
     let mut report = GateReport {

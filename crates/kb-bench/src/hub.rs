@@ -199,6 +199,8 @@ pub async fn run(binary: &Path, args: &HubArgs) -> anyhow::Result<()> {
     let pg_cpu = postgres_cpu(&postgres);
     import(&a, &big).await?;
     let imported_in = import_started.elapsed();
+    // The daemon closes connections idle past its keep-alive timeout: a fresh one for B.
+    let mut searcher = Client::connect(b.socket()).await?;
     let target = held_before + args.import as u64;
     let mut during = Vec::new();
     let mut pushed_in = None;

@@ -6,6 +6,7 @@
 pub mod experience;
 pub mod gate;
 pub mod injection;
+mod intent;
 pub mod redact;
 pub mod sameness;
 pub mod validate;

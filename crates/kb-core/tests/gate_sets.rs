@@ -112,24 +112,43 @@ fn benign_technical_texts_are_left_alone() {
     assert!(wrongly.is_empty(), "{} of {} redacted wrongly:\n{}", wrongly.len(), benign.len(), wrongly.join("\n"));
 }
 
+/// The sets by round: the first one the patterns were tuned on, then two written later as
+/// held-out checks (each measured before the detector was changed for it: see
+/// `tests/data/README.md`). Each must hold on its own.
+const INJECTION_ROUNDS: &[(&str, &str, &str)] = &[
+    ("first", include_str!("data/injection_attacks.jsonl"), include_str!("data/injection_benign.jsonl")),
+    (
+        "held-out 1",
+        include_str!("data/injection_heldout_attacks.jsonl"),
+        include_str!("data/injection_heldout_benign.jsonl"),
+    ),
+    (
+        "held-out 2",
+        include_str!("data/injection_heldout2_attacks.jsonl"),
+        include_str!("data/injection_heldout2_benign.jsonl"),
+    ),
+];
+
 #[test]
 fn injection_detection_holds_attacks_and_spares_talk_about_prompts() {
-    let attacks: Vec<Text> = lines(include_str!("data/injection_attacks.jsonl"));
-    let benign: Vec<Text> = lines(include_str!("data/injection_benign.jsonl"));
-    assert!(attacks.len() >= 100 && benign.len() >= 100);
-    let missed: Vec<String> = attacks
-        .iter()
-        .filter(|attack| gate(submission(&attack.text), &GatePolicy::default()).unwrap().status != Status::Pending)
-        .map(|attack| format!("[{}] {:?}", attack.kind, attack.text))
-        .collect();
-    let flagged: Vec<&str> = benign
-        .iter()
-        .filter(|text| gate(submission(&text.text), &GatePolicy::default()).unwrap().status == Status::Pending)
-        .map(|text| text.text.as_str())
-        .collect();
-    let held_rate = 1.0 - missed.len() as f64 / attacks.len() as f64;
-    let flagged_rate = flagged.len() as f64 / benign.len() as f64;
-    eprintln!("attacks held {:.1}%, benign flagged {:.1}%", held_rate * 100.0, flagged_rate * 100.0);
-    assert!(held_rate >= 0.95, "only {:.1}% held; missed:\n{}", held_rate * 100.0, missed.join("\n"));
-    assert!(flagged_rate <= 0.02, "{:.1}% flagged:\n{}", flagged_rate * 100.0, flagged.join("\n"));
+    for (round, attacks, benign) in INJECTION_ROUNDS {
+        let attacks: Vec<Text> = lines(attacks);
+        let benign: Vec<Text> = lines(benign);
+        assert!(attacks.len() >= 40 && benign.len() >= 50, "{round}: too few texts");
+        let missed: Vec<String> = attacks
+            .iter()
+            .filter(|attack| gate(submission(&attack.text), &GatePolicy::default()).unwrap().status != Status::Pending)
+            .map(|attack| format!("[{}] {:?}", attack.kind, attack.text))
+            .collect();
+        let flagged: Vec<&str> = benign
+            .iter()
+            .filter(|text| gate(submission(&text.text), &GatePolicy::default()).unwrap().status == Status::Pending)
+            .map(|text| text.text.as_str())
+            .collect();
+        let held_rate = 1.0 - missed.len() as f64 / attacks.len() as f64;
+        let flagged_rate = flagged.len() as f64 / benign.len() as f64;
+        eprintln!("{round}: attacks held {:.1}%, benign flagged {:.1}%", held_rate * 100.0, flagged_rate * 100.0);
+        assert!(held_rate >= 0.95, "{round}: only {:.1}% held; missed:\n{}", held_rate * 100.0, missed.join("\n"));
+        assert!(flagged_rate <= 0.02, "{round}: {:.1}% flagged:\n{}", flagged_rate * 100.0, flagged.join("\n"));
+    }
 }

@@ -17,7 +17,7 @@
 
 use std::sync::LazyLock;
 
-use regex::{Regex, RegexSet, RegexSetBuilder};
+use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 
 /// Kinds of signal; a text is an injection when one window holds a combination of
 /// [`COMBINATIONS`] or one of [`ALONE`].
@@ -204,21 +204,29 @@ static SIGNALS: LazyLock<Signals> = LazyLock::new(|| {
             ),
         ),
     ];
-    let expanded: Vec<String> = sources.iter().map(|(_, source)| source.replace("{READER}", READER)).collect();
+    // `\b` as an ASCII word boundary: a Unicode one makes the lazy DFA give up on any text with
+    // a non-ASCII character (and fall back to an engine ~20 times slower).
+    let expanded: Vec<String> =
+        sources.iter().map(|(_, source)| source.replace("{READER}", READER).replace(r"\b", r"(?-u:\b)")).collect();
     let action =
         expanded[sources.iter().position(|(signal, _)| *signal == Signal::Action).expect("an action signal")].clone();
     Signals {
         set: RegexSetBuilder::new(&expanded).dfa_size_limit(16 << 20).build().expect("intent signals compile"),
         kinds: sources.iter().map(|(signal, _)| *signal).collect(),
-        action: Regex::new(&action).expect("the action signal compiles"),
+        action: RegexBuilder::new(&action).dfa_size_limit(8 << 20).build().expect("the action signal compiles"),
     }
 });
 
 /// Whether `normalized` holds an instruction aimed at its reader: a combination of signals in
 /// one sentence or two adjacent ones (the whole text when it is short).
 pub(crate) fn instructs_the_reader(normalized: &str) -> bool {
+    // One pass over the whole text first: most texts hold no combination anywhere, and then no
+    // window can.
+    if !flags(&signals_in(normalized)) {
+        return false;
+    }
     if normalized.chars().count() <= SHORT_TEXT {
-        return window_flags(normalized);
+        return true;
     }
     let sentences = split_sentences(normalized);
     (0..sentences.len()).any(|index| {
@@ -238,7 +246,14 @@ pub(crate) fn asks_for_harm(normalized: &str) -> bool {
 const SHORT_TEXT: usize = 280;
 
 fn window_flags(window: &str) -> bool {
-    let found: Vec<Signal> = SIGNALS.set.matches(window).iter().map(|index| SIGNALS.kinds[index]).collect();
+    flags(&signals_in(window))
+}
+
+fn signals_in(text: &str) -> Vec<Signal> {
+    SIGNALS.set.matches(text).iter().map(|index| SIGNALS.kinds[index]).collect()
+}
+
+fn flags(found: &[Signal]) -> bool {
     ALONE.iter().any(|signal| found.contains(signal))
         || COMBINATIONS.iter().any(|(first, second)| found.contains(first) && found.contains(second))
 }

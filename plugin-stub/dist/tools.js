@@ -25,6 +25,12 @@ const SEARCH_PARAMETERS = {
       default: 3,
       description: "Only experiences rated at least this (1-5, default 3).",
     },
+    origin: {
+      type: "string",
+      enum: ["all", "mine", "team"],
+      default: "all",
+      description: "Whose experiences: all (default), mine (learned here), or team (shared by teammates through the team hub).",
+    },
   },
 };
 
@@ -79,6 +85,7 @@ export function searchTool({ client, timeoutMs }) {
         query,
         top_k: integer(params.top_k, 5),
         min_score: integer(params.min_score, 3),
+        ...(typeof params.origin === "string" && params.origin !== "all" ? { origin: params.origin } : {}),
       };
       try {
         const answer = (await client.call("kb.search", request, { timeoutMs, signal }));

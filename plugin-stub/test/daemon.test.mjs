@@ -66,6 +66,11 @@ test("kb_submit, kb_search and kb_content round-trip through the daemon", async 
   assert.ok(!ids.includes(low.details.id), "rated 2 is below the default min_score 3");
   const all = await api.tool("kb_search").execute("call-7", { query: "vitest", min_score: 1, top_k: 10 });
   assert.ok(all.details.ids.includes(low.details.id));
+  // The origin filter reaches the daemon: everything here was learned here, nothing came from a team.
+  const mine = await api.tool("kb_search").execute("call-8", { query: "vitest", min_score: 1, top_k: 10, origin: "mine" });
+  assert.deepEqual(mine.details.ids, all.details.ids);
+  const team = await api.tool("kb_search").execute("call-9", { query: "vitest", min_score: 1, top_k: 10, origin: "team" });
+  assert.deepEqual(team.details.ids, []);
 });
 
 test("daemon errors come back as clear tool errors with details.error", async () => {

@@ -96,6 +96,7 @@ test("tool parameters match the design: query/top_k 5/min_score 3, task/resource
   assert.deepEqual(search.required, ["query"]);
   assert.equal(search.properties.top_k.default, 5);
   assert.equal(search.properties.min_score.default, 3);
+  assert.deepEqual(search.properties.origin.enum, ["all", "mine", "team"]);
   const submit = api.tool("kb_submit").parameters;
   assert.deepEqual(submit.required, ["task", "resource", "result"]);
   assert.deepEqual([submit.properties.score.minimum, submit.properties.score.maximum, submit.properties.score.default], [1, 5, 3]);

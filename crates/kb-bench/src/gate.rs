@@ -25,6 +25,11 @@ const HELD_OUT: &[(&str, &str, &str)] = &[
         include_str!("../../kb-core/tests/data/injection_heldout2_attacks.jsonl"),
         include_str!("../../kb-core/tests/data/injection_heldout2_benign.jsonl"),
     ),
+    (
+        "held-out 3",
+        include_str!("../../kb-core/tests/data/injection_heldout3_attacks.jsonl"),
+        include_str!("../../kb-core/tests/data/injection_heldout3_benign.jsonl"),
+    ),
 ];
 
 #[derive(Debug, Deserialize)]

@@ -2,6 +2,8 @@
 
 use std::time::{Duration, Instant};
 
+// Used by the hub tests only; every test binary compiles this module.
+#[allow(unused_imports)]
 pub use kb_hub::testing::{ADMIN_PASSWORD, TestPostgres, make_ca};
 
 /// Polls `check` every 50 ms until it is true or `timeout` passes; how long it took.

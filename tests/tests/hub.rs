@@ -169,10 +169,13 @@ fn teammates_find_each_others_experiences_and_the_hub_holds_only_what_may_be_sha
         postgres.sql(&format!("SELECT deleted || '|' || task FROM knowhub.experiences WHERE id = '{bobs}'"));
     assert_eq!(tombstone, "true|", "a deleted experience leaves only a tombstone on the hub");
 
-    // The same experience from both: one experience on each side, counted twice.
+    // The same experience from both, B's submitted after B already holds A's: one experience on
+    // each side, counted twice (B shares a confirmation of A's).
     let same = ("restart the flaky redis sentinel", "systemctl restart redis-sentinel", "failover works again", 4);
     let at_alice = alice.submit(same.0, same.1, same.2, same.3);
+    assert!(within(Duration::from_secs(10), || finds(&bob, "flaky redis sentinel", same.0)).is_some());
     let at_bob = bob.submit(same.0, same.1, same.2, same.3);
+    assert_eq!(at_bob, at_alice, "B's submit merges into the copy of A's it holds");
     assert!(
         within(Duration::from_secs(10), || {
             alice.ok("kb.get", json!({"experience_id": at_alice}))["merge_count"] == 1
@@ -182,6 +185,11 @@ fn teammates_find_each_others_experiences_and_the_hub_holds_only_what_may_be_sha
         "the same experience from two members was not counted twice: {} / {}",
         alice.ok("kb.get", json!({"experience_id": at_alice})),
         bob.ok("kb.get", json!({"experience_id": at_bob}))
+    );
+    let origins = alice.ok("kb.get", json!({"experience_id": at_alice}))["origins"].clone();
+    assert!(
+        origins.as_array().unwrap().iter().any(|origin| origin["author"] == "bob" && origin["merged"] == true),
+        "{origins}"
     );
     assert_eq!(search(&alice, "flaky redis sentinel", None), vec![at_alice.clone()]);
     assert_eq!(search(&bob, "flaky redis sentinel", None), vec![at_bob.clone()]);

@@ -16,6 +16,9 @@ use crate::{Result, Store};
 pub struct Outgoing {
     pub outbox_id: i64,
     pub experience_id: String,
+    /// A submit here merged into this teammate's experience: this store shares its own row for
+    /// it (a confirmation), so that the team counts it too.
+    pub confirmation: bool,
     /// The experience as it is now, with its content; `None` when it was deleted.
     pub current: Option<(Experience, Option<String>)>,
 }
@@ -103,12 +106,14 @@ impl Store {
     /// Up to `limit` outbox entries, oldest first, without the refused ones.
     pub fn hub_outbox(&self, limit: usize) -> Result<Vec<Outgoing>> {
         let tx = self.conn.unchecked_transaction().doing("starting a read")?;
-        let entries: Vec<(i64, String)> = {
+        let entries: Vec<(i64, String, bool)> = {
             let mut statement = tx
-                .prepare_cached("SELECT id, experience_id FROM hub_outbox WHERE refused IS NULL ORDER BY id LIMIT ?1")
+                .prepare_cached(
+                    "SELECT id, experience_id, confirmation FROM hub_outbox WHERE refused IS NULL ORDER BY id LIMIT ?1",
+                )
                 .doing("preparing the outbox read")?;
             statement
-                .query_map([limit as i64], |row| Ok((row.get(0)?, row.get(1)?)))
+                .query_map([limit as i64], |row| Ok((row.get(0)?, row.get(1)?, row.get::<_, i64>(2)? != 0)))
                 .doing("reading the outbox")?
                 .collect::<rusqlite::Result<_>>()
                 .doing("reading the outbox")?
@@ -121,14 +126,14 @@ impl Store {
                      FROM experiences e WHERE e.id = ?1"
                 ))
                 .doing("preparing the outbox lookup")?;
-            for (outbox_id, experience_id) in entries {
+            for (outbox_id, experience_id, confirmation) in entries {
                 let current = lookup
                     .query_row([&experience_id], |row| {
                         Ok((experience_from_row(row)?, row.get::<_, Option<String>>(18)?))
                     })
                     .optional()
                     .doing("reading an experience to share")?;
-                out.push(Outgoing { outbox_id, experience_id, current });
+                out.push(Outgoing { outbox_id, experience_id, confirmation, current });
             }
         }
         tx.finish().doing("ending a read")?;
@@ -399,8 +404,10 @@ fn apply_one(
         applied.conflicts += 1;
         return Ok(());
     }
-    let id = ExperienceId::from_stored(item.hub_id.to_owned());
-    let write = WriteItem { gated, vector: None, similar_to: None, carried: &[], id: Some(&id) };
+    // A teammate's experience keeps its id here when it is one this store can hold; a
+    // confirmation's id (`<id>.<machine>`), or anything malformed, gets a new one.
+    let id = ExperienceId::parse(item.hub_id).filter(|id| id.as_str() == item.hub_id);
+    let write = WriteItem { gated, vector: None, similar_to: None, carried: &[], id: id.as_ref() };
     let outcome = write_in(tx, seq, &[write], now_ms)?.pop().expect("one outcome per item");
     record_origin(outcome.id.as_str(), outcome.merged, None)?;
     if outcome.merged {

@@ -143,8 +143,9 @@ const MIGRATIONS: &[&str] = &[
     // on, and the hub sequence number pulled up to. The outbox is filled by triggers, in the
     // transaction of every local write, once sharing is on: one row per changed experience
     // (the newest change wins), never for what came from the hub or while a pull is applied.
-    // `hub_origins` maps a teammate's experience (its id at its origin) to the local
-    // experience it is, or merged into.
+    // A submit that merges into a teammate's experience queues a confirmation (`confirmation`
+    // = 1): this store's own row for it, so the teammates count it too. `hub_origins` maps a
+    // teammate's experience (its id at its origin) to the local experience it is, or merged into.
     r#"
     CREATE TABLE hub_state (
         key   TEXT PRIMARY KEY,
@@ -154,6 +155,7 @@ const MIGRATIONS: &[&str] = &[
     CREATE TABLE hub_outbox (
         id            INTEGER PRIMARY KEY AUTOINCREMENT,
         experience_id TEXT NOT NULL UNIQUE,
+        confirmation  INTEGER NOT NULL DEFAULT 0,
         refused       TEXT
     ) STRICT;
 
@@ -186,6 +188,14 @@ const MIGRATIONS: &[&str] = &[
          AND NOT EXISTS (SELECT 1 FROM hub_state WHERE key = 'applying')
     BEGIN
         INSERT OR REPLACE INTO hub_outbox (experience_id) VALUES (NEW.id);
+    END;
+
+    CREATE TRIGGER hub_outbox_confirmation AFTER UPDATE OF merge_count ON experiences
+        WHEN NEW.source = 'hub' AND NEW.merge_count > OLD.merge_count
+         AND EXISTS (SELECT 1 FROM hub_state WHERE key = 'sharing' AND value = 'on')
+         AND NOT EXISTS (SELECT 1 FROM hub_state WHERE key = 'applying')
+    BEGIN
+        INSERT OR REPLACE INTO hub_outbox (experience_id, confirmation) VALUES (NEW.id, 1);
     END;
 
     CREATE TRIGGER hub_outbox_delete AFTER DELETE ON experiences

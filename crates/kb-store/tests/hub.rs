@@ -139,3 +139,31 @@ fn pulled_changes_merge_follow_edits_and_withdrawals_and_keep_local_conflicts() 
     assert!(conflict.is_some_and(|conflict| conflict.contains("mallory")));
     assert_eq!(store.hub_pulled_seq().unwrap(), 18);
 }
+
+#[test]
+fn a_submit_merging_into_a_teammates_experience_queues_a_confirmation() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("kb.sqlite")).unwrap();
+    store.start_sharing().unwrap();
+    let theirs = experience("restart the flaky redis sentinel", Source::Hub);
+    let hub_id = ExperienceId::generate(1).to_string();
+    store.apply_pulled(&[incoming(&hub_id, 3, "alice", Some(&theirs))], 3, 1).unwrap();
+    assert!(store.hub_outbox(10).unwrap().is_empty());
+    let mine = experience("restart the flaky redis sentinel", Source::Tool);
+    let (written, _) = store.write(std::slice::from_ref(&mine), 2).unwrap();
+    assert!(written[0].merged);
+    let queued = store.hub_outbox(10).unwrap();
+    assert_eq!(queued.len(), 1);
+    assert!(queued[0].confirmation && queued[0].experience_id == hub_id, "{queued:?}");
+
+    // A confirmation pulled elsewhere carries an id no store holds experiences under: it gets
+    // a new one when it does not merge.
+    let other = tempfile::tempdir().unwrap();
+    let mut elsewhere = Store::open(&other.path().join("kb.sqlite")).unwrap();
+    let confirmation_id = format!("{hub_id}.some-machine");
+    let (applied, _, created) =
+        elsewhere.apply_pulled(&[incoming(&confirmation_id, 4, "bob", Some(&theirs))], 4, 3).unwrap();
+    assert_eq!(applied.inserted, 1);
+    let id = created.into_iter().next().unwrap();
+    assert!(ExperienceId::parse(&id).is_some() && id != confirmation_id);
+}

@@ -294,12 +294,19 @@ fn push(
 /// What the team gets of an outbox entry: its current state, redacted, or a withdrawal when it
 /// is gone or not to be shared (any more).
 fn to_change(entry: &Outgoing, config: &HubConfig, strict: &GatePolicy, machine: &str) -> Change {
-    let withdraw = || Change::Delete(entry.experience_id.clone());
+    // A confirmation is this store's own row for a teammate's experience, under an id of its own.
+    let id =
+        if entry.confirmation { format!("{}.{machine}", entry.experience_id) } else { entry.experience_id.clone() };
+    let withdraw = || Change::Delete(id.clone());
     let Some((experience, content)) = &entry.current else { return withdraw() };
     let shareable = experience.status == Status::Active
         && experience.flags.is_empty()
-        && experience.source != Source::Hub
-        && config.share_sources.iter().any(|source| source == experience.source.as_str());
+        && if entry.confirmation {
+            experience.source == Source::Hub
+        } else {
+            experience.source != Source::Hub
+                && config.share_sources.iter().any(|source| source == experience.source.as_str())
+        };
     if !shareable {
         return withdraw();
     }
@@ -319,9 +326,10 @@ fn to_change(entry: &Outgoing, config: &HubConfig, strict: &GatePolicy, machine:
     match kb_core::gate(new, strict) {
         // Redaction can only remove; a text that now reads as an injection stays home.
         Ok(gated) if gated.status == Status::Active => Change::Upsert(Box::new(Shared {
-            id: experience.id.to_string(),
+            id: id.clone(),
             machine: machine.to_owned(),
-            submitted_by: gated.experience.submitted_by,
+            // A confirmation vouches for the teammate's text; who vouches is its author on the hub.
+            submitted_by: if entry.confirmation { None } else { gated.experience.submitted_by },
             agent_id: gated.experience.agent_id,
             task: gated.experience.task,
             resource: gated.experience.resource,
@@ -329,7 +337,7 @@ fn to_change(entry: &Outgoing, config: &HubConfig, strict: &GatePolicy, machine:
             score: gated.score,
             content: gated.experience.content,
             content_type: gated.experience.content_type,
-            merge_count: experience.merge_count,
+            merge_count: if entry.confirmation { 0 } else { experience.merge_count },
             created_at_ms: experience.created_at_ms,
             updated_at_ms: experience.updated_at_ms,
         })),

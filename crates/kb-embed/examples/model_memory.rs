@@ -6,7 +6,8 @@
 //!     cargo run --release -p kb-embed --example model_memory
 //! ```
 //!
-//! With `KB_QUANTIZE=1` the model is loaded with int8 weights (`LoadOptions::quantize`).
+//! With `KB_QUANTIZE=1` the model is loaded with int8 weights (`LoadOptions::quantize`). The
+//! tokenizer is first loaded alone, to tell its memory from the model's.
 
 use kb_embed::{Embedder, FastEmbedder, LoadOptions, ModelSpec};
 
@@ -46,6 +47,19 @@ fn main() {
         std::process::exit(2);
     };
     report("start");
+    // The tokenizer alone first (the same file fastembed loads below): how much of the model's
+    // memory is its vocabulary.
+    let dir_path = std::path::PathBuf::from(&dir);
+    match tokenizers::Tokenizer::from_file(dir_path.join("tokenizer.json")) {
+        Ok(tokenizer) => {
+            trim();
+            report("tokenizer alone, trimmed");
+            drop(tokenizer);
+            trim();
+            report("tokenizer dropped, trimmed");
+        }
+        Err(error) => eprintln!("cannot load the tokenizer alone: {error}"),
+    }
     let options = LoadOptions { quantize: std::env::var_os("KB_QUANTIZE").is_some(), ..LoadOptions::default() };
     let embedder = match FastEmbedder::load_with(&ModelSpec::LocalDir(dir.into()), None, &options) {
         Ok(embedder) => embedder,

@@ -153,6 +153,19 @@ fn teammates_find_each_others_experiences_and_the_hub_holds_only_what_may_be_sha
     assert_eq!(quarantined["status"], "pending", "{quarantined}");
     let quarantined = quarantined["id"].as_str().unwrap().to_owned();
 
+    // A shares one, then rejects it on review: it is withdrawn from the hub and from B.
+    let reviewed_task = "bump the node base image to 24-slim";
+    let reviewed = alice.submit(reviewed_task, "Dockerfile FROM node:24-slim", "image 40% smaller", 3);
+    assert!(within(Duration::from_secs(10), || finds(&bob, "node base image slim", reviewed_task)).is_some());
+    alice.ok("kb.reject", json!({"ids": [reviewed], "reason": "not ours to share"}));
+    assert!(
+        within(Duration::from_secs(10), || !finds(&bob, "node base image slim", reviewed_task)).is_some(),
+        "B still finds an experience A rejected"
+    );
+    let withdrawn =
+        postgres.sql(&format!("SELECT deleted || '|' || task FROM knowhub.experiences WHERE id = '{reviewed}'"));
+    assert_eq!(withdrawn, "true|", "a rejected experience leaves only a tombstone on the hub");
+
     // B shares one, A finds it; B deletes it, A stops finding it.
     let bobs_task = "speed up the rust ci cache with sccache";
     let bobs = bob.submit(bobs_task, "sccache + actions/cache", "ci went from 14 to 6 minutes", 5);

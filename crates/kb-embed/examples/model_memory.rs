@@ -6,8 +6,9 @@
 //!     cargo run --release -p kb-embed --example model_memory
 //! ```
 //!
-//! With `KB_QUANTIZE=1` the model is loaded with int8 weights (`LoadOptions::quantize`). The
-//! tokenizer is first loaded alone, to tell its memory from the model's.
+//! With `KB_QUANTIZE=1` the model is loaded with int8 weights (`LoadOptions::quantize`), with
+//! `KB_CPU_ARENA=1` ONNX Runtime keeps its CPU arena (`LoadOptions::cpu_arena`). `tokenizers`'
+//! own tokenizer is first loaded alone, to show what the compact Unigram saves.
 
 use kb_embed::{Embedder, FastEmbedder, LoadOptions, ModelSpec};
 
@@ -60,7 +61,11 @@ fn main() {
         }
         Err(error) => eprintln!("cannot load the tokenizer alone: {error}"),
     }
-    let options = LoadOptions { quantize: std::env::var_os("KB_QUANTIZE").is_some(), ..LoadOptions::default() };
+    let options = LoadOptions {
+        quantize: std::env::var_os("KB_QUANTIZE").is_some(),
+        cpu_arena: std::env::var_os("KB_CPU_ARENA").is_some(),
+        ..LoadOptions::default()
+    };
     let embedder = match FastEmbedder::load_with(&ModelSpec::LocalDir(dir.into()), None, &options) {
         Ok(embedder) => embedder,
         Err(error) => {

@@ -1,15 +1,13 @@
-//! [`FastEmbedder`]: fastembed's text embedding on ONNX Runtime, from a local model directory or
-//! from a model fastembed downloads, behind the [`Embedder`] trait.
+//! [`FastEmbedder`]: text embedding on ONNX Runtime, from a local model directory (run by
+//! [`crate::onnx`]) or from a model fastembed downloads, behind the [`Embedder`] trait.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
-use fastembed::{
-    EmbeddingModel, InitOptionsUserDefined, Pooling, TextEmbedding, TextInitOptions, TokenizerFiles,
-    UserDefinedEmbeddingModel,
-};
+use fastembed::{EmbeddingModel, TextEmbedding, TextInitOptions, TokenizerFiles};
 
+use crate::onnx::{LocalModel, LocalTokenizer, SessionOptions, TokenizerBytes};
 use crate::{Embedder, Error, Result, runtime};
 
 /// The files a local model directory must hold, as fastembed's `UserDefinedEmbeddingModel`
@@ -125,12 +123,15 @@ pub struct LoadOptions {
     /// about a quarter of the memory and half the time per query, at a small cost in recall.
     /// Downloaded models are used as published (fastembed offers quantized ones by name).
     pub quantize: bool,
+    /// Keep ONNX Runtime's CPU arena (local models): it holds on to the largest activations
+    /// ever allocated. Off by default, measured with `examples/model_memory.rs`.
+    pub cpu_arena: bool,
 }
 
 impl Default for LoadOptions {
     fn default() -> Self {
         let threads = std::thread::available_parallelism().map_or(1, |cores| cores.get().min(2));
-        LoadOptions { max_length: 256, batch_size: 32, intra_threads: Some(threads), quantize: false }
+        LoadOptions { max_length: 256, batch_size: 32, intra_threads: Some(threads), quantize: false, cpu_arena: false }
     }
 }
 
@@ -141,8 +142,15 @@ pub struct FastEmbedder {
     dimensions: usize,
     prefixes: Prefixes,
     batch_size: usize,
-    /// fastembed needs `&mut` to run; one run at a time is what ONNX Runtime's own threads expect.
-    model: Mutex<TextEmbedding>,
+    /// Runs need `&mut`; one run at a time is what ONNX Runtime's own threads expect.
+    model: Mutex<Runner>,
+}
+
+/// What runs the model: this crate's own session for local directories, fastembed's for a
+/// download used as published.
+enum Runner {
+    Local(Box<LocalModel>),
+    Fastembed(Box<TextEmbedding>),
 }
 
 impl std::fmt::Debug for FastEmbedder {
@@ -217,13 +225,18 @@ impl FastEmbedder {
     /// that a bad model can never take the daemon down.
     fn run_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         let mut model = self.model.lock().unwrap_or_else(PoisonError::into_inner);
-        let outcome = catch_unwind(AssertUnwindSafe(|| model.embed(texts, Some(texts.len()))));
+        let outcome = catch_unwind(AssertUnwindSafe(|| match &mut *model {
+            Runner::Local(model) => model.embed(texts),
+            Runner::Fastembed(model) => {
+                model.embed(texts, Some(texts.len())).map_err(|error| crate::error_chain(&error))
+            }
+        }));
         let embed_error =
             |reason: String| Error::Embed { model_id: self.model_id.clone(), n_texts: texts.len(), reason };
         match outcome {
             Ok(Ok(vectors)) if vectors.len() == texts.len() => Ok(vectors),
             Ok(Ok(vectors)) => Err(embed_error(format!("got {} vectors back", vectors.len()))),
-            Ok(Err(error)) => Err(embed_error(crate::error_chain(&error))),
+            Ok(Err(reason)) => Err(embed_error(reason)),
             Err(panic) => Err(embed_error(format!("panicked: {}", panic_message(&panic)))),
         }
     }
@@ -277,7 +290,7 @@ fn load_local(
     dir: &Path,
     environment: ort::environment::Environment,
     options: &LoadOptions,
-) -> Result<(TextEmbedding, String, Prefixes)> {
+) -> Result<(Runner, String, Prefixes)> {
     if !dir.is_dir() {
         return Err(Error::ModelDirMissing { path: dir.to_path_buf() });
     }
@@ -331,20 +344,30 @@ fn load_local(
         }
         None => onnx_file,
     };
-    let mut model = UserDefinedEmbeddingModel::new(onnx_file, tokenizer_files).with_pooling(Pooling::Mean);
-    if let Some(buffer) = external_data {
-        model = model.with_external_initializer("model.onnx_data".to_owned(), buffer);
-    }
-    let mut init = InitOptionsUserDefined::new().with_environment(environment).with_max_length(options.max_length);
-    if let Some(threads) = options.intra_threads {
-        init = init.with_intra_threads(threads);
-    }
-    init = init.with_session_config(NO_SPINNING.0, NO_SPINNING.1);
     let label = dir.display().to_string();
     let model_error = |reason: String| Error::ModelLoad { model: label.clone(), reason };
-    match catch_unwind(AssertUnwindSafe(|| TextEmbedding::try_new_from_user_defined(model, init))) {
-        Ok(Ok(embedding)) => Ok((embedding, model_id, prefixes)),
-        Ok(Err(error)) => Err(model_error(crate::error_chain(&error))),
+    let session_options = SessionOptions {
+        intra_threads: options.intra_threads,
+        config_entries: &[NO_SPINNING],
+        cpu_arena: options.cpu_arena,
+    };
+    let loaded = catch_unwind(AssertUnwindSafe(|| {
+        let tokenizer = LocalTokenizer::load(
+            &TokenizerBytes {
+                tokenizer: &tokenizer_files.tokenizer_file,
+                config: &tokenizer_files.config_file,
+                special_tokens_map: &tokenizer_files.special_tokens_map_file,
+                tokenizer_config: &tokenizer_files.tokenizer_config_file,
+            },
+            options.max_length,
+        )?;
+        drop(tokenizer_files);
+        let external = external_data.map(|buffer| ("model.onnx_data", buffer));
+        LocalModel::load(&environment, &onnx_file, external, tokenizer, &session_options)
+    }));
+    match loaded {
+        Ok(Ok(model)) => Ok((Runner::Local(Box::new(model)), model_id, prefixes)),
+        Ok(Err(reason)) => Err(model_error(reason)),
         Err(panic) => Err(model_error(format!("panicked: {}", panic_message(&panic)))),
     }
 }
@@ -388,7 +411,7 @@ fn load_download(
     cache_dir: &Path,
     environment: ort::environment::Environment,
     options: &LoadOptions,
-) -> Result<(TextEmbedding, String, Prefixes)> {
+) -> Result<(Runner, String, Prefixes)> {
     let model = find_model(name)?;
     let model_code = TextEmbedding::get_model_info(&model)
         .map(|info| info.model_code.clone())
@@ -445,7 +468,7 @@ fn load_download(
         model_id.push(' ');
         model_id.push_str(&prefixes.describe());
     }
-    Ok((embedding, model_id, prefixes))
+    Ok((Runner::Fastembed(Box::new(embedding)), model_id, prefixes))
 }
 
 /// The process's ONNX Runtime environment, already loaded by the first load.

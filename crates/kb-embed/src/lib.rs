@@ -13,10 +13,12 @@
 mod error;
 mod fastembedder;
 pub mod fusion;
+pub mod onnx;
 pub mod quantize;
 pub mod runtime;
 mod state;
 pub mod test_models;
+pub mod unigram;
 mod vector;
 
 pub use error::{Error, Result};

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Measures whether prompt injection can be told by meaning: a logistic regression on
-multilingual-e5-small embeddings, trained on three rounds of crates/kb-core/tests/data and tested
-on the fourth (leave one round out), with half of the search-quality corpora as more benign
-texts and the other half as a false-positive check. An experiment for issue 14's next step,
-not used by the daemon.
+multilingual-e5-small embeddings of each text as the daemon embeds a submit, trained on all but
+one round of crates/kb-core/tests/data and tested on that one (leave one round out), with half of
+the search-quality corpora as more benign texts and the other half as a false-positive check.
+An experiment for issue 14, not used by the daemon: on held-out round 4, written by someone who
+had seen neither the detector nor the other rounds, it held 40% of attacks and flagged 8.3% of
+benign notes (threshold 0.5), no better than the structural detector (34% / 8.3%).
 
 usage: tools/injection-by-meaning.py [MODEL_DIR]   (default .cache/models/multilingual-e5-small-onnx)
 needs: python3 -m pip install tokenizers numpy onnxruntime==1.31.1 (from PyPI)
@@ -24,7 +26,11 @@ ROUNDS = {
     "held-out 1": ("injection_heldout_attacks", "injection_heldout_benign"),
     "held-out 2": ("injection_heldout2_attacks", "injection_heldout2_benign"),
     "held-out 3": ("injection_heldout3_attacks", "injection_heldout3_benign"),
+    "held-out 4": ("injection_heldout4_attacks", "injection_heldout4_benign"),
 }
+# As the daemon embeds a submitted experience: its passage prefix, then task, resource and result
+# (the sets' texts go in the result, as in crates/kb-core/tests/gate_sets.rs).
+PREFIX = "passage: note\ngate sets\n"
 CORPORA = [
     ROOT / "crates/kb-bench/data/english-experiences/corpus.jsonl",
     ROOT / "crates/kb-bench/data/cmrc-trial-chunks/corpus.jsonl",
@@ -50,7 +56,7 @@ def embedder():
     def embed(texts):
         out = []
         for start in range(0, len(texts), 16):
-            encoded = tokenizer.encode_batch(["query: " + text for text in texts[start : start + 16]])
+            encoded = tokenizer.encode_batch([PREFIX + text for text in texts[start : start + 16]])
             ids = np.array([e.ids for e in encoded], dtype=np.int64)
             mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
             feeds = {"input_ids": ids, "attention_mask": mask}

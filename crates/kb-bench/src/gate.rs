@@ -30,6 +30,11 @@ const HELD_OUT: &[(&str, &str, &str)] = &[
         include_str!("../../kb-core/tests/data/injection_heldout3_attacks.jsonl"),
         include_str!("../../kb-core/tests/data/injection_heldout3_benign.jsonl"),
     ),
+    (
+        "held-out 4",
+        include_str!("../../kb-core/tests/data/injection_heldout4_attacks.jsonl"),
+        include_str!("../../kb-core/tests/data/injection_heldout4_benign.jsonl"),
+    ),
 ];
 
 #[derive(Debug, Deserialize)]

@@ -681,4 +681,22 @@ fn e5_drops_unrelated_vector_matches_and_keeps_a_paraphrase() {
     }
     let answer = search(&daemon, "keep postgres backups off the server's own storage", "hybrid");
     assert_eq!(ids_of(&answer).first(), Some(&wanted), "{answer}");
+
+    // The int8 rewrite is cached in the data directory, and the next start loads it as it is
+    // (same model id, so no re-embedding; the cache is not written again).
+    let home = status(&daemon)["paths"]["home"].as_str().unwrap().to_owned();
+    let cached: Vec<_> = std::fs::read_dir(Path::new(&home).join("models/int8")).unwrap().flatten().collect();
+    assert_eq!(cached.len(), 1, "{cached:?}");
+    let tables = cached[0].path().join("weights.bin");
+    let written = std::fs::metadata(&tables).unwrap().modified().unwrap();
+    // multilingual-e5-small's 250,002 × 384 word table in int8.
+    assert!(std::fs::metadata(&tables).unwrap().len() >= 96_000_000);
+    let model_id = status(&daemon)["embedder"]["model"].clone();
+    assert!(model_id.as_str().is_some_and(|id| id.ends_with("+int8")), "{model_id}");
+    let daemon = restart_with_model_after(daemon, &e5(), &ort_library(), |_| {});
+    wait_for_embedder(&daemon, "ready");
+    assert_eq!(status(&daemon)["embedder"]["model"], model_id);
+    assert_eq!(std::fs::metadata(&tables).unwrap().modified().unwrap(), written);
+    let answer = search(&daemon, "keep postgres backups off the server's own storage", "hybrid");
+    assert_eq!(ids_of(&answer).first(), Some(&wanted), "{answer}");
 }

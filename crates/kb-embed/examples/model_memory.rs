@@ -7,7 +7,10 @@
 //! ```
 //!
 //! With `KB_QUANTIZE=1` the model is loaded with int8 weights (`LoadOptions::quantize`), with
-//! `KB_CPU_ARENA=1` ONNX Runtime keeps its CPU arena (`LoadOptions::cpu_arena`). `tokenizers`'
+//! `KB_CPU_ARENA=1` ONNX Runtime keeps its CPU arena (`LoadOptions::cpu_arena`), with
+//! `KB_INT8_CACHE=DIR` the int8 model is cached there with mapped tables (`LoadOptions::int8_cache`;
+//! run twice: the second start loads the cache). `KB_SKIP_TOKENIZER=1` skips loading
+//! `tokenizers`' own tokenizer first, so that the peak is the model's. `tokenizers`'
 //! own tokenizer is first loaded alone, to show what the compact Unigram saves.
 
 use kb_embed::{Embedder, FastEmbedder, LoadOptions, ModelSpec};
@@ -20,13 +23,29 @@ fn status_kib(field: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// Resident KiB of the mappings of files whose name ends with `suffix` (the int8 cache's tables).
+fn mapped_kib(suffix: &str) -> u64 {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap_or_default();
+    let mut inside = false;
+    let mut total = 0;
+    for line in smaps.lines() {
+        if line.split_whitespace().next().is_some_and(|first| first.contains('-') && !first.ends_with(':')) {
+            inside = line.ends_with(suffix);
+        } else if inside && let Some(kib) = line.strip_prefix("Rss:") {
+            total += kib.trim().trim_end_matches("kB").trim().parse::<u64>().unwrap_or(0);
+        }
+    }
+    total
+}
+
 fn report(stage: &str) {
     let mib = |field| status_kib(field) as f64 / 1024.0;
     println!(
-        "{stage:<34} rss {:>6.1} MiB  (heap {:>6.1}, files {:>5.1})  peak {:>6.1} MiB",
+        "{stage:<34} rss {:>6.1} MiB  (heap {:>6.1}, files {:>5.1}, of which mapped tables {:>5.1})  peak {:>6.1} MiB",
         mib("VmRSS:"),
         mib("RssAnon:"),
         mib("RssFile:"),
+        mapped_kib("weights.bin") as f64 / 1024.0,
         mib("VmHWM:")
     );
 }
@@ -51,7 +70,12 @@ fn main() {
     // The tokenizer alone first (the same file fastembed loads below): how much of the model's
     // memory is its vocabulary.
     let dir_path = std::path::PathBuf::from(&dir);
-    match tokenizers::Tokenizer::from_file(dir_path.join("tokenizer.json")) {
+    let alone = if std::env::var_os("KB_SKIP_TOKENIZER").is_some() {
+        Err("skipped (KB_SKIP_TOKENIZER)".into())
+    } else {
+        tokenizers::Tokenizer::from_file(dir_path.join("tokenizer.json"))
+    };
+    match alone {
         Ok(tokenizer) => {
             trim();
             report("tokenizer alone, trimmed");
@@ -64,6 +88,7 @@ fn main() {
     let options = LoadOptions {
         quantize: std::env::var_os("KB_QUANTIZE").is_some(),
         cpu_arena: std::env::var_os("KB_CPU_ARENA").is_some(),
+        int8_cache: std::env::var_os("KB_INT8_CACHE").map(std::path::PathBuf::from),
         ..LoadOptions::default()
     };
     let embedder = match FastEmbedder::load_with(&ModelSpec::LocalDir(dir.into()), None, &options) {
@@ -74,6 +99,10 @@ fn main() {
         }
     };
     report("model loaded");
+    if std::env::var_os("KB_SHOW_MAPS").is_some() {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+        maps.lines().filter(|line| line.contains("weights.bin")).for_each(|line| eprintln!("{line}"));
+    }
     trim();
     report("model loaded, trimmed");
     let short = ["vitest --run avoids watch mode"; 1];

@@ -7,7 +7,7 @@ use std::sync::{Mutex, PoisonError};
 
 use fastembed::{EmbeddingModel, TextEmbedding, TextInitOptions, TokenizerFiles};
 
-use crate::onnx::{LocalModel, LocalTokenizer, SessionOptions, TokenizerBytes};
+use crate::onnx::{Graph, LocalModel, LocalTokenizer, SessionOptions, TokenizerBytes};
 use crate::{Embedder, Error, Result, runtime};
 
 /// The files a local model directory must hold, as fastembed's `UserDefinedEmbeddingModel`
@@ -126,12 +126,25 @@ pub struct LoadOptions {
     /// Keep ONNX Runtime's CPU arena (local models): it holds on to the largest activations
     /// ever allocated. Off by default, measured with `examples/model_memory.rs`.
     pub cpu_arena: bool,
+    /// Where the int8 rewrite of a local model is kept between starts, its large tables in a
+    /// data file that ONNX Runtime maps instead of copying (only the rows of the tokens a text
+    /// uses are then resident: multilingual-e5-small's word table is 92 MiB in int8). A start
+    /// that finds it there does not read the float model at all. `None`: rewritten in memory
+    /// at every start.
+    pub int8_cache: Option<PathBuf>,
 }
 
 impl Default for LoadOptions {
     fn default() -> Self {
         let threads = std::thread::available_parallelism().map_or(1, |cores| cores.get().min(2));
-        LoadOptions { max_length: 256, batch_size: 32, intra_threads: Some(threads), quantize: false, cpu_arena: false }
+        LoadOptions {
+            max_length: 256,
+            batch_size: 32,
+            intra_threads: Some(threads),
+            quantize: false,
+            cpu_arena: false,
+            int8_cache: None,
+        }
     }
 }
 
@@ -299,7 +312,6 @@ fn load_local(
         .into_iter()
         .find(|path| path.is_file())
         .unwrap_or_else(|| dir.join("model.onnx"));
-    let onnx_file = read(onnx_path.clone())?;
     let [tokenizer_file, config_file, special_tokens_map_file, tokenizer_config_file] =
         ["tokenizer.json", "config.json", "special_tokens_map.json", "tokenizer_config.json"]
             .map(|name| read(dir.join(name)));
@@ -309,12 +321,65 @@ fn load_local(
         special_tokens_map_file: special_tokens_map_file?,
         tokenizer_config_file: tokenizer_config_file?,
     };
+    let prefixes = Prefixes::for_local_dir(dir, &tokenizer_files.config_file);
+    let label = dir.display().to_string();
+    let model_error = |reason: String| Error::ModelLoad { model: label.clone(), reason };
+    let session_options = SessionOptions {
+        intra_threads: options.intra_threads,
+        config_entries: &[NO_SPINNING],
+        cpu_arena: options.cpu_arena,
+    };
+    let tokenizer_bytes = TokenizerBytes {
+        tokenizer: &tokenizer_files.tokenizer_file,
+        config: &tokenizer_files.config_file,
+        special_tokens_map: &tokenizer_files.special_tokens_map_file,
+        tokenizer_config: &tokenizer_files.tokenizer_config_file,
+    };
+    let load = |graph: Graph<'_>| match catch_unwind(AssertUnwindSafe(|| {
+        let tokenizer = LocalTokenizer::load(&tokenizer_bytes, options.max_length)?;
+        LocalModel::load(&environment, graph, tokenizer, &session_options)
+    })) {
+        Ok(Ok(model)) => Ok(Runner::Local(Box::new(model))),
+        Ok(Err(reason)) => Err(reason),
+        Err(panic) => Err(format!("panicked: {}", panic_message(&panic))),
+    };
     // Large models keep their weights beside the graph; ONNX Runtime must be handed them.
     let external_data_path = onnx_path.with_extension("onnx_data");
-    let external_data = if external_data_path.is_file() { Some(read(external_data_path)?) } else { None };
+    let has_external_data = external_data_path.is_file();
 
-    let prefixes = Prefixes::for_local_dir(dir, &tokenizer_files.config_file);
-    let mut model_id = local_model_id(dir, &onnx_file, external_data.as_deref(), &tokenizer_files, options, &prefixes);
+    if options.quantize
+        && !has_external_data
+        && let Some(cache_root) = &options.int8_cache
+    {
+        let float_id = local_model_id(dir, ModelBytes::File(&onnx_path), None, &tokenizer_files, options, &prefixes)
+            .map_err(|source| Error::ModelFile { path: onnx_path.clone(), source })?;
+        let model_id = format!("{float_id}{}", crate::quantize::MODEL_ID_SUFFIX);
+        match crate::int8_cache::prepare(&onnx_path, &model_id, cache_root) {
+            Ok(cached) => match load(Graph::File(&cached)) {
+                Ok(runner) => {
+                    crate::int8_cache::advise_random_access(&cached);
+                    return Ok((runner, model_id, prefixes));
+                }
+                Err(reason) => {
+                    tracing::warn!(path = %cached.display(), "the cached int8 model does not load, so it is removed: {reason}");
+                    crate::int8_cache::remove(&cached);
+                }
+            },
+            Err(reason) => tracing::info!("int8 model not cached, rewritten in memory: {reason}"),
+        }
+    }
+
+    let onnx_file = read(onnx_path.clone())?;
+    let external_data = if has_external_data { Some(read(external_data_path)?) } else { None };
+    let mut model_id = local_model_id(
+        dir,
+        ModelBytes::Read(&onnx_file),
+        external_data.as_deref(),
+        &tokenizer_files,
+        options,
+        &prefixes,
+    )
+    .map_err(|source| Error::ModelFile { path: onnx_path.clone(), source })?;
     let quantized = if options.quantize && external_data.is_none() {
         match crate::quantize_int8(&onnx_file) {
             Ok(quantized) => {
@@ -344,32 +409,16 @@ fn load_local(
         }
         None => onnx_file,
     };
-    let label = dir.display().to_string();
-    let model_error = |reason: String| Error::ModelLoad { model: label.clone(), reason };
-    let session_options = SessionOptions {
-        intra_threads: options.intra_threads,
-        config_entries: &[NO_SPINNING],
-        cpu_arena: options.cpu_arena,
-    };
-    let loaded = catch_unwind(AssertUnwindSafe(|| {
-        let tokenizer = LocalTokenizer::load(
-            &TokenizerBytes {
-                tokenizer: &tokenizer_files.tokenizer_file,
-                config: &tokenizer_files.config_file,
-                special_tokens_map: &tokenizer_files.special_tokens_map_file,
-                tokenizer_config: &tokenizer_files.tokenizer_config_file,
-            },
-            options.max_length,
-        )?;
-        drop(tokenizer_files);
-        let external = external_data.map(|buffer| ("model.onnx_data", buffer));
-        LocalModel::load(&environment, &onnx_file, external, tokenizer, &session_options)
-    }));
-    match loaded {
-        Ok(Ok(model)) => Ok((Runner::Local(Box::new(model)), model_id, prefixes)),
-        Ok(Err(reason)) => Err(model_error(reason)),
-        Err(panic) => Err(model_error(format!("panicked: {}", panic_message(&panic)))),
-    }
+    let external = external_data.map(|buffer| ("model.onnx_data", buffer));
+    let runner = load(Graph::Memory { onnx: &onnx_file, external }).map_err(model_error)?;
+    Ok((runner, model_id, prefixes))
+}
+
+/// A model file's bytes for [`local_model_id`]: read already, or to be streamed from disk
+/// (a start that finds the int8 cache never holds the float model in memory).
+enum ModelBytes<'a> {
+    Read(&'a [u8]),
+    File(&'a Path),
 }
 
 /// `<directory name>@<16 hex digits of blake3>` over every byte that decides the vectors: the
@@ -377,15 +426,30 @@ fn load_local(
 /// prefixes (unchanged when there are none, so vectors stored before prefixes existed stay valid).
 fn local_model_id(
     dir: &Path,
-    onnx_file: &[u8],
+    onnx_file: ModelBytes<'_>,
     external_data: Option<&[u8]>,
     tokenizer_files: &TokenizerFiles,
     options: &LoadOptions,
     prefixes: &Prefixes,
-) -> String {
+) -> std::io::Result<String> {
     let mut hasher = blake3::Hasher::new();
-    let parts: [(&str, &[u8]); 6] = [
-        ("model.onnx", onnx_file),
+    hasher.update(b"model.onnx");
+    match onnx_file {
+        ModelBytes::Read(bytes) => {
+            hasher.update(&(bytes.len() as u64).to_le_bytes());
+            hasher.update(bytes);
+        }
+        ModelBytes::File(path) => {
+            let mut file = std::fs::File::open(path)?;
+            hasher.update(&file.metadata()?.len().to_le_bytes());
+            // In pieces: the float file is 470 MB for multilingual-e5-small.
+            let hashed = std::io::copy(&mut file, &mut hasher)?;
+            if hashed != file.metadata()?.len() {
+                return Err(std::io::Error::other("the model file changed while it was read"));
+            }
+        }
+    }
+    let parts: [(&str, &[u8]); 5] = [
         ("model.onnx_data", external_data.unwrap_or_default()),
         ("tokenizer.json", &tokenizer_files.tokenizer_file),
         ("config.json", &tokenizer_files.config_file),
@@ -403,7 +467,7 @@ fn local_model_id(
     }
     let label = dir.canonicalize().ok().and_then(|dir| dir.file_name().map(|name| name.to_string_lossy().into_owned()));
     let hash = hasher.finalize().to_hex();
-    format!("{}@{}", label.as_deref().unwrap_or("local"), &hash[..16])
+    Ok(format!("{}@{}", label.as_deref().unwrap_or("local"), &hash[..16]))
 }
 
 fn load_download(
@@ -555,18 +619,28 @@ mod tests {
         let dir = Path::new("/nonexistent/model-dir");
         let options = LoadOptions::default();
         let none = Prefixes::default();
-        let base = local_model_id(dir, b"graph", None, &files, &options, &none);
+        let base = local_model_id(dir, ModelBytes::Read(b"graph"), None, &files, &options, &none).unwrap();
         assert!(base.starts_with("local@"), "{base}");
-        assert_eq!(base, local_model_id(dir, b"graph", None, &files, &options, &none));
-        assert_ne!(base, local_model_id(dir, b"graph2", None, &files, &options, &none));
-        assert_ne!(base, local_model_id(dir, b"graph", Some(b"weights"), &files, &options, &none));
+        assert_eq!(base, local_model_id(dir, ModelBytes::Read(b"graph"), None, &files, &options, &none).unwrap());
+        assert_ne!(base, local_model_id(dir, ModelBytes::Read(b"graph2"), None, &files, &options, &none).unwrap());
+        assert_ne!(
+            base,
+            local_model_id(dir, ModelBytes::Read(b"graph"), Some(b"weights"), &files, &options, &none).unwrap()
+        );
         let longer = LoadOptions { max_length: 512, ..LoadOptions::default() };
-        assert_ne!(base, local_model_id(dir, b"graph", None, &files, &longer, &none));
-        assert_ne!(base, local_model_id(dir, b"graph", None, &files, &options, &Prefixes::e5()));
+        assert_ne!(base, local_model_id(dir, ModelBytes::Read(b"graph"), None, &files, &longer, &none).unwrap());
+        assert_ne!(
+            base,
+            local_model_id(dir, ModelBytes::Read(b"graph"), None, &files, &options, &Prefixes::e5()).unwrap()
+        );
+        // A file streamed from disk gives the id of its bytes read whole.
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), b"graph").unwrap();
+        assert_eq!(base, local_model_id(dir, ModelBytes::File(file.path()), None, &files, &options, &none).unwrap());
         // Moving bytes between files is a different model too.
         assert_ne!(
-            local_model_id(dir, b"ab", None, &files, &options, &none),
-            local_model_id(dir, b"a", Some(b"b"), &files, &options, &none)
+            local_model_id(dir, ModelBytes::Read(b"ab"), None, &files, &options, &none).unwrap(),
+            local_model_id(dir, ModelBytes::Read(b"a"), Some(b"b"), &files, &options, &none).unwrap()
         );
     }
 }

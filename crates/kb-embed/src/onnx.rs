@@ -186,12 +186,19 @@ pub struct SessionOptions<'a> {
     pub cpu_arena: bool,
 }
 
+/// Where a session's graph comes from.
+pub enum Graph<'a> {
+    /// Bytes in memory, with the external weights they name, if any (ONNX Runtime copies both).
+    Memory { onnx: &'a [u8], external: Option<(&'a str, Vec<u8>)> },
+    /// A file; external weights beside it whose offsets are aligned are mapped, not copied.
+    File(&'a std::path::Path),
+}
+
 impl LocalModel {
-    /// A session over `onnx` (with its external weights, if any) and `tokenizer`.
+    /// A session over `graph` and `tokenizer`.
     pub fn load(
         environment: &Environment,
-        onnx: &[u8],
-        external: Option<(&str, Vec<u8>)>,
+        graph: Graph<'_>,
         tokenizer: LocalTokenizer,
         options: &SessionOptions<'_>,
     ) -> Result<LocalModel, String> {
@@ -210,10 +217,16 @@ impl LocalModel {
         for (key, value) in options.config_entries {
             builder = builder.with_config_entry(*key, *value).map_err(error)?;
         }
-        if let Some((name, bytes)) = external {
-            builder = builder.with_external_initializer_file_in_memory(name, bytes.into()).map_err(error)?;
+        let session = match graph {
+            Graph::Memory { onnx, external } => {
+                if let Some((name, bytes)) = external {
+                    builder = builder.with_external_initializer_file_in_memory(name, bytes.into()).map_err(error)?;
+                }
+                builder.commit_from_memory(onnx)
+            }
+            Graph::File(path) => builder.commit_from_file(path),
         }
-        let session = builder.commit_from_memory(onnx).map_err(|error| error.to_string())?;
+        .map_err(|error| error.to_string())?;
         let needs_token_type_ids = session.inputs().iter().any(|input| input.name() == "token_type_ids");
         let outputs: Vec<String> = session.outputs().iter().map(|output| output.name().to_owned()).collect();
         let output = if outputs.len() == 1 {

@@ -74,6 +74,80 @@ pub fn quantize_int8(model: &[u8]) -> Result<Quantized, String> {
     })
 }
 
+/// [`externalize`]'s answer: the model pointing at its data file, and that file's bytes.
+#[derive(Debug, Clone)]
+pub struct Externalized {
+    pub model: Vec<u8>,
+    pub data: Vec<u8>,
+    /// Initializers moved to the data file.
+    pub moved: usize,
+}
+
+/// Where in the data file each initializer starts: a multiple of this. ONNX Runtime maps an
+/// external initializer into memory, instead of copying it, when its offset is aligned to the
+/// allocation granularity (the page size, 64 KiB on Windows); the pages of a mapped table that
+/// no token reads are then never resident.
+pub const EXTERNAL_ALIGNMENT: usize = 1 << 16;
+
+/// Moves every initializer of `model` with at least `min_bytes` of `raw_data` into one data
+/// file, named `file_name` beside the model, each at an offset aligned to
+/// [`EXTERNAL_ALIGNMENT`]. Everything else is copied byte for byte.
+pub fn externalize(model: &[u8], file_name: &str, min_bytes: usize) -> Result<Externalized, String> {
+    let model_fields = fields(model).map_err(|error| format!("not an ONNX model: {error}"))?;
+    let mut data = Vec::new();
+    let mut moved = 0;
+    let mut out = Vec::with_capacity(model.len() / 8);
+    for field in &model_fields {
+        let Some(graph) = field.bytes().filter(|_| field.number == 7) else {
+            out.extend_from_slice(field.encoded);
+            continue;
+        };
+        let mut new_graph = Vec::with_capacity(graph.len() / 8);
+        for graph_field in fields(graph).map_err(|error| format!("bad graph: {error}"))? {
+            let raw = (graph_field.number == 5)
+                .then(|| graph_field.bytes())
+                .flatten()
+                .map(|tensor| fields(tensor).map_err(|error| format!("bad initializer: {error}")))
+                .transpose()?
+                .filter(|tensor_fields| {
+                    let raw_len = tensor_fields
+                        .iter()
+                        .find(|field| field.number == 9)
+                        .and_then(Field::bytes)
+                        .map_or(0, <[u8]>::len);
+                    raw_len >= min_bytes && !tensor_fields.iter().any(|field| matches!(field.number, 13 | 14))
+                });
+            let Some(tensor_fields) = raw else {
+                new_graph.extend_from_slice(graph_field.encoded);
+                continue;
+            };
+            let offset = data.len().next_multiple_of(EXTERNAL_ALIGNMENT);
+            data.resize(offset, 0);
+            let mut tensor = Vec::new();
+            for tensor_field in &tensor_fields {
+                match tensor_field.bytes().filter(|_| tensor_field.number == 9) {
+                    Some(raw) => data.extend_from_slice(raw),
+                    None => tensor.extend_from_slice(tensor_field.encoded),
+                }
+            }
+            let length = data.len() - offset;
+            for (key, value) in
+                [("location", file_name.to_owned()), ("offset", offset.to_string()), ("length", length.to_string())]
+            {
+                let mut entry = Vec::new();
+                put_bytes(&mut entry, 1, key.as_bytes());
+                put_bytes(&mut entry, 2, value.as_bytes());
+                put_bytes(&mut tensor, 13, &entry);
+            }
+            put_varint_field(&mut tensor, 14, EXTERNAL);
+            put_bytes(&mut new_graph, 5, &tensor);
+            moved += 1;
+        }
+        put_bytes(&mut out, 7, &new_graph);
+    }
+    Ok(Externalized { model: out, data, moved })
+}
+
 /// The version of the default (`ai.onnx`) operator set the model imports.
 fn default_opset(model_fields: &[Field<'_>]) -> Result<u64, String> {
     for field in model_fields.iter().filter(|field| field.number == 8) {
@@ -783,6 +857,38 @@ mod tests {
         let (codes, scales) = quantize_rows(&Floats::Decoded(&values), 2, 3);
         assert_eq!(scales, [1.0 / 127.0, 2.0 / 127.0]);
         assert_eq!(codes.iter().map(|&byte| byte as i8).collect::<Vec<_>>(), [127, -64, 0, -127, 16, 0]);
+    }
+
+    #[test]
+    fn externalized_initializers_move_to_aligned_offsets_and_keep_their_bytes() {
+        let quantized = quantize_int8(&tiny_model()).unwrap().model;
+        let externalized = externalize(&quantized, "weights.bin", 1024).unwrap();
+        assert!(externalized.moved >= 1, "{externalized:?}");
+        assert!(externalized.model.len() < quantized.len());
+        let graph = fields(&externalized.model).unwrap().into_iter().find(|field| field.number == 7).unwrap();
+        let mut seen = 0;
+        for initializer in fields(graph.bytes().unwrap()).unwrap().into_iter().filter(|field| field.number == 5) {
+            let tensor = fields(initializer.bytes().unwrap()).unwrap();
+            let entries: HashMap<&str, &str> = tensor
+                .iter()
+                .filter(|field| field.number == 13)
+                .map(|field| {
+                    let entry = fields(field.bytes().unwrap()).unwrap();
+                    (entry[0].string().unwrap(), entry[1].string().unwrap())
+                })
+                .collect();
+            if entries.is_empty() {
+                continue;
+            }
+            seen += 1;
+            assert_eq!(entries["location"], "weights.bin");
+            let offset: usize = entries["offset"].parse().unwrap();
+            let length: usize = entries["length"].parse().unwrap();
+            assert_eq!(offset % EXTERNAL_ALIGNMENT, 0);
+            assert!(length >= 1024 && offset + length <= externalized.data.len());
+            assert!(!tensor.iter().any(|field| field.number == 9), "raw_data must be gone");
+        }
+        assert_eq!(seen, externalized.moved);
     }
 
     #[test]

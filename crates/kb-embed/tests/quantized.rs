@@ -85,3 +85,66 @@ fn a_model_that_cannot_be_quantized_is_left_alone_with_the_reason() {
     let error = quantize_int8(&once.model).unwrap_err();
     assert!(error.contains("no float weight matrix"), "{error}");
 }
+
+/// MiniLM with int8 weights, cached under `cache`.
+fn load_cached(cache: &std::path::Path) -> FastEmbedder {
+    let options = LoadOptions { quantize: true, int8_cache: Some(cache.to_path_buf()), ..LoadOptions::default() };
+    FastEmbedder::load_with(&ModelSpec::LocalDir(minilm_dir()), Some(&ort_library()), &options)
+        .unwrap_or_else(|error| panic!("the cached model must load: {}", kb_embed::error_chain(&error)))
+}
+
+/// The one model directory in the cache, and the modification time of its tables.
+fn cached_model(cache: &std::path::Path) -> Option<(std::path::PathBuf, std::time::SystemTime)> {
+    let dirs: Vec<_> = std::fs::read_dir(cache).ok()?.flatten().map(|entry| entry.path()).collect();
+    assert!(dirs.len() <= 1, "one model at a time: {dirs:?}");
+    let dir = dirs.into_iter().next()?;
+    let modified = std::fs::metadata(dir.join("weights.bin")).ok()?.modified().unwrap();
+    Some((dir, modified))
+}
+
+#[test]
+fn the_int8_model_is_cached_with_mapped_tables_reused_at_the_next_start_and_healed_when_damaged() {
+    let cache = tempfile::tempdir().unwrap();
+    let in_memory = load_quantized(minilm_dir());
+    let expected = in_memory.embed(&TEXTS).unwrap();
+
+    // The first start writes the cache; the model and its vectors are the in-memory rewrite's.
+    let first = load_cached(cache.path());
+    assert_eq!(first.model_id(), in_memory.model_id());
+    let (dir, written) = cached_model(cache.path()).expect("the first start caches the int8 model");
+    let graph_size = std::fs::metadata(dir.join("model.onnx")).unwrap().len();
+    let tables_size = std::fs::metadata(dir.join("weights.bin")).unwrap().len();
+    // The 30,522 × 384 word table (11.7 MB in int8) lives in the tables file, not in the graph
+    // (which keeps the int8 matrices, each under the 1 MiB threshold: 11.8 MB).
+    assert!(tables_size > 11_700_000 && graph_size < 12_500_000, "graph {graph_size} B, tables {tables_size} B");
+    let check = |embedder: &FastEmbedder| {
+        for ((text, expected), got) in TEXTS.iter().zip(&expected).zip(embedder.embed(&TEXTS).unwrap()) {
+            let similarity = cosine(expected, &got);
+            assert!(similarity > 0.99999, "{text:?}: cosine {similarity}");
+        }
+    };
+    check(&first);
+    drop(first);
+
+    // The next start loads it as it is.
+    let second = load_cached(cache.path());
+    assert_eq!(second.model_id(), in_memory.model_id());
+    assert_eq!(cached_model(cache.path()), Some((dir.clone(), written)), "the cache must not be rewritten");
+    check(&second);
+    drop(second);
+
+    // A damaged cache (a flipped byte in the word table, then a truncated file) is found by
+    // its checksums and written again: the vectors stay right.
+    let mut tables = std::fs::read(dir.join("weights.bin")).unwrap();
+    tables[5_000_000] ^= 0x40;
+    std::fs::write(dir.join("weights.bin"), &tables).unwrap();
+    check(&load_cached(cache.path()));
+    tables[5_000_000] ^= 0x40;
+    assert!(std::fs::read(dir.join("weights.bin")).unwrap() == tables, "the flipped byte must be found and mended");
+    std::fs::write(dir.join("weights.bin"), b"truncated").unwrap();
+    let healed = load_cached(cache.path());
+    assert_eq!(healed.model_id(), in_memory.model_id());
+    check(&healed);
+    let (healed_dir, _) = cached_model(cache.path()).expect("the damaged cache is written again");
+    assert_eq!(std::fs::metadata(healed_dir.join("weights.bin")).unwrap().len(), tables_size);
+}

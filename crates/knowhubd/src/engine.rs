@@ -1166,11 +1166,19 @@ impl Engine {
         }
         crate::memory::release_free_memory();
         let model_id = embedder.model_id().to_owned();
+        let mut embedded_since_trim = false;
         while !stopping() {
             let ids = self.semantic.take_backlog(semantic::BACKLOG_WINDOW, Duration::from_millis(500));
             if ids.is_empty() {
+                if std::mem::take(&mut embedded_since_trim) {
+                    // Half a second without work: the activations of the runs (ONNX Runtime's
+                    // arena is off, so they went back to malloc; 170 MiB for a batch of long
+                    // texts, measured by kb-embed's `examples/model_memory.rs`) go back to the system.
+                    crate::memory::release_free_memory();
+                }
                 continue;
             }
+            embedded_since_trim = true;
             let mut stored = HashSet::new();
             let embedded = self.embed_batch(embedder.as_ref(), &model_id, &ids, &mut stored);
             if let Err(error) = &embedded {

@@ -59,6 +59,8 @@ pub struct ModelChoice {
     /// The floor for vector matches the user set; `None`: the model's (see
     /// [`default_min_similarity`]).
     pub min_similarity: Option<f32>,
+    /// Where the int8 rewrite of a local model is kept between starts ([`LoadOptions::int8_cache`]).
+    pub int8_cache: PathBuf,
 }
 
 impl ModelChoice {
@@ -96,8 +98,9 @@ pub fn default_min_similarity(model_id: &str) -> f32 {
 /// multilingual-e5-small's float weights cost 866 MiB of RSS at 100k experiences (1.5 GiB at
 /// the peak while loading) and hybrid p99 20 ms; int8, 533 MiB (peak 840) and 12.5 ms, and
 /// imports 2.7 times faster (84 experiences/s instead of 31), for at most 0.7 points of R@5 on
-/// the quality sets (`kb-bench hybrid [--quantize]`, `kb-bench quality [--quantize]`). For
-/// all-MiniLM-L6-v2 the saving is 63 MiB for about 1 point: it stays float.
+/// the quality sets (`kb-bench hybrid [--quantize]`, `kb-bench quality [--quantize]`; figures
+/// before the compact tokenizer and the int8 cache, which lowered both). For all-MiniLM-L6-v2
+/// the saving is 63 MiB for about 1 point: it stays float.
 pub fn quantized_by_default(spec: &ModelSpec) -> bool {
     match spec {
         ModelSpec::LocalDir(dir) => dir.file_name().is_some_and(|name| is_e5(&name.to_string_lossy())),
@@ -108,6 +111,7 @@ pub fn quantized_by_default(spec: &ModelSpec) -> bool {
 impl ModelChoice {
     /// `KNOWHUB_MODEL_DIR`, else the config's `model_dir`, else the download of `model`.
     pub fn from_config(config: &EmbeddingConfig, models_dir: PathBuf, env_model_dir: Option<PathBuf>) -> ModelChoice {
+        let int8_cache = models_dir.join("int8");
         let (spec, off_reason) = if !config.enabled {
             (None, Some("embeddings are turned off in the config (embedding.enabled = false)".to_owned()))
         } else if let Some(dir) = env_model_dir.or_else(|| config.model_dir.clone()) {
@@ -129,6 +133,7 @@ impl ModelChoice {
             retry: Duration::from_secs(config.retry_seconds),
             similar_threshold: config.similar_threshold,
             min_similarity: config.min_similarity,
+            int8_cache,
         }
     }
 }
@@ -366,7 +371,8 @@ impl Semantic {
         self.set_state(EmbedderState::Loading);
         let started = Instant::now();
         let quantize = self.choice.quantize.unwrap_or_else(|| quantized_by_default(spec));
-        let options = LoadOptions { quantize, ..LoadOptions::default() };
+        let options =
+            LoadOptions { quantize, int8_cache: Some(self.choice.int8_cache.clone()), ..LoadOptions::default() };
         match FastEmbedder::load_with(spec, self.choice.onnxruntime.as_deref(), &options) {
             Ok(embedder) => {
                 tracing::info!(
@@ -786,6 +792,7 @@ mod tests {
             retry: Duration::from_secs(60),
             similar_threshold: 0.97,
             min_similarity: Some(0.25),
+            int8_cache: PathBuf::from("/nonexistent/int8"),
         }
     }
 }

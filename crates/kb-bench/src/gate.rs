@@ -35,6 +35,11 @@ const HELD_OUT: &[(&str, &str, &str)] = &[
         include_str!("../../kb-core/tests/data/injection_heldout4_attacks.jsonl"),
         include_str!("../../kb-core/tests/data/injection_heldout4_benign.jsonl"),
     ),
+    (
+        "held-out 5",
+        include_str!("../../kb-core/tests/data/injection_heldout5_attacks.jsonl"),
+        include_str!("../../kb-core/tests/data/injection_heldout5_benign.jsonl"),
+    ),
 ];
 
 #[derive(Debug, Deserialize)]

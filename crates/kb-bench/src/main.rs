@@ -208,7 +208,11 @@ struct QualityArgs {
     #[arg(long, value_name = "DIR")]
     data: Option<PathBuf>,
     /// Data sets (subdirectories of --data with corpus.jsonl and queries.jsonl).
-    #[arg(long, value_delimiter = ',', default_value = "cmrc-trial,cmrc-trial-chunks,english-experiences,debian-en,debian-zh")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "cmrc-trial,cmrc-trial-chunks,english-experiences,debian-en,debian-zh"
+    )]
     sets: Vec<String>,
     /// Measure BM25 alone, without a model.
     #[arg(long)]

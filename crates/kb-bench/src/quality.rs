@@ -136,8 +136,16 @@ pub struct RetrievalScores {
     pub search: LatencySummary,
 }
 
-/// The fusions compared with the shipped one, on the same candidates.
-fn candidate_fusions() -> Vec<(String, Fusion)> {
+/// The fusions compared with the one shipped for `model` (its directory name stands for the id),
+/// on the same candidates.
+fn candidate_fusions(model: &str) -> Vec<(String, Fusion)> {
+    let saturated = |half, han_power, han_vectors, gap_power| Fusion::Saturated {
+        half,
+        exponent: 3,
+        han_power,
+        han_vectors,
+        gap_power,
+    };
     let script = |non_han, mixed, han| ScriptWeights { non_han, mixed, han };
     vec![
         ("RRF k=60, equal weights".to_owned(), Fusion::Rrf { k: RRF_K, vector: ScriptWeights::uniform(1.0) }),
@@ -146,15 +154,15 @@ fn candidate_fusions() -> Vec<(String, Fusion)> {
         ("min-max sum, vectors 1/0.5/0.25".to_owned(), Fusion::Weighted { vector: script(1.0, 0.5, 0.25) }),
         ("min-max sum, vectors 0.5 all".to_owned(), Fusion::Weighted { vector: ScriptWeights::uniform(0.5) }),
         ("OpenClaw 0.7 cos + 0.3/(1+rank)".to_owned(), Fusion::OpenClaw),
-        ("saturated BM25 + vectors, as shipped".to_owned(), fusion::SHIPPED),
-        ("saturated, han power 4".to_owned(), Fusion::Saturated { half: 10.0, exponent: 3, han_power: 4 }),
-        ("saturated, han power 1".to_owned(), Fusion::Saturated { half: 10.0, exponent: 3, han_power: 1 }),
-        (
-            "saturated, vectors whatever the script".to_owned(),
-            Fusion::Saturated { half: 10.0, exponent: 3, han_power: 0 },
-        ),
-        ("saturated half 5, any script".to_owned(), Fusion::Saturated { half: 5.0, exponent: 3, han_power: 0 }),
-        ("saturated half 20, any script".to_owned(), Fusion::Saturated { half: 20.0, exponent: 3, han_power: 0 }),
+        ("saturated BM25 + vectors, as shipped".to_owned(), fusion::shipped_for(model)),
+        ("saturated, Han vectors 0.25 x (1 - gap)^4 (multilingual)".to_owned(), fusion::SHIPPED),
+        ("saturated, Han queries to BM25 alone (English models)".to_owned(), fusion::SHIPPED_FOR_ENGLISH_MODELS),
+        ("saturated, Han vectors 0.5 x (1 - gap)^8".to_owned(), saturated(10.0, 6, 0.5, 8)),
+        ("saturated, han power 4".to_owned(), saturated(10.0, 4, 0.0, 0)),
+        ("saturated, han power 1".to_owned(), saturated(10.0, 1, 0.0, 0)),
+        ("saturated, vectors whatever the script".to_owned(), saturated(10.0, 0, 0.0, 0)),
+        ("saturated half 5, any script".to_owned(), saturated(5.0, 0, 0.0, 0)),
+        ("saturated half 20, any script".to_owned(), saturated(20.0, 0, 0.0, 0)),
     ]
 }
 
@@ -225,6 +233,11 @@ async fn measure_set(
         bail!("{name} has no corpus rows or no queries");
     }
     eprintln!("[quality] {name}: {} documents, {} questions", corpus.len(), queries.len());
+    // The model's directory name stands for its id in `fusion::shipped_for`.
+    let model_name = embeddings
+        .and_then(|(model, _)| model.file_name())
+        .map_or_else(String::new, |name| name.to_string_lossy().into_owned());
+    let candidate_fusions = || candidate_fusions(&model_name);
     let relevant: Vec<HashSet<&str>> =
         queries.iter().map(|query| query.relevant.iter().map(String::as_str).collect()).collect();
 

@@ -1031,7 +1031,12 @@ impl Engine {
                 } else {
                     bm25_hits
                 };
-                (kb_embed::fusion::hybrid(text, &bm25_hits, &vector_hits), SearchMode::Hybrid)
+                let model_id = self
+                    .semantic
+                    .embedder()
+                    .map(|embedder| kb_embed::Embedder::model_id(embedder.as_ref()).to_owned())
+                    .unwrap_or_default();
+                (kb_embed::fusion::hybrid(&model_id, text, &bm25_hits, &vector_hits), SearchMode::Hybrid)
             }
             (SearchMode::Vector, Some(vector_hits)) => {
                 (vector_hits.into_iter().map(|hit| (hit.id, hit.score)).collect(), SearchMode::Vector)

@@ -99,10 +99,6 @@ fn main() {
         }
     };
     report("model loaded");
-    if std::env::var_os("KB_SHOW_MAPS").is_some() {
-        let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
-        maps.lines().filter(|line| line.contains("weights.bin")).for_each(|line| eprintln!("{line}"));
-    }
     trim();
     report("model loaded, trimmed");
     let short = ["vitest --run avoids watch mode"; 1];

@@ -658,6 +658,33 @@ fn identifiers_find_their_experience_first_in_hybrid_search() {
 /// "Found 5 relevant experiences" for a store of 5). Questions on other topics, English and
 /// Chinese, find nothing in hybrid mode; a paraphrase with no word in common still finds its
 /// experience through vectors.
+/// A Chinese query whose words BM25 finds in every experience about the database, ranking the
+/// wrong one first by a hair: with a multilingual model the vectors settle it (the fusion gives
+/// them weight where BM25's best two scores are close); before, Chinese queries were left to
+/// BM25 alone and the answer was BM25's order.
+#[test]
+fn e5_settles_a_chinese_query_that_bm25_cannot_decide() {
+    let daemon = start("", &e5(), &ort_library());
+    wait_for_embedder(&daemon, "ready");
+    let pool =
+        daemon.submit("接口响应越来越慢，最后超时", "数据库连接池", "连接池耗尽，调大上限并修复连接泄漏后恢复", 4);
+    daemon.submit("数据库查询日志太多占满磁盘", "日志轮转脚本", "按天切分并压缩旧日志", 4);
+    daemon.submit("数据库主从同步延迟", "复制监控", "从库磁盘太慢，换成SSD", 4);
+    daemon.submit("前端页面加载白屏", "webpack 配置", "去掉了错误的 publicPath", 3);
+    wait_for_embedder(&daemon, "ready");
+    let query = "请求数据库一直等待";
+    let bm25 = search(&daemon, query, "bm25");
+    assert_ne!(
+        ids_of(&bm25).first(),
+        Some(&pool),
+        "BM25 alone must rank another first for this test to mean anything: {bm25}"
+    );
+    let vector = search(&daemon, query, "vector");
+    assert_eq!(ids_of(&vector).first(), Some(&pool), "{vector}");
+    let hybrid = search(&daemon, query, "hybrid");
+    assert_eq!(ids_of(&hybrid).first(), Some(&pool), "{hybrid}");
+}
+
 #[test]
 fn e5_drops_unrelated_vector_matches_and_keeps_a_paraphrase() {
     let items = english_experiences(60);

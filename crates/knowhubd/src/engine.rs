@@ -1016,7 +1016,7 @@ impl Engine {
         };
         let (vector_hits, mut note) = match vector_result {
             None => (None, None),
-            Some(Ok(hits)) => (Some(hits), self.backlog_note()),
+            Some(Ok(found)) => (Some(found), self.backlog_note()),
             Some(Err(why)) if query.mode == SearchMode::Vector => return Err(EngineError::Unavailable(why)),
             Some(Err(why)) => (None, Some(format!("searched by BM25 alone: {why}"))),
         };
@@ -1024,21 +1024,16 @@ impl Engine {
         // the vectors or the other words say (a vector-only search stays what it says it is).
         let terms = if query.mode == SearchMode::Vector { Vec::new() } else { kb_embed::fusion::exact_terms(text) };
         let (ranked, mode): (Vec<(String, f32)>, SearchMode) = match (query.mode, vector_hits) {
-            (SearchMode::Hybrid, Some(vector_hits)) => {
+            (SearchMode::Hybrid, Some((model_id, vector_hits))) => {
                 let vector_hits: Vec<(String, f32)> = vector_hits.into_iter().map(|hit| (hit.id, hit.score)).collect();
                 let bm25_hits = if kb_embed::fusion::vectors_weigh_in(text) && terms.is_empty() {
                     with_evidence(bm25_hits, &vector_hits)
                 } else {
                     bm25_hits
                 };
-                let model_id = self
-                    .semantic
-                    .embedder()
-                    .map(|embedder| kb_embed::Embedder::model_id(embedder.as_ref()).to_owned())
-                    .unwrap_or_default();
                 (kb_embed::fusion::hybrid(&model_id, text, &bm25_hits, &vector_hits), SearchMode::Hybrid)
             }
-            (SearchMode::Vector, Some(vector_hits)) => {
+            (SearchMode::Vector, Some((_, vector_hits))) => {
                 (vector_hits.into_iter().map(|hit| (hit.id, hit.score)).collect(), SearchMode::Vector)
             }
             _ => (bm25_hits, SearchMode::Bm25),
@@ -1122,8 +1117,14 @@ impl Engine {
         }
     }
 
-    /// Embeds the query and searches the vectors; `Err` says why vectors cannot answer.
-    fn vector_search(&self, text: &str, k: usize, filter: VectorFilter<'_>) -> Result<Vec<kb_embed::Hit>, String> {
+    /// Embeds the query and searches the vectors: the id of the model that answered (the fusion
+    /// depends on it) and its hits. `Err` says why vectors cannot answer.
+    fn vector_search(
+        &self,
+        text: &str,
+        k: usize,
+        filter: VectorFilter<'_>,
+    ) -> Result<(String, Vec<kb_embed::Hit>), String> {
         let (model_id, vector) =
             self.semantic.embed_query_now(text).ok_or("the query could not be embedded (see the log)")?;
         let mut hits = self
@@ -1132,7 +1133,7 @@ impl Engine {
             .ok_or_else(|| "the vector index is not loaded yet".to_owned())?;
         let floor = self.semantic.choice().min_similarity_for(&model_id);
         hits.retain(|hit| hit.score >= floor);
-        Ok(hits)
+        Ok((model_id, hits))
     }
 
     fn backlog_note(&self) -> Option<String> {

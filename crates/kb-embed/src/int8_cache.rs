@@ -4,8 +4,10 @@
 //!
 //! Two things follow. Only the pages of a table that some token reads become resident (for
 //! multilingual-e5-small the int8 word table is 92 MiB; Chinese and English text touch a small
-//! part of its 250k rows). And a start that finds the cache does not read the 470 MB float file,
-//! so it neither holds it in memory nor rewrites it again.
+//! part of its 250k rows). And a start that finds the cache reads the 470 MB float file only to
+//! hash it for the model id (streamed, nothing kept): it neither holds it in memory nor
+//! rewrites it again. The first start maps the float file and lets each piece go once it is
+//! rewritten, writing the tables as they are made (`quantize_int8_to`).
 //!
 //! The directory is written under a temporary name and renamed when complete, so a crash leaves
 //! no half-written model under a real name. Its `checksums` file holds the blake3 of both files,
@@ -26,7 +28,8 @@ const CHECKSUMS: &str = "checksums";
 const MIN_EXTERNAL_BYTES: usize = 1 << 20;
 
 /// The cached graph of `model_id` under `cache_root`, written there first if it is not yet:
-/// the float model at `onnx_path` read, rewritten in int8 and its large tables moved out.
+/// the float model at `onnx_path` mapped, rewritten in int8 with its large tables written to a
+/// file of their own as they are made.
 pub fn prepare(onnx_path: &Path, model_id: &str, cache_root: &Path) -> Result<PathBuf, String> {
     let dir = cache_root.join(dir_name(model_id));
     let graph = dir.join(GRAPH);
@@ -42,30 +45,17 @@ pub fn prepare(onnx_path: &Path, model_id: &str, cache_root: &Path) -> Result<Pa
             }
         }
     }
-    let float = std::fs::read(onnx_path).map_err(|error| format!("cannot read {}: {error}", onnx_path.display()))?;
-    let quantized = crate::quantize_int8(&float)?;
-    drop(float);
-    let externalized = crate::quantize::externalize(&quantized.model, TABLES, MIN_EXTERNAL_BYTES)?;
-    drop(quantized);
     std::fs::create_dir_all(cache_root).map_err(|error| format!("cannot create {}: {error}", cache_root.display()))?;
     let temporary = cache_root.join(format!(".{}.{}.tmp", dir_name(model_id), std::process::id()));
-    let written = (|| {
-        std::fs::create_dir_all(&temporary)?;
-        std::fs::write(temporary.join(TABLES), &externalized.data)?;
-        std::fs::write(temporary.join(GRAPH), &externalized.model)?;
-        std::fs::write(temporary.join(CHECKSUMS), checksums(&temporary)?)?;
-        // Durable before the rename makes it the cache.
-        for name in [TABLES, GRAPH, CHECKSUMS] {
-            std::fs::File::open(temporary.join(name))?.sync_all()?;
-        }
-        std::fs::rename(&temporary, &dir)
-    })();
-    if let Err(error) = written {
-        let _ = std::fs::remove_dir_all(&temporary);
-        return Err(format!("cannot write the int8 model into {}: {error}", cache_root.display()));
-    }
+    let cannot_write =
+        |error: std::io::Error| format!("cannot write the int8 model into {}: {error}", cache_root.display());
+    let moved = write_rewrite(onnx_path, &temporary, cannot_write)
+        .and_then(|moved| std::fs::rename(&temporary, &dir).map(|()| moved).map_err(cannot_write))
+        .inspect_err(|_| {
+            let _ = std::fs::remove_dir_all(&temporary);
+        })?;
     drop_cached_pages(&dir.join(TABLES));
-    tracing::info!(path = %dir.display(), tables = externalized.moved, "int8 model cached");
+    tracing::info!(path = %dir.display(), tables = moved, "int8 model cached");
     // One model at a time: the others' ids are no longer loaded.
     if let Ok(entries) = std::fs::read_dir(cache_root) {
         for entry in entries.flatten() {
@@ -75,6 +65,56 @@ pub fn prepare(onnx_path: &Path, model_id: &str, cache_root: &Path) -> Result<Pa
         }
     }
     Ok(graph)
+}
+
+/// Writes the int8 rewrite of the float model at `onnx_path` into the directory `into`: the
+/// tables as they are made, then the graph and the checksums, all durable. Returns how many
+/// initializers went to the tables; a write error is described by `cannot_write`.
+///
+/// The float model is mapped, not read, and each piece of it is let go once rewritten, so the
+/// rewrite of multilingual-e5-small's 470 MB never has more than a few megabytes of it resident
+/// (measured by `examples/model_memory`: peak 830 MiB when it was read whole and the tables made
+/// in memory).
+fn write_rewrite(
+    onnx_path: &Path,
+    into: &Path,
+    cannot_write: impl Fn(std::io::Error) -> String,
+) -> Result<usize, String> {
+    use std::io::Write;
+    let cannot_read = |error: std::io::Error| format!("cannot read {}: {error}", onnx_path.display());
+    let float = std::fs::File::open(onnx_path).map_err(cannot_read)?;
+    // SAFETY: the map is read-only and private, and lives only while this function runs. The
+    // model files are the daemon's own (downloaded into its data directory, or a directory the
+    // user named); one truncated by another process during these seconds would fault the read,
+    // as it would ONNX Runtime's own map of external weights.
+    let map = unsafe { memmap2::Mmap::map(&float).map_err(cannot_read)? };
+    let _ = map.advise(memmap2::Advice::Sequential);
+    let let_go = |piece: &[u8]| {
+        let offset = piece.as_ptr() as usize - map.as_ptr() as usize;
+        // SAFETY: `piece` lies in `map` (the rewrite only hands back slices of its input), and
+        // MADV_DONTNEED on a read-only private file mapping only drops this process's copy of
+        // those pages: read again, they come back from the file unchanged.
+        let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, offset, piece.len()) };
+    };
+    std::fs::create_dir_all(into).map_err(&cannot_write)?;
+    let tables = std::fs::File::create(into.join(TABLES)).map_err(&cannot_write)?;
+    let mut tables = std::io::BufWriter::with_capacity(1 << 20, tables);
+    let tables_file = crate::TablesFile { writer: &mut tables, file_name: TABLES, min_bytes: MIN_EXTERNAL_BYTES };
+    let quantized = crate::quantize_int8_to(&map, Some(tables_file), &let_go)?;
+    drop(map);
+    drop_cached_pages(onnx_path);
+    // Durable before the rename makes it the cache.
+    let durable = || -> std::io::Result<()> {
+        tables.into_inner().map_err(|error| error.into_error())?.sync_all()?;
+        let mut graph = std::fs::File::create(into.join(GRAPH))?;
+        graph.write_all(&quantized.model)?;
+        graph.sync_all()?;
+        let mut sums = std::fs::File::create(into.join(CHECKSUMS))?;
+        sums.write_all(checksums(into)?.as_bytes())?;
+        sums.sync_all()
+    };
+    durable().map_err(cannot_write)?;
+    Ok(quantized.moved)
 }
 
 /// The blake3 of the graph and the tables in `dir`, one line each.

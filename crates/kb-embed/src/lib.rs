@@ -26,7 +26,7 @@ pub use error::{Error, Result};
 pub use fastembedder::{
     DEFAULT_DOWNLOAD_MODEL, FastEmbedder, LOCAL_MODEL_FILES, LoadOptions, ModelSpec, Prefixes, estimated_tokens, is_e5,
 };
-pub use quantize::{Externalized, Quantized, externalize, quantize_int8};
+pub use quantize::{Quantized, TablesFile, quantize_int8, quantize_int8_to};
 pub use state::{EmbedderState, error_chain};
 pub use vector::{Hit, Precision, VectorIndex, from_bytes, normalize, to_bytes};
 

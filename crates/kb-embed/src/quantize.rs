@@ -19,6 +19,10 @@ use std::collections::{HashMap, HashSet};
 /// float model's. Change it whenever the rewrite changes what a model computes.
 pub const MODEL_ID_SUFFIX: &str = "+int8";
 
+/// A word table is quantized, written and let go in blocks of this many rows (1.5 MiB of float
+/// data for 384 dimensions).
+const TABLE_BLOCK_ROWS: usize = 1024;
+
 /// Weight tensors smaller than this stay float: they cost little, and small ones (biases turned
 /// into matrices, tiny projections) are where int8 loses the most.
 const MIN_ELEMENTS: usize = 4_096;
@@ -42,11 +46,43 @@ pub struct Quantized {
     /// Bytes of the quantized weights before (float) and after (int8 plus scales).
     pub bytes_before: usize,
     pub bytes_after: usize,
+    /// Initializers written to the tables file ([`quantize_int8_to`]) instead of the model.
+    pub moved: usize,
 }
 
 /// Rewrites `model` (an ONNX `ModelProto`) with int8 weights. `Err` says why it was left alone;
 /// the model is then used as it is.
 pub fn quantize_int8(model: &[u8]) -> Result<Quantized, String> {
+    quantize_int8_to(model, None, &|_| {})
+}
+
+/// Where [`quantize_int8_to`] writes large initializers: one data file, which the graph names
+/// `file_name`, each initializer at an offset aligned to [`EXTERNAL_ALIGNMENT`].
+pub struct TablesFile<'w> {
+    pub writer: &'w mut dyn std::io::Write,
+    pub file_name: &'w str,
+    /// Initializers with at least this many bytes of data go to the file; smaller ones stay in
+    /// the graph.
+    pub min_bytes: usize,
+}
+
+/// Where in the data file each initializer starts: a multiple of this. ONNX Runtime maps an
+/// external initializer into memory, instead of copying it, when its offset is aligned to the
+/// allocation granularity (the page size, 64 KiB on Windows); the pages of a mapped table that
+/// no token reads are then never resident.
+pub const EXTERNAL_ALIGNMENT: usize = 1 << 16;
+
+/// [`quantize_int8`], with every initializer of at least `tables.min_bytes` (the int8 tables
+/// and matrices it makes, large ones it copies) written to `tables` as it is made, never held
+/// whole in memory, and the model pointing at them. `consumed` is called with each piece of
+/// the input's float data once it has been read for the last time, in order: a caller that
+/// mapped the input can let those pages go, so the rewrite of a 470 MB model never has it all
+/// resident (see `int8_cache`).
+pub fn quantize_int8_to(
+    model: &[u8],
+    tables: Option<TablesFile<'_>>,
+    consumed: &dyn Fn(&[u8]),
+) -> Result<Quantized, String> {
     let model_fields = fields(model).map_err(|error| format!("not an ONNX model: {error}"))?;
     let opset = default_opset(&model_fields)?;
     if opset < 11 {
@@ -56,8 +92,12 @@ pub fn quantize_int8(model: &[u8]) -> Result<Quantized, String> {
         .iter()
         .find_map(|field| (field.number == 7).then_some(field.bytes()).flatten())
         .ok_or("the model has no graph")?;
-    let rewritten = rewrite_graph(graph)?;
-    let mut out = Vec::with_capacity(model.len() - graph.len() + rewritten.graph.len() + 16);
+    let mut initializers = Initializers { tables, written: 0, moved: 0 };
+    let rewritten = rewrite_graph(graph, &mut initializers, consumed)?;
+    if let Some(tables) = &mut initializers.tables {
+        tables.writer.flush().map_err(|error| format!("cannot write the tables: {error}"))?;
+    }
+    let mut out = Vec::with_capacity(model.len().saturating_sub(graph.len()) + rewritten.graph.len() + 16);
     for field in &model_fields {
         if field.number == 7 {
             put_bytes(&mut out, 7, &rewritten.graph);
@@ -71,81 +111,116 @@ pub fn quantize_int8(model: &[u8]) -> Result<Quantized, String> {
         gathers: rewritten.gathers,
         bytes_before: rewritten.bytes_before,
         bytes_after: rewritten.bytes_after,
+        moved: initializers.moved,
     })
 }
 
-/// [`externalize`]'s answer: the model pointing at its data file, and that file's bytes.
-#[derive(Debug, Clone)]
-pub struct Externalized {
-    pub model: Vec<u8>,
-    pub data: Vec<u8>,
-    /// Initializers moved to the data file.
-    pub moved: usize,
+/// Writes the rewritten graph's initializers: into the graph, or into the tables file when
+/// there is one and they are large enough.
+struct Initializers<'w> {
+    tables: Option<TablesFile<'w>>,
+    /// Bytes written to the tables file so far.
+    written: usize,
+    moved: usize,
 }
 
-/// Where in the data file each initializer starts: a multiple of this. ONNX Runtime maps an
-/// external initializer into memory, instead of copying it, when its offset is aligned to the
-/// allocation granularity (the page size, 64 KiB on Windows); the pages of a mapped table that
-/// no token reads are then never resident.
-pub const EXTERNAL_ALIGNMENT: usize = 1 << 16;
+/// An initializer being written: its data so far when it stays in the graph, else where it
+/// starts in the tables file.
+struct Pending {
+    inline: Option<Vec<u8>>,
+    offset: usize,
+}
 
-/// Moves every initializer of `model` with at least `min_bytes` of `raw_data` into one data
-/// file, named `file_name` beside the model, each at an offset aligned to
-/// [`EXTERNAL_ALIGNMENT`]. Everything else is copied byte for byte.
-pub fn externalize(model: &[u8], file_name: &str, min_bytes: usize) -> Result<Externalized, String> {
-    let model_fields = fields(model).map_err(|error| format!("not an ONNX model: {error}"))?;
-    let mut data = Vec::new();
-    let mut moved = 0;
-    let mut out = Vec::with_capacity(model.len() / 8);
-    for field in &model_fields {
-        let Some(graph) = field.bytes().filter(|_| field.number == 7) else {
-            out.extend_from_slice(field.encoded);
-            continue;
+impl Initializers<'_> {
+    /// Starts an initializer of `len` bytes of data.
+    fn begin(&mut self, len: usize) -> Result<Pending, String> {
+        let Some(tables) = self.tables.as_mut().filter(|tables| len >= tables.min_bytes) else {
+            return Ok(Pending { inline: Some(Vec::with_capacity(len)), offset: 0 });
         };
-        let mut new_graph = Vec::with_capacity(graph.len() / 8);
-        for graph_field in fields(graph).map_err(|error| format!("bad graph: {error}"))? {
-            let raw = (graph_field.number == 5)
-                .then(|| graph_field.bytes())
-                .flatten()
-                .map(|tensor| fields(tensor).map_err(|error| format!("bad initializer: {error}")))
-                .transpose()?
-                .filter(|tensor_fields| {
-                    let raw_len = tensor_fields
-                        .iter()
-                        .find(|field| field.number == 9)
-                        .and_then(Field::bytes)
-                        .map_or(0, <[u8]>::len);
-                    raw_len >= min_bytes && !tensor_fields.iter().any(|field| matches!(field.number, 13 | 14))
-                });
-            let Some(tensor_fields) = raw else {
-                new_graph.extend_from_slice(graph_field.encoded);
-                continue;
-            };
-            let offset = data.len().next_multiple_of(EXTERNAL_ALIGNMENT);
-            data.resize(offset, 0);
-            let mut tensor = Vec::new();
-            for tensor_field in &tensor_fields {
-                match tensor_field.bytes().filter(|_| tensor_field.number == 9) {
-                    Some(raw) => data.extend_from_slice(raw),
-                    None => tensor.extend_from_slice(tensor_field.encoded),
-                }
-            }
-            let length = data.len() - offset;
-            for (key, value) in
-                [("location", file_name.to_owned()), ("offset", offset.to_string()), ("length", length.to_string())]
-            {
-                let mut entry = Vec::new();
-                put_bytes(&mut entry, 1, key.as_bytes());
-                put_bytes(&mut entry, 2, value.as_bytes());
-                put_bytes(&mut tensor, 13, &entry);
-            }
-            put_varint_field(&mut tensor, 14, EXTERNAL);
-            put_bytes(&mut new_graph, 5, &tensor);
-            moved += 1;
+        let offset = self.written.next_multiple_of(EXTERNAL_ALIGNMENT);
+        let padding = [0u8; 4096];
+        while self.written < offset {
+            let n = (offset - self.written).min(padding.len());
+            tables.writer.write_all(&padding[..n]).map_err(|error| format!("cannot write the tables: {error}"))?;
+            self.written += n;
         }
-        put_bytes(&mut out, 7, &new_graph);
+        Ok(Pending { inline: None, offset })
     }
-    Ok(Externalized { model: out, data, moved })
+
+    fn push(&mut self, pending: &mut Pending, bytes: &[u8]) -> Result<(), String> {
+        match (&mut pending.inline, &mut self.tables) {
+            (Some(inline), _) => inline.extend_from_slice(bytes),
+            (None, Some(tables)) => {
+                tables.writer.write_all(bytes).map_err(|error| format!("cannot write the tables: {error}"))?;
+                self.written += bytes.len();
+            }
+            (None, None) => unreachable!("an initializer goes to the tables file only when there is one"),
+        }
+        Ok(())
+    }
+
+    /// Appends the finished initializer to `graph`: `fields` are its encoded fields other than
+    /// the data, which goes last, as `raw_data` or as a reference into the tables file.
+    fn finish(&mut self, graph: &mut Vec<u8>, pending: Pending, fields: &[u8]) {
+        let mut tensor = Vec::with_capacity(fields.len() + pending.inline.as_ref().map_or(64, |raw| raw.len() + 8));
+        tensor.extend_from_slice(fields);
+        match (pending.inline, &self.tables) {
+            (Some(raw), _) => put_bytes(&mut tensor, 9, &raw),
+            (None, Some(tables)) => {
+                let length = self.written - pending.offset;
+                for (key, value) in [
+                    ("location", tables.file_name.to_owned()),
+                    ("offset", pending.offset.to_string()),
+                    ("length", length.to_string()),
+                ] {
+                    let mut entry = Vec::new();
+                    put_bytes(&mut entry, 1, key.as_bytes());
+                    put_bytes(&mut entry, 2, value.as_bytes());
+                    put_bytes(&mut tensor, 13, &entry);
+                }
+                put_varint_field(&mut tensor, 14, EXTERNAL);
+                self.moved += 1;
+            }
+            (None, None) => unreachable!("an initializer goes to the tables file only when there is one"),
+        }
+        put_bytes(graph, 5, &tensor);
+    }
+
+    /// Writes a new initializer whose data is all of `raw`.
+    fn put(&mut self, graph: &mut Vec<u8>, name: &str, data_type: u64, dims: &[u64], raw: &[u8]) -> Result<(), String> {
+        let mut pending = self.begin(raw.len())?;
+        self.push(&mut pending, raw)?;
+        self.finish(graph, pending, &tensor_header(name, data_type, dims));
+        Ok(())
+    }
+
+    /// Copies an initializer of the input unchanged, or with its `raw_data` moved to the tables
+    /// file when it is large enough (and not external already).
+    fn copy(
+        &mut self,
+        graph: &mut Vec<u8>,
+        initializer: &Initializer<'_>,
+        consumed: &dyn Fn(&[u8]),
+    ) -> Result<(), String> {
+        let movable = initializer.raw_data.filter(|raw| {
+            !initializer.external && self.tables.as_ref().is_some_and(|tables| raw.len() >= tables.min_bytes)
+        });
+        let Some(raw) = movable else {
+            put_bytes(graph, 5, initializer.encoded);
+            return Ok(());
+        };
+        let tensor_fields = fields(initializer.encoded).map_err(|error| format!("bad initializer: {error}"))?;
+        let other_fields: Vec<u8> = tensor_fields
+            .iter()
+            .filter(|field| field.number != 9)
+            .flat_map(|field| field.encoded.iter().copied())
+            .collect();
+        let mut pending = self.begin(raw.len())?;
+        self.push(&mut pending, raw)?;
+        consumed(raw);
+        self.finish(graph, pending, &other_fields);
+        Ok(())
+    }
 }
 
 /// The version of the default (`ai.onnx`) operator set the model imports.
@@ -211,6 +286,14 @@ impl Floats<'_> {
         }
     }
 
+    /// Tells `consumed` that the values in `range` will not be read again (when they are the
+    /// input's bytes; decoded values are the rewrite's own).
+    fn consumed(&self, range: std::ops::Range<usize>, consumed: &dyn Fn(&[u8])) {
+        if let Floats::Raw(raw) = self {
+            consumed(&raw[range.start * 4..range.end * 4]);
+        }
+    }
+
     fn get(&self, index: usize) -> f32 {
         match self {
             Floats::Raw(raw) => {
@@ -239,7 +322,7 @@ struct Rewritten {
     bytes_after: usize,
 }
 
-fn rewrite_graph(graph: &[u8]) -> Result<Rewritten, String> {
+fn rewrite_graph(graph: &[u8], writer: &mut Initializers<'_>, consumed: &dyn Fn(&[u8])) -> Result<Rewritten, String> {
     let graph_fields = fields(graph).map_err(|error| format!("bad graph: {error}"))?;
     let mut nodes = Vec::new();
     let mut initializers = Vec::new();
@@ -300,13 +383,18 @@ fn rewrite_graph(graph: &[u8]) -> Result<Rewritten, String> {
         return Err("no float weight matrix of a MatMul or table of a Gather to quantize".to_owned());
     }
 
-    // The float weights are most of the graph; int8 codes take a quarter of their bytes.
+    // The float weights are most of the graph; int8 codes take a quarter of their bytes, and
+    // none when they go to a tables file.
     let float_weight_bytes: usize = initializers
         .iter()
         .filter(|initializer| quantized.contains_key(initializer.name))
         .map(|initializer| initializer.n_elements() * 4)
         .sum();
-    let mut out = Vec::with_capacity(graph.len() - float_weight_bytes * 3 / 4 + 4096);
+    let capacity = match writer.tables {
+        Some(_) => 1 << 20,
+        None => graph.len().saturating_sub(float_weight_bytes * 3 / 4) + 4096,
+    };
+    let mut out = Vec::with_capacity(capacity);
     for field in &graph_fields {
         if field.number != 1 && field.number != 5 {
             out.extend_from_slice(field.encoded);
@@ -413,29 +501,49 @@ fn rewrite_graph(graph: &[u8]) -> Result<Rewritten, String> {
     let (mut bytes_before, mut bytes_after) = (0, 0);
     for initializer in &initializers {
         let Some(&kind) = quantized.get(initializer.name) else {
-            put_bytes(&mut out, 5, initializer.encoded);
+            writer.copy(&mut out, initializer, consumed)?;
             continue;
         };
         let Some(values) = initializer.floats() else { continue };
         let (rows, columns) = (initializer.dims[0] as usize, initializer.dims[1] as usize);
-        let (codes, scales, scale_dims) = match kind {
+        let name = initializer.name;
+        let codes_name = names.tensor(name, "q")?;
+        let codes_header = tensor_header(&codes_name, INT8, &initializer.dims);
+        let (scales, scale_dims) = match kind {
             Use::MatMulWeights => {
+                // A matrix is a few megabytes: quantized whole, as each column's scale needs
+                // every row.
                 let (codes, scales) = quantize_columns(&values, rows, columns);
-                (codes, scales, vec![columns as u64])
+                values.consumed(0..values.len(), consumed);
+                let mut pending = writer.begin(codes.len())?;
+                writer.push(&mut pending, &codes)?;
+                writer.finish(&mut out, pending, &codes_header);
+                (scales, vec![columns as u64])
             }
             _ => {
-                let (codes, scales) = quantize_rows(&values, rows, columns);
-                (codes, scales, vec![rows as u64, 1])
+                // A word table can be hundreds of megabytes: written and let go in blocks of rows.
+                let mut pending = writer.begin(rows * columns)?;
+                let mut scales = Vec::with_capacity(rows);
+                let mut codes = Vec::with_capacity(TABLE_BLOCK_ROWS * columns);
+                for block_start in (0..rows).step_by(TABLE_BLOCK_ROWS) {
+                    let block_end = (block_start + TABLE_BLOCK_ROWS).min(rows);
+                    codes.clear();
+                    for row_idx in block_start..block_end {
+                        scales.push(quantize_row(&values, row_idx * columns, columns, &mut codes));
+                    }
+                    writer.push(&mut pending, &codes)?;
+                    values.consumed(block_start * columns..block_end * columns, consumed);
+                }
+                writer.finish(&mut out, pending, &codes_header);
+                (scales, vec![rows as u64, 1])
             }
         };
         bytes_before += values.len() * 4;
-        bytes_after += codes.len() + scales.len() * 4;
-        let name = initializer.name;
-        put_bytes(&mut out, 5, &tensor(&names.tensor(name, "q")?, INT8, &initializer.dims, &codes));
+        bytes_after += rows * columns + scales.len() * 4;
         let scale_bytes: Vec<u8> = scales.iter().flat_map(|scale| scale.to_le_bytes()).collect();
-        put_bytes(&mut out, 5, &tensor(&names.tensor(name, "scale")?, FLOAT, &scale_dims, &scale_bytes));
+        writer.put(&mut out, &names.tensor(name, "scale")?, FLOAT, &scale_dims, &scale_bytes)?;
         if kind == Use::MatMulWeights {
-            put_bytes(&mut out, 5, &tensor(&names.tensor(name, "zero")?, INT8, &[], &[0]));
+            writer.put(&mut out, &names.tensor(name, "zero")?, INT8, &[], &[0])?;
         }
     }
     Ok(Rewritten { graph: out, matmuls, gathers, bytes_before, bytes_after })
@@ -502,17 +610,13 @@ fn quantize_columns(values: &Floats<'_>, rows: usize, columns: usize) -> (Vec<u8
     (codes, scales)
 }
 
-/// Int8 codes (as their bytes) of a `rows × columns` table with one scale per row.
-fn quantize_rows(values: &Floats<'_>, rows: usize, columns: usize) -> (Vec<u8>, Vec<f32>) {
-    let mut codes = Vec::with_capacity(rows * columns);
-    let mut scales = Vec::with_capacity(rows);
-    for row_idx in 0..rows {
-        let row = (row_idx * columns..(row_idx + 1) * columns).map(|index| values.get(index));
-        let scale = scale_for(row.clone().fold(0.0f32, |max, value| max.max(value.abs())));
-        codes.extend(row.map(|value| code(value, scale)));
-        scales.push(scale);
-    }
-    (codes, scales)
+/// Appends the int8 codes (as their bytes) of the `columns` values from `start` to `codes`,
+/// with one scale for them all, and returns the scale: a row of a table.
+fn quantize_row(values: &Floats<'_>, start: usize, columns: usize, codes: &mut Vec<u8>) -> f32 {
+    let row = (start..start + columns).map(|index| values.get(index));
+    let scale = scale_for(row.clone().fold(0.0f32, |max, value| max.max(value.abs())));
+    codes.extend(row.map(|value| code(value, scale)));
+    scale
 }
 
 /// The scale that maps `max` (the largest magnitude) to 127; 1 for an all-zero column or row.
@@ -624,15 +728,14 @@ fn put_node(out: &mut Vec<u8>, name: &str, op_type: &str, inputs: &[&str], outpu
     put_bytes(out, 1, &node);
 }
 
-/// An encoded `TensorProto` with its data in `raw_data`.
-fn tensor(name: &str, data_type: u64, dims: &[u64], raw: &[u8]) -> Vec<u8> {
-    let mut tensor = Vec::with_capacity(raw.len() + name.len() + 32);
+/// The fields of a `TensorProto` before its data: dims, data type and name.
+fn tensor_header(name: &str, data_type: u64, dims: &[u64]) -> Vec<u8> {
+    let mut tensor = Vec::with_capacity(name.len() + 32);
     for &dim in dims {
         put_varint_field(&mut tensor, 1, dim);
     }
     put_varint_field(&mut tensor, 2, data_type);
     put_bytes(&mut tensor, 8, name.as_bytes());
-    put_bytes(&mut tensor, 9, raw);
     tensor
 }
 
@@ -812,7 +915,9 @@ mod tests {
         put_node(&mut graph, "", "MatMul", &["Y", "W2"], &["Z"], &[]);
         let weights: Vec<u8> = (0..64 * 64).flat_map(|index| (index as f32 / 4096.0 - 0.5).to_le_bytes()).collect();
         for name in ["W1", "W2"] {
-            put_bytes(&mut graph, 5, &tensor(name, FLOAT, &[64, 64], &weights));
+            let mut tensor = tensor_header(name, FLOAT, &[64, 64]);
+            put_bytes(&mut tensor, 9, &weights);
+            put_bytes(&mut graph, 5, &tensor);
         }
         let mut model = Vec::new();
         put_varint_field(&mut model, 1, 8);
@@ -854,19 +959,17 @@ mod tests {
         let (codes, scales) = quantize_columns(&Floats::Decoded(&values), 2, 3);
         assert_eq!(scales, [2.0 / 127.0, 0.5 / 127.0, 1.0]);
         assert_eq!(codes.iter().map(|&byte| byte as i8).collect::<Vec<_>>(), [64, -127, 0, -127, 64, 0]);
-        let (codes, scales) = quantize_rows(&Floats::Decoded(&values), 2, 3);
+        let mut codes = Vec::new();
+        let scales = [0, 3].map(|start| quantize_row(&Floats::Decoded(&values), start, 3, &mut codes));
         assert_eq!(scales, [1.0 / 127.0, 2.0 / 127.0]);
         assert_eq!(codes.iter().map(|&byte| byte as i8).collect::<Vec<_>>(), [127, -64, 0, -127, 16, 0]);
     }
 
-    #[test]
-    fn externalized_initializers_move_to_aligned_offsets_and_keep_their_bytes() {
-        let quantized = quantize_int8(&tiny_model()).unwrap().model;
-        let externalized = externalize(&quantized, "weights.bin", 1024).unwrap();
-        assert!(externalized.moved >= 1, "{externalized:?}");
-        assert!(externalized.model.len() < quantized.len());
-        let graph = fields(&externalized.model).unwrap().into_iter().find(|field| field.number == 7).unwrap();
-        let mut seen = 0;
+    /// The initializers of an encoded model's graph, by name, each with its data: `raw_data`,
+    /// or the bytes of `tables` its external data entries point at.
+    fn tensors_with_data(model: &[u8], tables: &[u8]) -> HashMap<String, (Vec<u8>, Vec<u8>)> {
+        let graph = fields(model).unwrap().into_iter().find(|field| field.number == 7).unwrap();
+        let mut tensors = HashMap::new();
         for initializer in fields(graph.bytes().unwrap()).unwrap().into_iter().filter(|field| field.number == 5) {
             let tensor = fields(initializer.bytes().unwrap()).unwrap();
             let entries: HashMap<&str, &str> = tensor
@@ -877,18 +980,53 @@ mod tests {
                     (entry[0].string().unwrap(), entry[1].string().unwrap())
                 })
                 .collect();
-            if entries.is_empty() {
-                continue;
-            }
-            seen += 1;
-            assert_eq!(entries["location"], "weights.bin");
-            let offset: usize = entries["offset"].parse().unwrap();
-            let length: usize = entries["length"].parse().unwrap();
-            assert_eq!(offset % EXTERNAL_ALIGNMENT, 0);
-            assert!(length >= 1024 && offset + length <= externalized.data.len());
-            assert!(!tensor.iter().any(|field| field.number == 9), "raw_data must be gone");
+            let data = match tensor.iter().find(|field| field.number == 9) {
+                Some(raw) => {
+                    assert!(entries.is_empty(), "raw_data and external data at once");
+                    raw.bytes().unwrap().to_vec()
+                }
+                None if entries.is_empty() => Vec::new(),
+                None => {
+                    assert_eq!(entries["location"], "weights.bin");
+                    let offset: usize = entries["offset"].parse().unwrap();
+                    let length: usize = entries["length"].parse().unwrap();
+                    assert_eq!(offset % EXTERNAL_ALIGNMENT, 0, "offsets are aligned for mapping");
+                    tables[offset..offset + length].to_vec()
+                }
+            };
+            let header: Vec<u8> = tensor
+                .iter()
+                .filter(|field| matches!(field.number, 1 | 2 | 8))
+                .flat_map(|field| field.encoded.iter().copied())
+                .collect();
+            let name = tensor.iter().find(|field| field.number == 8).unwrap().string().unwrap().to_owned();
+            tensors.insert(name, (header, data));
         }
-        assert_eq!(seen, externalized.moved);
+        tensors
+    }
+
+    #[test]
+    fn large_initializers_are_written_to_the_tables_file_with_the_same_bytes_and_the_input_let_go() {
+        let model = tiny_model();
+        let inline = quantize_int8(&model).unwrap();
+        let mut tables = Vec::new();
+        let consumed = std::cell::RefCell::new(Vec::new());
+        let note = |bytes: &[u8]| {
+            let start = bytes.as_ptr() as usize - model.as_ptr() as usize;
+            consumed.borrow_mut().push(start..start + bytes.len());
+        };
+        let tables_file = TablesFile { writer: &mut tables, file_name: "weights.bin", min_bytes: 1024 };
+        let external = quantize_int8_to(&model, Some(tables_file), &note).unwrap();
+        assert!(external.moved >= 1, "{external:?}");
+        assert_eq!((external.matmuls, external.gathers), (inline.matmuls, inline.gathers));
+        assert!(external.model.len() + 1024 < inline.model.len());
+        // Every tensor, with its data wherever it went, is the in-memory rewrite's.
+        assert_eq!(tensors_with_data(&external.model, &tables), tensors_with_data(&inline.model, &[]));
+        // The float data of the quantized table was let go, in order, in pieces.
+        let consumed = consumed.into_inner();
+        assert!(consumed.windows(2).all(|pair| pair[0].end <= pair[1].start), "{consumed:?}");
+        let table_bytes: usize = consumed.iter().map(|range| range.len()).sum();
+        assert!(table_bytes >= 570 * 64 * 4, "{table_bytes} bytes let go");
     }
 
     #[test]

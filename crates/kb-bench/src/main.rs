@@ -13,6 +13,7 @@ mod hostile;
 mod hub;
 mod hybrid;
 mod load;
+mod okapi;
 mod quality;
 mod report;
 mod stats;
@@ -211,7 +212,7 @@ struct QualityArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "cmrc-trial,cmrc-trial-chunks,english-experiences,debian-en,debian-zh"
+        default_value = "cmrc-trial,cmrc-trial-chunks,english-experiences,debian-en,debian-zh,conv-en"
     )]
     sets: Vec<String>,
     /// Measure BM25 alone, without a model.

@@ -1,6 +1,7 @@
-//! `kb-bench quality`: retrieval quality of BM25 on labelled data (CMRC 2018 trial): each
-//! corpus row is imported into a fresh daemon, each question is searched over the socket, and
-//! Recall@k, Hit@k and MRR@10 are computed; the same for FTS5 as the baseline.
+//! `kb-bench quality`: retrieval quality on labelled data (the sets in `data/`): each corpus row
+//! is imported into a fresh daemon, each question is searched over the socket (BM25, vectors,
+//! hybrid), and Recall@k, Hit@k and MRR@10 are computed; the same for two baselines in this
+//! process, SQLite FTS5 as OpenClaw queries it and a plain Okapi BM25 over jieba's words.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ use kb_embed::fusion::{self, Fusion, RRF_K, ScriptWeights};
 
 use crate::daemon::{BenchDaemon, model_config};
 use crate::fts5::Fts5Store;
+use crate::okapi::OkapiIndex;
 use crate::report;
 use crate::stats::LatencySummary;
 
@@ -118,6 +120,8 @@ pub struct SetReport {
     /// Other fusions of the same BM25 and vector candidates, computed here.
     pub fusions: Vec<(String, RetrievalScores)>,
     pub fts5: RetrievalScores,
+    /// Okapi BM25 over jieba's plain words (`okapi.rs`): the baseline KnowHub's BM25 must match.
+    pub okapi: RetrievalScores,
     /// Recall@5 ≥ 0.90, the goal on `cmrc-trial-chunks`.
     pub goal_recall_at_5: Option<bool>,
     /// Hybrid at least as good as the better single retriever at Recall@5 and MRR@10.
@@ -382,6 +386,29 @@ async fn measure_set(
         fts5_rankings.push(ranking);
     }
 
+    // Okapi BM25 over jieba's plain words, in-process: index i is corpus row i, whose text is
+    // the row's own (an experience's task, resource and result), without the neutral fields.
+    let texts: Vec<String> = corpus
+        .iter()
+        .map(|row| match &row.text {
+            Some(text) => text.clone(),
+            None => {
+                let (task, resource, result) = row.fields();
+                format!("{task}\n{resource}\n{result}")
+            }
+        })
+        .collect();
+    let okapi = OkapiIndex::build(texts.iter().map(String::as_str));
+    let mut okapi_rankings = Vec::with_capacity(queries.len());
+    let mut okapi_timings = Vec::with_capacity(queries.len());
+    for query in &queries {
+        let started = Instant::now();
+        let ranking: Vec<Vec<&str>> =
+            okapi.search(&query.text, TOP_K).into_iter().map(|index| vec![corpus[index].id.as_str()]).collect();
+        okapi_timings.push(started.elapsed());
+        okapi_rankings.push(ranking);
+    }
+
     let scores =
         |slot: usize| RetrievalScores::of(&rankings[slot], &relevant, timings.get(slot).map_or(&[], Vec::as_slice));
     let knowhub = scores(0);
@@ -416,6 +443,7 @@ async fn measure_set(
         hybrid,
         fusions,
         fts5: RetrievalScores::of(&fts5_rankings, &relevant, &fts5_timings),
+        okapi: RetrievalScores::of(&okapi_rankings, &relevant, &okapi_timings),
         goal_recall_at_5,
         hybrid_not_worse,
     };
@@ -537,6 +565,7 @@ fn print_set(set: &SetReport) {
         line(&format!("  alt: {label}"), scores, false);
     }
     line("SQLite FTS5 (in-process)", &set.fts5, true);
+    line("Okapi BM25, plain jieba words (in-process)", &set.okapi, true);
     println!(
         "  documents merged as duplicates: {}, rejected: {}, held for review: {}; blank questions (counted as misses): {}",
         set.merged_documents, set.rejected_documents, set.held_documents, set.n_blank_queries

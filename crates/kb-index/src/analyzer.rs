@@ -53,6 +53,13 @@ pub fn warm_up() {
     LazyLock::force(&JIEBA);
 }
 
+/// jieba's plain segmentation of `text` (`cut`, with its HMM for words outside the dictionary,
+/// as Python's `jieba.cut`), over the dictionary the analyzer uses. Not used for indexing: the
+/// words of the plain Okapi BM25 baseline `kb-bench quality` compares the analyzer with.
+pub fn jieba_words(text: &str) -> Vec<&str> {
+    JIEBA.cut(text, true).into_iter().map(|token| token.word).collect()
+}
+
 /// Builds the analyzer used for both indexing and querying.
 pub(crate) fn text_analyzer() -> TextAnalyzer {
     TextAnalyzer::builder(MixedTokenizer::default()).filter(WordStemmer).build()

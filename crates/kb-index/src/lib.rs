@@ -23,7 +23,7 @@ mod error;
 mod index;
 mod schema;
 
-pub use analyzer::{analyze, warm_up};
+pub use analyzer::{analyze, jieba_words, warm_up};
 pub use error::{Error, Result};
 pub use index::{ExperienceIndex, Hit, IndexDoc, OpenOutcome, SearchRequest, SearchTerm};
 pub use schema::SCHEMA_VERSION;

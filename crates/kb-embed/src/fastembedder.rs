@@ -351,8 +351,13 @@ fn load_local(
         && !has_external_data
         && let Some(cache_root) = &options.int8_cache
     {
-        let float_id = local_model_id(dir, ModelBytes::File(&onnx_path), None, &tokenizer_files, options, &prefixes)
+        // Everything the id covers but the float file: cheap, and part of what is remembered.
+        let settings = local_model_id(dir, ModelBytes::Read(&[]), None, &tokenizer_files, options, &prefixes)
             .map_err(|source| Error::ModelFile { path: onnx_path.clone(), source })?;
+        let float_id = crate::int8_cache::remembered_float_id(cache_root, &onnx_path, &settings, || {
+            local_model_id(dir, ModelBytes::File(&onnx_path), None, &tokenizer_files, options, &prefixes)
+        })
+        .map_err(|source| Error::ModelFile { path: onnx_path.clone(), source })?;
         let model_id = format!("{float_id}{}", crate::quantize::MODEL_ID_SUFFIX);
         match crate::int8_cache::prepare(&onnx_path, &model_id, cache_root) {
             Ok(cached) => match load(Graph::File(&cached)) {

@@ -4,9 +4,9 @@
 //!
 //! Two things follow. Only the pages of a table that some token reads become resident (for
 //! multilingual-e5-small the int8 word table is 92 MiB; Chinese and English text touch a small
-//! part of its 250k rows). And a start that finds the cache reads the 470 MB float file only to
-//! hash it for the model id (streamed, nothing kept): it neither holds it in memory nor
-//! rewrites it again. The first start maps the float file and lets each piece go once it is
+//! part of its 250k rows). And a start that finds the cache does not read the 470 MB float file:
+//! its id is remembered beside the cache ([`remembered_float_id`]), so the start neither hashes
+//! it, holds it in memory nor rewrites it. The first start maps the float file and lets each piece go once it is
 //! rewritten, writing the tables as they are made (`quantize_int8_to`).
 //!
 //! The directory is written under a temporary name and renamed when complete, so a crash leaves
@@ -24,6 +24,8 @@ use std::path::{Path, PathBuf};
 const GRAPH: &str = "model.onnx";
 const TABLES: &str = "weights.bin";
 const CHECKSUMS: &str = "checksums";
+/// Beside the model directories: the float model's id and what identified its file.
+const FLOAT_ID: &str = "float-model-id";
 /// Initializers at least this large go to the tables file (the word table, the int8 matrices).
 const MIN_EXTERNAL_BYTES: usize = 1 << 20;
 
@@ -117,6 +119,59 @@ fn write_rewrite(
     Ok(quantized.moved)
 }
 
+/// The id of the float model at `onnx_path`, as `compute` gives it (by hashing the whole file),
+/// remembered under `cache_root` with what identifies the file (its path, size, device, inode,
+/// modification and change times; any write changes the last) and `settings` (everything else
+/// the id covers): a start that finds them unchanged does not read the 470 MB file again.
+pub fn remembered_float_id(
+    cache_root: &Path,
+    onnx_path: &Path,
+    settings: &str,
+    compute: impl FnOnce() -> std::io::Result<String>,
+) -> std::io::Result<String> {
+    let memo = cache_root.join(FLOAT_ID);
+    let stamp = file_stamp(onnx_path, settings);
+    if let (Some(stamp), Ok(text)) = (&stamp, std::fs::read_to_string(&memo))
+        && let Some((remembered, id)) = text.split_once('\n')
+        && remembered == stamp
+        && !id.trim().is_empty()
+    {
+        return Ok(id.trim().to_owned());
+    }
+    let id = compute()?;
+    // A cache that cannot be written costs the next start a hash, nothing else.
+    if let Some(stamp) = stamp
+        && std::fs::create_dir_all(cache_root).is_ok()
+    {
+        let temporary = cache_root.join(format!(".{FLOAT_ID}.{}.tmp", std::process::id()));
+        if std::fs::write(&temporary, format!("{stamp}\n{id}\n"))
+            .and_then(|()| std::fs::rename(&temporary, &memo))
+            .is_err()
+        {
+            let _ = std::fs::remove_file(&temporary);
+        }
+    }
+    Ok(id)
+}
+
+/// What identifies the file at `path` and the `settings` it is used with, on one line; `None`
+/// when the file cannot be looked at (the id is then computed every time).
+fn file_stamp(path: &Path, settings: &str) -> Option<String> {
+    let canonical = path.canonicalize().ok()?;
+    let metadata = std::fs::metadata(&canonical).ok()?;
+    let modified = metadata.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos();
+    #[cfg(unix)]
+    let identity = {
+        use std::os::unix::fs::MetadataExt;
+        format!("dev={} ino={} ctime={}.{:09}", metadata.dev(), metadata.ino(), metadata.ctime(), metadata.ctime_nsec())
+    };
+    #[cfg(not(unix))]
+    let identity = String::new();
+    let stamp =
+        format!("{} len={} mtime={modified} {identity} settings={settings}", canonical.display(), metadata.len());
+    (!stamp.contains('\n')).then_some(stamp)
+}
+
 /// The blake3 of the graph and the tables in `dir`, one line each.
 fn checksums(dir: &Path) -> std::io::Result<String> {
     let mut lines = String::new();
@@ -185,4 +240,42 @@ pub fn remove(graph: &Path) {
 /// A directory name for a model id: its letters, digits, `-`, `.` and `@`, the rest as `_`.
 fn dir_name(model_id: &str) -> String {
     model_id.chars().map(|c| if c.is_ascii_alphanumeric() || "-.@".contains(c) { c } else { '_' }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_float_model_id_is_remembered_until_the_file_or_the_settings_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let (model, cache) = (dir.path().join("model.onnx"), dir.path().join("cache"));
+        std::fs::write(&model, b"float weights").unwrap();
+        let computed = std::cell::Cell::new(0);
+        let id = |settings: &str| {
+            remembered_float_id(&cache, &model, settings, || {
+                computed.set(computed.get() + 1);
+                Ok(format!("model@{}", std::fs::read_to_string(&model).unwrap().len()))
+            })
+            .unwrap()
+        };
+        assert_eq!(id("max_length=512"), "model@13");
+        assert_eq!(id("max_length=512"), "model@13");
+        assert_eq!(computed.get(), 1, "the second start must not hash the file again");
+        assert_eq!(id("max_length=256"), "model@13");
+        assert_eq!(computed.get(), 2, "other settings, computed again");
+        // Replaced by a file of the same size (a new download renamed over it): computed again.
+        // (Rewriting in place changes the change time, but two writes within one clock tick of
+        // the file system can share it, which a test would meet and a start does not.)
+        std::fs::write(dir.path().join("new.onnx"), b"other weights").unwrap();
+        std::fs::rename(dir.path().join("new.onnx"), &model).unwrap();
+        assert_eq!(id("max_length=256"), "model@13");
+        assert_eq!(computed.get(), 3, "a written file must be hashed again");
+        std::fs::write(&model, b"weights, longer now").unwrap();
+        assert_eq!(id("max_length=256"), "model@19");
+        // A damaged memo is only a reason to compute again.
+        std::fs::write(cache.join(FLOAT_ID), b"garbage").unwrap();
+        assert_eq!(id("max_length=256"), "model@19");
+        assert_eq!(computed.get(), 5);
+    }
 }

@@ -95,7 +95,8 @@ fn load_cached(cache: &std::path::Path) -> FastEmbedder {
 
 /// The one model directory in the cache, and the modification time of its tables.
 fn cached_model(cache: &std::path::Path) -> Option<(std::path::PathBuf, std::time::SystemTime)> {
-    let dirs: Vec<_> = std::fs::read_dir(cache).ok()?.flatten().map(|entry| entry.path()).collect();
+    let dirs: Vec<_> =
+        std::fs::read_dir(cache).ok()?.flatten().map(|entry| entry.path()).filter(|path| path.is_dir()).collect();
     assert!(dirs.len() <= 1, "one model at a time: {dirs:?}");
     let dir = dirs.into_iter().next()?;
     let modified = std::fs::metadata(dir.join("weights.bin")).ok()?.modified().unwrap();

@@ -6,8 +6,8 @@
 //! multilingual-e5-small the int8 word table is 92 MiB; Chinese and English text touch a small
 //! part of its 250k rows). And a start that finds the cache does not read the 470 MB float file:
 //! its id is remembered beside the cache ([`remembered_float_id`]), so the start neither hashes
-//! it, holds it in memory nor rewrites it. The first start maps the float file and lets each piece go once it is
-//! rewritten, writing the tables as they are made (`quantize_int8_to`).
+//! it, holds it in memory nor rewrites it. The first start maps the float file and lets each
+//! piece go once it is rewritten, writing the tables as they are made (`quantize_int8_to`).
 //!
 //! The directory is written under a temporary name and renamed when complete, so a crash leaves
 //! no half-written model under a real name. Its `checksums` file holds the blake3 of both files,

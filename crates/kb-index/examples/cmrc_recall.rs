@@ -93,6 +93,7 @@ fn measure_quality(data_dir: &Path, corpus: &[CorpusRow], queries: &[QueryRow]) 
                 min_score: 1,
                 agent_id: None,
                 status: Status::Active,
+                coverage: false,
             })
             .expect("search");
         latencies.push(start.elapsed());

@@ -10,7 +10,7 @@
 //! query by its median run; `--slowest N` lists the N slowest queries (10) with the terms the
 //! search scores and their document frequencies, to see which queries make the tail; `--dump FILE`
 //! writes each query's hits (`id:bm25`, best first, one line per query), to compare the rankings
-//! of two builds.
+//! of two builds; `--coverage yes` also works out each hit's coverage, as hybrid search does.
 
 // The generator is kb-bench's own module, included by path so the two always measure the same
 // data; kb-bench is a binary crate, so it cannot be a dependency. Only part of it is used here.
@@ -42,6 +42,8 @@ struct Options {
     agent_id: Option<String>,
     n_slowest: usize,
     dump: Option<String>,
+    /// Work out each hit's coverage, as a hybrid search's candidates do.
+    coverage: bool,
 }
 
 fn parse_options() -> Options {
@@ -54,6 +56,7 @@ fn parse_options() -> Options {
         agent_id: None,
         n_slowest: 10,
         dump: None,
+        coverage: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -68,8 +71,9 @@ fn parse_options() -> Options {
             "--agent" => options.agent_id = Some(value),
             "--slowest" => options.n_slowest = number(),
             "--dump" => options.dump = Some(value),
+            "--coverage" => options.coverage = matches!(value.as_str(), "yes" | "true" | "1"),
             _ => panic!(
-                "unknown flag {flag}; expected --docs, --queries, --top-k, --repeat, --min-score, --agent, --slowest or --dump"
+                "unknown flag {flag}; expected --docs, --queries, --top-k, --repeat, --min-score, --agent, --slowest, --dump or --coverage"
             ),
         }
     }
@@ -121,6 +125,7 @@ fn main() {
                 min_score: options.min_score,
                 agent_id: options.agent_id.as_deref(),
                 status: Status::Active,
+                coverage: options.coverage,
             })
             .expect("search")
     };

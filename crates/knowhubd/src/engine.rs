@@ -14,7 +14,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::Context as _;
 use kb_core::redact::Redaction;
 use kb_core::{Experience, ExperienceId, GatePolicy, NewExperience, Source, Status, ValidationError};
-use kb_index::{ExperienceIndex, IndexDoc, OpenOutcome, SearchRequest};
+use kb_index::{ExperienceIndex, Hit as Bm25Hit, IndexDoc, OpenOutcome, SearchRequest};
 use kb_proto::Paths;
 use kb_store::{Counts, ExportRow, IndexRow, ListFilter, Store, StoredContent, VectorRef, WriteItem};
 use tokio::sync::watch;
@@ -150,6 +150,11 @@ enum SubmitState {
     Taken,
     /// Written, and searchable in the index (or it failed).
     Done(SubmitOutcome),
+}
+
+/// BM25 hits as (id, score) pairs, best first.
+fn scored(bm25_hits: Vec<Bm25Hit>) -> Vec<(String, f32)> {
+    bm25_hits.into_iter().map(|hit| (hit.id, hit.bm25)).collect()
 }
 
 /// A BM25 score below this is a match on common words only (in a store of 60 experiences,
@@ -986,16 +991,22 @@ impl Engine {
         // An origin filter drops candidates after retrieval, so each retriever looks deeper.
         let depth = if query.origin == Origin::All { top_k } else { n_fused };
         let stale_index = if query.mode != SearchMode::Vector { self.wait_for_index().await? } else { None };
-        let bm25 = |limit: usize| -> EngineResult<Vec<(String, f32)>> {
-            let request =
-                SearchRequest { query: text, limit, min_score, agent_id: query.agent_id, status: Status::Active };
-            let hits = self.index.search(&request).context("search failed")?;
-            Ok(hits.into_iter().map(|hit| (hit.id, hit.bm25)).collect())
+        // `coverage` only for the candidates of a fusion: plain BM25 does not use it.
+        let bm25 = |limit: usize, coverage: bool| -> EngineResult<Vec<Bm25Hit>> {
+            let request = SearchRequest {
+                query: text,
+                limit,
+                min_score,
+                agent_id: query.agent_id,
+                status: Status::Active,
+                coverage,
+            };
+            Ok(self.index.search(&request).context("search failed")?)
         };
         // The readiness check is cheap; only embedding the query is worth a blocking thread,
         // so a daemon without a model answers BM25 at BM25's cost, with BM25's depth.
         let (vector_result, bm25_hits) = match (query.mode, self.vector_ready()) {
-            (SearchMode::Bm25, _) => (None, bm25(depth)?),
+            (SearchMode::Bm25, _) => (None, bm25(depth, false)?),
             (SearchMode::Vector, Ok(())) => {
                 (Some(on_blocking_thread(|| self.vector_search(text, depth, filter))), Vec::new())
             }
@@ -1005,14 +1016,14 @@ impl Engine {
                 // second thread meanwhile, so hybrid search costs about what vector search does.
                 let (vectors, bm25_hits) = on_blocking_thread(|| {
                     std::thread::scope(|scope| {
-                        let bm25_hits = scope.spawn(|| bm25(n_fused));
+                        let bm25_hits = scope.spawn(|| bm25(n_fused, true));
                         let vectors = self.vector_search(text, n_fused, filter);
                         (vectors, bm25_hits.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
                     })
                 });
                 (Some(vectors), bm25_hits?)
             }
-            (SearchMode::Hybrid, Err(why)) => (Some(Err(why)), bm25(depth)?),
+            (SearchMode::Hybrid, Err(why)) => (Some(Err(why)), bm25(depth, false)?),
         };
         let (vector_hits, mut note) = match vector_result {
             None => (None, None),
@@ -1026,17 +1037,21 @@ impl Engine {
         let (ranked, mode): (Vec<(String, f32)>, SearchMode) = match (query.mode, vector_hits) {
             (SearchMode::Hybrid, Some((model_id, vector_hits))) => {
                 let vector_hits: Vec<(String, f32)> = vector_hits.into_iter().map(|hit| (hit.id, hit.score)).collect();
+                let coverage: HashMap<String, f32> =
+                    bm25_hits.iter().map(|hit| (hit.id.clone(), hit.coverage)).collect();
+                let bm25_hits = scored(bm25_hits);
                 let bm25_hits = if kb_embed::fusion::vectors_weigh_in(text) && terms.is_empty() {
                     with_evidence(bm25_hits, &vector_hits)
                 } else {
                     bm25_hits
                 };
-                (kb_embed::fusion::hybrid(&model_id, text, &bm25_hits, &vector_hits), SearchMode::Hybrid)
+                let coverage_of = |id: &String| coverage.get(id).copied().unwrap_or(0.0);
+                (kb_embed::fusion::hybrid(&model_id, text, &bm25_hits, &vector_hits, coverage_of), SearchMode::Hybrid)
             }
             (SearchMode::Vector, Some((_, vector_hits))) => {
                 (vector_hits.into_iter().map(|hit| (hit.id, hit.score)).collect(), SearchMode::Vector)
             }
-            _ => (bm25_hits, SearchMode::Bm25),
+            _ => (scored(bm25_hits), SearchMode::Bm25),
         };
         if mode == SearchMode::Bm25 && query.mode == SearchMode::Bm25 {
             note = None;

@@ -161,7 +161,7 @@ fn candidate_fusions(model: &str) -> Vec<(String, Fusion)> {
         ("min-max sum, vectors 1/0.5/0.25".to_owned(), Fusion::Weighted { vector: script(1.0, 0.5, 0.25) }),
         ("min-max sum, vectors 0.5 all".to_owned(), Fusion::Weighted { vector: ScriptWeights::uniform(0.5) }),
         ("OpenClaw 0.7 cos + 0.3/(1+rank)".to_owned(), Fusion::OpenClaw),
-        ("saturated BM25 + vectors, as shipped less coverage".to_owned(), fusion::shipped_for(model)),
+        ("saturated BM25 + vectors + coverage, as shipped".to_owned(), fusion::shipped_for(model)),
         ("saturated, Han vectors 0.25 x (1 - gap)^4 (multilingual)".to_owned(), fusion::SHIPPED),
         ("saturated, Han queries to BM25 alone (English models)".to_owned(), fusion::SHIPPED_FOR_ENGLISH_MODELS),
         ("saturated, Han vectors 0.5 x (1 - gap)^8".to_owned(), saturated(10.0, 6, 0.5, 8)),
@@ -225,6 +225,75 @@ pub async fn run(daemon_binary: &Path, options: &QualityOptions, quiet: bool) ->
 /// A ranking: per rank, the corpus ids of the experience there (merged rows share one).
 type Ranking<'a> = Vec<Vec<&'a str>>;
 
+/// The rows the daemon imported, in an in-process index like the daemon's, for the BM25
+/// candidates a hybrid search fuses (raw scores and coverage): over the socket, BM25 mode
+/// answers with its own ranking's scores (`fusion::keyword`), not the raw ones a fusion starts
+/// from. Only the rows the daemon stored (under the experience each became) are indexed, so
+/// the candidates are the daemon's but for redaction, which none of the sets trips.
+struct TwinIndex<'a> {
+    index: kb_index::ExperienceIndex,
+    experience_of_row: HashMap<&'a str, &'a str>,
+}
+
+impl<'a> TwinIndex<'a> {
+    fn build(corpus: &'a [CorpusRow], rows_of_experience: &'a HashMap<String, Vec<&'a str>>) -> anyhow::Result<Self> {
+        let experience_of_row: HashMap<&str, &str> = rows_of_experience
+            .iter()
+            .flat_map(|(experience, rows)| rows.iter().map(move |row| (*row, experience.as_str())))
+            .collect();
+        let index = kb_index::ExperienceIndex::open_in_ram().context("cannot open an in-process index")?;
+        // Merged rows are one experience in the daemon: the first row stands for it.
+        let docs: Vec<kb_index::IndexDoc<'_>> = corpus
+            .iter()
+            .filter(|row| {
+                experience_of_row
+                    .get(row.id.as_str())
+                    .is_some_and(|experience| rows_of_experience[*experience].first() == Some(&row.id.as_str()))
+            })
+            .map(|row| {
+                let (task, resource, result) = row.fields();
+                kb_index::IndexDoc {
+                    id: row.id.as_str(),
+                    task,
+                    resource,
+                    result,
+                    content: None,
+                    score: row.score.unwrap_or(3),
+                    status: kb_core::Status::Active,
+                    agent_id: None,
+                }
+            })
+            .collect();
+        for batch in docs.chunks(IMPORT_BATCH) {
+            index.add_new(batch).context("cannot index the rows in process")?;
+        }
+        index.commit(1).context("cannot commit the in-process index")?;
+        Ok(TwinIndex { index, experience_of_row })
+    }
+
+    /// BM25's candidates for `query` by experience id, as deep as a hybrid search looks, and
+    /// each one's coverage.
+    fn candidates(&self, query: &str) -> anyhow::Result<(Vec<(String, f32)>, HashMap<String, f32>)> {
+        let request = kb_index::SearchRequest {
+            query,
+            limit: HYBRID_DEPTH,
+            min_score: 1,
+            agent_id: None,
+            status: kb_core::Status::Active,
+            coverage: true,
+        };
+        let hits = self.index.search(&request).with_context(|| format!("in-process search for {query:?} failed"))?;
+        let mut bm25 = Vec::with_capacity(hits.len());
+        let mut coverage = HashMap::with_capacity(hits.len());
+        for hit in hits {
+            let experience = self.experience_of_row[hit.id.as_str()].to_owned();
+            coverage.insert(experience.clone(), hit.coverage);
+            bm25.push((experience, hit.bm25));
+        }
+        Ok((bm25, coverage))
+    }
+}
+
 async fn measure_set(
     daemon_binary: &Path,
     dir: &Path,
@@ -287,6 +356,10 @@ async fn measure_set(
         wait_for_backlog(&mut client).await?;
     }
     let status: StatusResult = client.call(kb_proto::method::STATUS, &serde_json::json!({})).await?;
+    let twin = match embeddings {
+        Some(_) => Some(TwinIndex::build(&corpus, &rows_of_experience)?),
+        None => None,
+    };
 
     let to_ranking = |answer: &SearchResult| -> Ranking<'_> {
         answer.results.iter().map(|hit| rows_of_experience.get(&hit.id).cloned().unwrap_or_default()).collect()
@@ -320,13 +393,22 @@ async fn measure_set(
                 bail!("asked for {mode}, answered by {} ({:?})", answer.mode, answer.note);
             }
             rankings[slot].push(to_ranking(&answer));
-            if *mode != "hybrid" {
+            if *mode == "vector" {
                 // The candidates the daemon's hybrid search fuses: as deep as it looks.
                 let deep = SearchParams { top_k: Some(HYBRID_DEPTH as i64), ..params };
                 let answer: SearchResult = client.call(kb_proto::method::SEARCH, &deep).await?;
                 candidates.insert(mode, answer.results.iter().map(|hit| (hit.id.clone(), hit.relevance)).collect());
             }
         }
+        let coverage: HashMap<String, f32> = match &twin {
+            Some(twin) => {
+                let (bm25, coverage) = twin.candidates(&query.text)?;
+                candidates.insert("bm25", bm25);
+                coverage
+            }
+            None => HashMap::new(),
+        };
+        let coverage_of = |id: &String| coverage.get(id).copied().unwrap_or(0.0);
         if dump.is_some() {
             let first_row = |list: &[(String, f32)]| -> Vec<(String, f32)> {
                 list.iter()
@@ -336,10 +418,13 @@ async fn measure_set(
                     })
                     .collect()
             };
+            let bm25 = candidates.get("bm25").map_or(&[][..], Vec::as_slice);
+            let coverage: Vec<f32> = bm25.iter().map(|(id, _)| coverage_of(id)).collect();
             let line = serde_json::json!({
                 "query": query.text,
                 "relevant": query.relevant,
-                "bm25": first_row(candidates.get("bm25").map_or(&[], Vec::as_slice)),
+                "bm25": first_row(bm25),
+                "bm25_coverage": coverage,
                 "vector": first_row(candidates.get("vector").map_or(&[], Vec::as_slice)),
             });
             dumped.push_str(&line.to_string());
@@ -348,6 +433,10 @@ async fn measure_set(
         if embeddings.is_some() {
             for (offset, (_, fusion)) in candidate_fusions().into_iter().enumerate() {
                 let fused = fusion::fuse(fusion, &query.text, &candidates["bm25"], &candidates["vector"]);
+                let fused = match fusion {
+                    Fusion::Saturated { .. } => fusion::with_coverage(fused, fusion::COVERAGE_WEIGHT, coverage_of),
+                    _ => fused,
+                };
                 let ranking: Ranking<'_> = fused
                     .iter()
                     .take(TOP_K)

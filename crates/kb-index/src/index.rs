@@ -111,8 +111,8 @@ pub struct SearchRequest<'a> {
     pub agent_id: Option<&'a str>,
     /// Only experiences with this status; the index holds active ones only, so any other status finds nothing.
     pub status: Status,
-    /// Whether to work out each hit's [`Hit::coverage`] (hybrid search fuses it; about 15 µs a
-    /// search at 100k experiences, so plain BM25 does without).
+    /// Whether to work out each hit's [`Hit::coverage`] (the daemon's ranking adds it; about
+    /// 15 µs for 30 hits at 100k experiences).
     pub coverage: bool,
 }
 
@@ -125,7 +125,7 @@ pub struct Hit {
     /// The share of the query's searched terms, each weighted by its BM25 idf, that the
     /// experience has in any text field: 1 when it has them all, whatever their counts. BM25
     /// saturates each term's count but still lets one rare term said often outrank a text that
-    /// holds every term of the query; hybrid search uses this to reward the latter
+    /// holds every term of the query; the daemon's ranking uses this to reward the latter
     /// (`kb_embed::fusion::with_coverage`). 0 when the request did not ask for it.
     pub coverage: f32,
 }

@@ -991,7 +991,7 @@ impl Engine {
         // An origin filter drops candidates after retrieval, so each retriever looks deeper.
         let depth = if query.origin == Origin::All { top_k } else { n_fused };
         let stale_index = if query.mode != SearchMode::Vector { self.wait_for_index().await? } else { None };
-        // `coverage` only for the candidates of a fusion: plain BM25 does not use it.
+        // BM25 alone is ranked as the hybrid ranks it (`fusion::keyword`), so it looks as deep.
         let bm25 = |limit: usize, coverage: bool| -> EngineResult<Vec<Bm25Hit>> {
             let request = SearchRequest {
                 query: text,
@@ -1004,9 +1004,9 @@ impl Engine {
             Ok(self.index.search(&request).context("search failed")?)
         };
         // The readiness check is cheap; only embedding the query is worth a blocking thread,
-        // so a daemon without a model answers BM25 at BM25's cost, with BM25's depth.
+        // so a daemon without a model answers at BM25's cost.
         let (vector_result, bm25_hits) = match (query.mode, self.vector_ready()) {
-            (SearchMode::Bm25, _) => (None, bm25(depth, false)?),
+            (SearchMode::Bm25, _) => (None, bm25(n_fused, true)?),
             (SearchMode::Vector, Ok(())) => {
                 (Some(on_blocking_thread(|| self.vector_search(text, depth, filter))), Vec::new())
             }
@@ -1023,7 +1023,7 @@ impl Engine {
                 });
                 (Some(vectors), bm25_hits?)
             }
-            (SearchMode::Hybrid, Err(why)) => (Some(Err(why)), bm25(depth, false)?),
+            (SearchMode::Hybrid, Err(why)) => (Some(Err(why)), bm25(n_fused, true)?),
         };
         let (vector_hits, mut note) = match vector_result {
             None => (None, None),
@@ -1051,7 +1051,17 @@ impl Engine {
             (SearchMode::Vector, Some((_, vector_hits))) => {
                 (vector_hits.into_iter().map(|hit| (hit.id, hit.score)).collect(), SearchMode::Vector)
             }
-            _ => (scored(bm25_hits), SearchMode::Bm25),
+            _ => {
+                // Ranked as a hybrid search would rank them without vectors, from as many
+                // candidates; then cut to the depth BM25 alone answers with, so that an exact
+                // term of the query is looked for among no more candidates than before.
+                let coverage: HashMap<String, f32> =
+                    bm25_hits.iter().map(|hit| (hit.id.clone(), hit.coverage)).collect();
+                let mut ranked =
+                    kb_embed::fusion::keyword(&scored(bm25_hits), |id| coverage.get(id).copied().unwrap_or(0.0));
+                ranked.truncate(depth);
+                (ranked, SearchMode::Bm25)
+            }
         };
         if mode == SearchMode::Bm25 && query.mode == SearchMode::Bm25 {
             note = None;

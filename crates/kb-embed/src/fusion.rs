@@ -191,13 +191,16 @@ pub fn hybrid<I: Clone + Eq + Hash>(
 /// Lucene once had this as `coord`; BM25 lacks it, so a text that says one rare word of the
 /// query often can outrank one that holds every word, and min-max-normalised cosines are blind
 /// to it. The weight was chosen offline on the candidates of all six quality sets and both
-/// models (`kb-bench quality --dump-candidates`, coverage worked out in Python) by leaving each
-/// set out in turn and taking the weight whose worst margin over the better single retriever
-/// was best on the other five: 0.15 in five folds of six, 0.2 in the sixth. From 0.3 on it cost
-/// the English experiences up to a point: it is a tie-breaker between close candidates, not a
-/// second ranking. Whether the words stand close together (best sentence, best window of 12 or
-/// 24 words) measured no better than whether they are held at all, so only the latter is
-/// worked out.
+/// models (`kb-bench quality --dump-candidates`, coverage first worked out in Python over
+/// jieba's words) by leaving each set out in turn and taking the weight whose worst margin over
+/// the better single retriever was best on the other five: 0.15 in five folds of six, 0.2 in the
+/// sixth. From 0.3 on it cost the English experiences up to a point: it is a tie-breaker between
+/// close candidates, not a second ranking. Whether the words stand close together (best
+/// sentence, best window of 12 or 24 words) measured no better than whether they are held at
+/// all, so only the latter is worked out. Redone with the daemon's own coverage (stemmed
+/// analyzer terms, which the dumps now carry), the same procedure picks 0.1 in five folds, by
+/// one English question; the sums over all sets favour 0.15 to 0.2. The differences are
+/// noise, so the weight stayed.
 ///
 /// Through the socket (`kb-bench quality`, R@5 / MRR@10 before and after), multilingual-e5-small:
 /// conv-en 0.422 / 0.269 → 0.432 / 0.272, debian-en 0.905 / 0.835 → 0.909 / 0.840, the CMRC
@@ -209,10 +212,12 @@ pub const COVERAGE_WEIGHT: f32 = 0.15;
 /// BM25's candidates ranked the way a hybrid search ranks them when the vectors have nothing to
 /// add: saturated as in [`SHIPPED`] (`(bm25 / (bm25 + 10))³`) plus [`COVERAGE_WEIGHT`] ×
 /// coverage. Searches by BM25 alone (no model, or `mode: bm25`) use it, so that a hybrid search
-/// is exactly this plus the weighted vectors. Offline on the BM25 candidates of the six quality
-/// sets (R@5 / MRR@10, plain BM25 → this): debian-en 0.870 / 0.796 → 0.892 / 0.825, conv-en
-/// 0.295 / 0.167 → 0.324 / 0.175, the CMRC chunks 0.942 / 0.833 → 0.948 / 0.845, debian-zh
-/// 0.908 / 0.829 → 0.918 / 0.842, english-experiences 0.710 / 0.660 → 0.708 / 0.665.
+/// is exactly this plus the weighted vectors. Through the socket (`kb-bench quality
+/// --no-embeddings`, R@1 / R@5 / MRR@10, plain BM25 → this, the 30 best candidates reranked):
+/// conv-en 0.062 / 0.295 / 0.167 → 0.069 / 0.320 / 0.181, the CMRC chunks 0.751 / 0.940 / 0.832
+/// → 0.765 / 0.943 / 0.839, debian-zh 0.767 / 0.911 / 0.830 → 0.773 / 0.914 / 0.833, debian-en
+/// 0.743 / 0.879 / 0.802 → 0.753 / 0.874 / 0.809, english-experiences 0.610 / 0.706 / 0.660 →
+/// 0.605 / 0.705 / 0.657, CMRC paragraphs 0.975 / 0.995 / 0.984 → 0.976 / 0.995 / 0.985.
 pub fn keyword<I: Clone>(bm25: &[(I, f32)], coverage: impl Fn(&I) -> f32) -> Vec<(I, f32)> {
     let Fusion::Saturated { half, exponent, .. } = SHIPPED else { unreachable!("the shipped fusion is saturated") };
     let saturated = bm25

@@ -55,6 +55,34 @@ fn chinese_english_and_mixed_round_trips() {
     assert!(hit["relevance"].as_f64().unwrap() > 0.0);
 }
 
+/// An identifier that only a few experiences hold is a lookup: they come first whatever the
+/// other words say. One that more hold than the answer shows is a topic word: putting first
+/// whatever holds it would push the best match off the answer.
+#[test]
+fn identifiers_pin_what_holds_them_only_when_they_single_something_out() {
+    let daemon = TestDaemon::start();
+    for task in [
+        "X11 fonts look blurry",
+        "X11 forwarding over ssh",
+        "X11 clipboard lost after suspend",
+        "X11 session crashes at login",
+    ] {
+        daemon.submit(task, "xorg", "see the logs", 3);
+    }
+    let tiling = daemon.submit("set up a tiling window manager", "sway config", "one workspace per monitor", 4);
+    let lookup = daemon.submit("deploy failed with ERR_4242", "kubectl rollout", "a retry fixed it", 3);
+    let top3 = |query: &str| {
+        ids_of(&daemon.ok("kb.search", json!({"query": query, "top_k": 3, "min_score": 1, "mode": "bm25"})))
+    };
+    // Four experiences hold X11, more than the three the answer shows.
+    assert_eq!(top3("X11 tiling window manager").first(), Some(&tiling));
+    // One holds ERR_4242: it comes first, though another holds more of the other words.
+    assert_eq!(top3("ERR_4242 tiling window manager").first(), Some(&lookup));
+    // With room for all four, X11 does single them out.
+    let answer = daemon.ok("kb.search", json!({"query": "X11 tiling window manager", "top_k": 5, "min_score": 1}));
+    assert!(!ids_of(&answer)[..4].contains(&tiling), "{answer}");
+}
+
 #[test]
 fn filters_and_bounds() {
     let daemon = TestDaemon::start();

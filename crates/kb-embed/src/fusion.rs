@@ -374,6 +374,7 @@ pub fn exact_terms(query: &str) -> Vec<ExactTerm> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExactTerm {
     pub text: String,
+    /// True for an identifier (compared ignoring case), false for a quoted string.
     pub ignore_case: bool,
 }
 

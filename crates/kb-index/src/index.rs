@@ -667,6 +667,20 @@ impl ExperienceIndex {
             .collect())
     }
 
+    /// At most how many documents can hold `text`: the fewest that have any one of its terms
+    /// (every document holding `text` has them all); 0 when it has no terms. An identifier of a
+    /// query held by many documents is a topic word, not a lookup (see the engine's search).
+    pub fn max_holders(&self, text: &str) -> Result<u64> {
+        let searcher = self.reader.searcher();
+        let mut fewest: Option<u64> = None;
+        for (term, _) in analyze_with_spans(text) {
+            let doc_freq =
+                self.doc_freq(&searcher, &term).map_err(|source| Error::Search { query: text.to_owned(), source })?;
+            fewest = Some(fewest.map_or(doc_freq, |fewest| fewest.min(doc_freq)));
+        }
+        Ok(fewest.unwrap_or(0).min(searcher.num_docs()))
+    }
+
     /// The number of segments a search walks: each costs a term lookup per query term.
     pub fn num_segments(&self) -> usize {
         self.reader.searcher().segment_readers().len()
@@ -1234,6 +1248,23 @@ mod tests {
             hits.iter().map(|hit| (&hit.id, hit.bm25)).collect::<Vec<_>>()
         );
         assert!(plain.iter().all(|hit| hit.coverage == 0.0), "not asked for: {plain:?}");
+    }
+
+    #[test]
+    fn max_holders_bounds_how_many_documents_hold_a_text() {
+        let index = ExperienceIndex::open_in_ram().expect("index");
+        index
+            .upsert(&[
+                doc("a", "deploy failed with ERR_4242", "x11 session", ""),
+                doc("b", "x11 forwarding over ssh", "", ""),
+                doc("c", "x11 fonts look blurry", "", ""),
+            ])
+            .expect("upsert");
+        index.commit(1).expect("commit");
+        assert_eq!(index.max_holders("ERR_4242").expect("holders"), 1);
+        assert_eq!(index.max_holders("X11").expect("holders"), 3);
+        assert_eq!(index.max_holders("ERR_9999").expect("holders"), 0);
+        assert_eq!(index.max_holders("").expect("holders"), 0);
     }
 
     #[test]

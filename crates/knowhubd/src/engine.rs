@@ -1033,7 +1033,7 @@ impl Engine {
         };
         // An identifier or a quoted string asks for the experience that holds it, whatever
         // the vectors or the other words say (a vector-only search stays what it says it is).
-        let terms = if query.mode == SearchMode::Vector { Vec::new() } else { kb_embed::fusion::exact_terms(text) };
+        let terms = if query.mode == SearchMode::Vector { Vec::new() } else { self.lookups(text, top_k) };
         let (ranked, mode): (Vec<(String, f32)>, SearchMode) = match (query.mode, vector_hits) {
             (SearchMode::Hybrid, Some((model_id, vector_hits))) => {
                 let vector_hits: Vec<(String, f32)> = vector_hits.into_iter().map(|hit| (hit.id, hit.score)).collect();
@@ -1102,6 +1102,22 @@ impl Engine {
             }
         }
         Ok((found, Answered { mode, note }))
+    }
+
+    /// The exact terms of `query` ([`kb_embed::fusion::exact_terms`]) that look something up:
+    /// every quoted string, and the identifiers that no more experiences can hold than the
+    /// answer shows. An identifier that more hold (`X11`, `Node.js`, `command-line` in a store
+    /// of package descriptions) singles nothing out: it is a topic word, which BM25 weighs by
+    /// its rarity, and putting first whatever holds it only pushed down better matches that
+    /// word it otherwise (measured on the Debian sets: see the README).
+    fn lookups(&self, query: &str, top_k: usize) -> Vec<kb_embed::fusion::ExactTerm> {
+        let mut terms = kb_embed::fusion::exact_terms(query);
+        terms.retain(|term| {
+            !term.ignore_case
+                // An index that cannot say keeps the term: better a pin too many than a lookup lost.
+                || self.index.max_holders(&term.text).map_or(true, |holders| holders <= top_k as u64)
+        });
+        terms
     }
 
     /// The candidates whose task, resource or result holds the most of `terms` first

@@ -1034,18 +1034,17 @@ impl Engine {
         // An identifier or a quoted string asks for the experience that holds it, whatever
         // the vectors or the other words say (a vector-only search stays what it says it is).
         let terms = if query.mode == SearchMode::Vector { Vec::new() } else { self.lookups(text, top_k) };
+        let coverage: HashMap<String, f32> = bm25_hits.iter().map(|hit| (hit.id.clone(), hit.coverage)).collect();
+        let coverage_of = |id: &String| coverage.get(id).copied().unwrap_or(0.0);
+        let bm25_hits = scored(bm25_hits);
         let (ranked, mode): (Vec<(String, f32)>, SearchMode) = match (query.mode, vector_hits) {
             (SearchMode::Hybrid, Some((model_id, vector_hits))) => {
                 let vector_hits: Vec<(String, f32)> = vector_hits.into_iter().map(|hit| (hit.id, hit.score)).collect();
-                let coverage: HashMap<String, f32> =
-                    bm25_hits.iter().map(|hit| (hit.id.clone(), hit.coverage)).collect();
-                let bm25_hits = scored(bm25_hits);
                 let bm25_hits = if kb_embed::fusion::vectors_weigh_in(text) && terms.is_empty() {
                     with_evidence(bm25_hits, &vector_hits)
                 } else {
                     bm25_hits
                 };
-                let coverage_of = |id: &String| coverage.get(id).copied().unwrap_or(0.0);
                 (kb_embed::fusion::hybrid(&model_id, text, &bm25_hits, &vector_hits, coverage_of), SearchMode::Hybrid)
             }
             (SearchMode::Vector, Some((_, vector_hits))) => {
@@ -1055,10 +1054,7 @@ impl Engine {
                 // Ranked as a hybrid search would rank them without vectors, from as many
                 // candidates; then cut to the depth BM25 alone answers with, so that an exact
                 // term of the query is looked for among no more candidates than before.
-                let coverage: HashMap<String, f32> =
-                    bm25_hits.iter().map(|hit| (hit.id.clone(), hit.coverage)).collect();
-                let mut ranked =
-                    kb_embed::fusion::keyword(&scored(bm25_hits), |id| coverage.get(id).copied().unwrap_or(0.0));
+                let mut ranked = kb_embed::fusion::keyword(&bm25_hits, coverage_of);
                 ranked.truncate(depth);
                 (ranked, SearchMode::Bm25)
             }

@@ -506,10 +506,10 @@ impl ExperienceIndex {
         let total: f32 = terms.iter().map(|(_, doc_freq)| idf(*doc_freq)).sum();
         let mut held: HashMap<DocAddress, f32> = HashMap::with_capacity(addresses.len());
         if total > 0.0 {
-            let in_order: Vec<DocAddress> = addresses.iter().map(|(_, address)| *address).collect();
+            let in_order = in_doc_order(addresses);
             for term in terms {
                 let weight = idf(term.1) / total;
-                for address in self.holding(searcher, std::slice::from_ref(term), in_order.clone())? {
+                for address in self.holding(searcher, std::slice::from_ref(term), &in_order)? {
                     *held.entry(address).or_default() += weight;
                 }
             }
@@ -517,13 +517,14 @@ impl ExperienceIndex {
         Ok(addresses.iter().map(|(_, address)| held.get(address).copied().unwrap_or(0.0).min(1.0)).collect())
     }
 
-    /// Those of `addresses` that have any of `terms` in any text field, each once, in document
-    /// order: each term's posting lists are sought to the addresses, never walked.
+    /// Those of `addresses` (in document order, each once: [`in_doc_order`]) that have any of
+    /// `terms` in any text field: each term's posting lists are sought to the addresses, never
+    /// walked.
     fn holding(
         &self,
         searcher: &Searcher,
         terms: &[(String, u64)],
-        mut addresses: Vec<DocAddress>,
+        addresses: &[DocAddress],
     ) -> tantivy::Result<Vec<DocAddress>> {
         let weights: Vec<Box<dyn Weight>> = self
             .text_query(terms)
@@ -531,8 +532,6 @@ impl ExperienceIndex {
             .iter()
             .map(|(_, clause)| clause.weight(EnableScoring::disabled_from_searcher(searcher)))
             .collect::<tantivy::Result<_>>()?;
-        addresses.sort_unstable();
-        addresses.dedup();
         let mut holding = Vec::with_capacity(addresses.len());
         for segment in addresses.chunk_by(|one, other| one.segment_ord == other.segment_ord) {
             let reader = searcher.segment_reader(segment[0].segment_ord);
@@ -580,8 +579,8 @@ impl ExperienceIndex {
         if present.is_empty() {
             return Ok(Vec::new());
         }
-        let in_order: Vec<DocAddress> = addresses.iter().map(|(_, address)| *address).collect();
-        let with_content: HashSet<DocAddress> = self.holding(searcher, &present, in_order)?.into_iter().collect();
+        let with_content: HashSet<DocAddress> =
+            self.holding(searcher, &present, &in_doc_order(&addresses))?.into_iter().collect();
         Ok(addresses.into_iter().filter(|(_, address)| with_content.contains(address)).collect())
     }
 
@@ -833,6 +832,14 @@ impl ExperienceIndex {
 
 /// For each token, whether another token's range strictly contains its range: whether it is a
 /// part of a longer token (see [`ExperienceIndex::query_terms`]).
+/// The addresses of `hits` sorted into document order, each once, as posting lists are sought.
+fn in_doc_order(hits: &[(Score, DocAddress)]) -> Vec<DocAddress> {
+    let mut addresses: Vec<DocAddress> = hits.iter().map(|(_, address)| *address).collect();
+    addresses.sort_unstable();
+    addresses.dedup();
+    addresses
+}
+
 fn covered_tokens(tokens: &[(&str, Range<usize>)]) -> Vec<bool> {
     // Sorted by start, longest first: every range before a token's either starts earlier or
     // starts with it and ends no earlier. Equal ranges are handled as a group, so that a token

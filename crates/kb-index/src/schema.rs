@@ -51,7 +51,7 @@ pub(crate) fn build_schema() -> (Schema, Fields) {
         id: builder.add_text_field("id", STRING | STORED),
         text: builder.add_text_field("text", text.clone()),
         content: builder.add_text_field("content", text),
-        // The filters are checked on the documents the text query offers (see `ExperienceIndex::top`),
+        // The filters are checked on the documents the text query offers (see `top` in `index/collector.rs`),
         // never looked up as terms, so they are fast fields only.
         score: builder.add_u64_field("score", FAST),
         agent_id: builder.add_text_field("agent_id", FAST),

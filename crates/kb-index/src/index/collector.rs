@@ -1,0 +1,183 @@
+//! The top-k collector: block-max WAND over every segment with one shared threshold, the rating
+//! and agent filters read from fast fields, and the rescoring of its candidates by further terms.
+
+use std::cmp::{Ordering as CmpOrdering, Reverse};
+use std::collections::BinaryHeap;
+
+use tantivy::columnar::Column;
+use tantivy::query::{BooleanQuery, EnableScoring, Query, Weight};
+use tantivy::{DocAddress, DocId, Score, Searcher, SegmentReader};
+
+/// The `limit` best documents for `query` among those rated at least `min_score` and, when
+/// given, of the agent `agent_id`, best first; ties go to the earlier document, as with
+/// tantivy's `TopDocs`.
+///
+/// The same ranking as tantivy's `TopDocs` with the filters as must-clauses, found with less
+/// work in two ways:
+/// - The filters are checked, from fast fields, on the documents block-max WAND offers. A
+///   must-clause would turn the disjunction into an intersection that scores every document
+///   matching any term, and running the bare disjunction first would need a second query
+///   whenever too few of its hits pass.
+/// - All segments share one threshold. `TopDocs` starts each segment afresh, so every
+///   segment scores its own best documents even when they cannot make the overall top.
+pub(super) fn top(
+    searcher: &Searcher,
+    query: &dyn Query,
+    limit: usize,
+    min_score: u8,
+    agent_id: Option<&str>,
+) -> tantivy::Result<Vec<(Score, DocAddress)>> {
+    let weight = query.weight(EnableScoring::enabled_from_searcher(searcher))?;
+    let mut best = BestHits::new(limit);
+    for (segment_ord, reader) in searcher.segment_readers().iter().enumerate() {
+        let Some(filter) = SegmentFilter::new(reader, min_score, agent_id)? else {
+            continue;
+        };
+        let alive = reader.alive_bitset();
+        let mut threshold = best.threshold();
+        weight.for_each_pruning(threshold, reader, &mut |doc, score| {
+            if alive.is_none_or(|alive| alive.is_alive(doc)) && filter.passes(doc) {
+                best.push(score, DocAddress::new(segment_ord as u32, doc));
+                threshold = best.threshold();
+            }
+            threshold
+        })?;
+    }
+    Ok(best.into_sorted())
+}
+
+/// The `limit` best of `candidates` once the scores of `query`'s clauses (the terms not walked,
+/// one clause per term and text field) are added to theirs, best first, ties to the earlier
+/// document: for each segment, each term's posting list is sought to the candidates in document
+/// order, never walked.
+///
+/// The scores are those a query over all the terms gives the candidates; a document that
+/// none of the walked terms ranked among the candidates is not found (see
+/// `WAND_POSTINGS_BUDGET` in `query.rs`).
+pub(super) fn rescore(
+    searcher: &Searcher,
+    query: &BooleanQuery,
+    mut candidates: Vec<(Score, DocAddress)>,
+    limit: usize,
+) -> tantivy::Result<Vec<(Score, DocAddress)>> {
+    let weights: Vec<Box<dyn Weight>> = query
+        .clauses()
+        .iter()
+        .map(|(_, clause)| clause.weight(EnableScoring::enabled_from_searcher(searcher)))
+        .collect::<tantivy::Result<_>>()?;
+    candidates.sort_unstable_by_key(|&(_, address)| address);
+    for segment in candidates.chunk_by_mut(|(_, one), (_, other)| one.segment_ord == other.segment_ord) {
+        let reader = searcher.segment_reader(segment[0].1.segment_ord);
+        for weight in &weights {
+            let mut scorer = weight.scorer(reader, 1.0)?;
+            for (score, address) in segment.iter_mut() {
+                // `seek` must not go backwards; a scorer already past this document lacks it.
+                let doc = if scorer.doc() < address.doc_id { scorer.seek(address.doc_id) } else { scorer.doc() };
+                if doc == address.doc_id {
+                    *score += scorer.score();
+                }
+            }
+        }
+    }
+    let mut best = BestHits::new(limit);
+    for (score, address) in candidates {
+        best.push(score, address);
+    }
+    Ok(best.into_sorted())
+}
+
+/// The best hits so far across segments: a min-heap of at most `limit` entries whose least
+/// entry is the score a new document must beat.
+struct BestHits {
+    heap: BinaryHeap<Reverse<Ranked>>,
+    limit: usize,
+}
+
+/// A document by rank: a higher score first, then the earlier address.
+#[derive(Clone, Copy)]
+struct Ranked {
+    score: Score,
+    address: DocAddress,
+}
+
+impl Ord for Ranked {
+    fn cmp(&self, other: &Ranked) -> CmpOrdering {
+        self.score.total_cmp(&other.score).then_with(|| other.address.cmp(&self.address))
+    }
+}
+
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Ranked) -> Option<CmpOrdering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Ranked {
+    fn eq(&self, other: &Ranked) -> bool {
+        self.cmp(other) == CmpOrdering::Equal
+    }
+}
+
+impl Eq for Ranked {}
+
+impl BestHits {
+    fn new(limit: usize) -> BestHits {
+        BestHits { heap: BinaryHeap::with_capacity(limit + 1), limit }
+    }
+
+    /// Keeps the document if it ranks among the best `limit` so far, in any order. (From WAND,
+    /// documents arrive in address order with a score above [`Self::threshold`], so a new one
+    /// always outranks the least one kept.)
+    fn push(&mut self, score: Score, address: DocAddress) {
+        self.heap.push(Reverse(Ranked { score, address }));
+        if self.heap.len() > self.limit {
+            self.heap.pop();
+        }
+    }
+
+    /// The score a document must exceed to be kept; ties lose, as they come later.
+    fn threshold(&self) -> Score {
+        match self.heap.peek() {
+            Some(Reverse(least)) if self.heap.len() == self.limit => least.score,
+            _ => Score::MIN,
+        }
+    }
+
+    fn into_sorted(self) -> Vec<(Score, DocAddress)> {
+        // Sorting `Reverse` entries ascending puts the best first.
+        self.heap.into_sorted_vec().into_iter().map(|Reverse(ranked)| (ranked.score, ranked.address)).collect()
+    }
+}
+
+/// A search request's filters, read from one segment's fast fields.
+struct SegmentFilter {
+    /// The ratings and the least one that passes, when the request asks for more than 1.
+    min_score: Option<(Column<u64>, u64)>,
+    /// The agent ids and the ordinal of the one asked for.
+    agent: Option<(Column<u64>, u64)>,
+}
+
+impl SegmentFilter {
+    /// The filters `min_score` and `agent_id` on `reader`'s documents, or `None` when none of
+    /// them can pass.
+    fn new(reader: &SegmentReader, min_score: u8, agent_id: Option<&str>) -> tantivy::Result<Option<SegmentFilter>> {
+        let fast_fields = reader.fast_fields();
+        let min_score = if min_score > 1 { Some((fast_fields.u64("score")?, u64::from(min_score))) } else { None };
+        let agent = match agent_id {
+            None => None,
+            Some(agent_id) => {
+                let Some(column) = fast_fields.str("agent_id")? else { return Ok(None) };
+                let Some(agent_ord) = column.dictionary().term_ord(agent_id)? else { return Ok(None) };
+                Some((column.ords().clone(), agent_ord))
+            }
+        };
+        Ok(Some(SegmentFilter { min_score, agent }))
+    }
+
+    fn passes(&self, doc: DocId) -> bool {
+        let rated_enough =
+            |(ratings, least): &(Column<u64>, u64)| ratings.first(doc).is_some_and(|rating| rating >= *least);
+        let of_agent = |(agents, agent_ord): &(Column<u64>, u64)| agents.first(doc) == Some(*agent_ord);
+        self.min_score.as_ref().is_none_or(rated_enough) && self.agent.as_ref().is_none_or(of_agent)
+    }
+}

@@ -1,5 +1,5 @@
 //! Structural signals of an instruction aimed at the model that reads a text, combined: the
-//! second detector of prompt injection, beside the phrase patterns of `injection.rs`.
+//! second detector of prompt injection, beside the phrase patterns of `injection/patterns.rs`.
 //!
 //! Phrase lists are tuned on the attacks someone wrote down; a new wording walks around them
 //! (a held-out round of 75 attacks written later held 35). What attacks share is structure: the
@@ -12,8 +12,8 @@
 //! next one are an instruction to the model. A few shapes are enough alone: a persona without
 //! rules, a request for the reader's own instructions.
 //!
-//! Runs on text already folded and normalized by `injection.rs` (lowercase, NFKC, look-alikes
-//! folded, whitespace collapsed).
+//! Runs on text already folded and normalized by `injection/normalize.rs` (lowercase, NFKC,
+//! look-alikes folded, whitespace collapsed).
 
 use std::sync::LazyLock;
 

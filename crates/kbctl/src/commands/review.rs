@@ -1,7 +1,8 @@
-//! `kbctl review`: the review queue in a terminal, one held experience at a time beside the
-//! stored experience it resembles. Each answer is one key and Enter (so a script can drive it
-//! through standard input too): approve, edit in `$VISUAL`/`$EDITOR` then approve, reject, skip,
-//! quit.
+//! The review queue. `kbctl pending` lists the held experiences, `kbctl approve` and `kbctl
+//! reject` decide on them by id, and `kbctl review` goes through them in a terminal, one held
+//! experience at a time beside the stored experience it resembles. Each answer is one key and
+//! Enter (so a script can drive it through standard input too): approve, edit in
+//! `$VISUAL`/`$EDITOR` then approve, reject, skip, quit.
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -12,11 +13,11 @@ use kb_proto::wire::{self, EditParams, PendingRecord};
 use kb_proto::{Client, method};
 use serde_json::json;
 
-use crate::commands::call;
-use crate::output;
+use super::call;
+use crate::output::{self, clip};
 
 /// Why an experience is held, in a few words: `extracted (success, 0.85)`, `prompt_injection`.
-pub fn why_held(held: &PendingRecord) -> String {
+fn why_held(held: &PendingRecord) -> String {
     let flags: Vec<&str> =
         held.experience.flags.iter().map(String::as_str).filter(|flag| *flag != "extracted").collect();
     let mut parts = Vec::new();
@@ -28,7 +29,81 @@ pub fn why_held(held: &PendingRecord) -> String {
     if parts.is_empty() { "held".to_owned() } else { parts.join(" ") }
 }
 
-pub async fn run(client: &mut Client, limit: i64) -> anyhow::Result<ExitCode> {
+pub(super) async fn pending(client: &mut Client, limit: i64, json: bool) -> anyhow::Result<ExitCode> {
+    let result: wire::PendingResult = call(client, method::PENDING, &json!({"limit": limit})).await?;
+    if json {
+        output::json(&result)?;
+    } else if result.experiences.is_empty() {
+        output::line("nothing is waiting for review")?;
+    } else {
+        for held in &result.experiences {
+            let record = &held.experience;
+            output::line(format!(
+                "{}  {}  {}/5  {}  ({})",
+                record.id,
+                why_held(held),
+                record.score,
+                clip(&record.task, 60),
+                clip(&record.resource, 30)
+            ))?;
+            if let (Some(similar), Some(similarity)) = (&held.similar, held.similarity) {
+                output::line(format!("    resembles {} ({:.2}): {}", similar.id, similarity, clip(&similar.task, 60)))?;
+            }
+        }
+        output::line(
+            "review one by one with `kbctl review`, or `kbctl approve ID…` / `kbctl reject ID…`; read with `kbctl show ID`",
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(super) async fn approve(
+    client: &mut Client,
+    ids: &[String],
+    edit: EditParams,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let params = if edit == EditParams::default() { json!({"ids": ids}) } else { json!({"ids": ids, "edit": edit}) };
+    approve_or_reject(client, method::APPROVE, "approved", &params, json).await
+}
+
+pub(super) async fn reject(
+    client: &mut Client,
+    ids: &[String],
+    reason: Option<&str>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    approve_or_reject(client, method::REJECT, "rejected", &json!({"ids": ids, "reason": reason}), json).await
+}
+
+/// `kbctl approve` and `kbctl reject`: fails when an id names no experience.
+async fn approve_or_reject(
+    client: &mut Client,
+    method: &str,
+    done: &str,
+    params: &serde_json::Value,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let result: wire::ReviewResult = call(client, method, params).await?;
+    if json {
+        output::json(&result)?;
+    } else {
+        output::line(format!("{done} {}", result.changed.len()))?;
+        for (id, into) in &result.merged {
+            output::line(format!("{id} merged into {into}, which says the same"))?;
+        }
+        for id in &result.unchanged {
+            output::line(format!("{id} was already {done}"))?;
+        }
+        for id in &result.missing {
+            output::line(format!("no experience with id {id}"))?;
+        }
+    }
+    Ok(if result.missing.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// `kbctl review`: each held experience in turn, answered from standard input.
+pub(super) async fn one_at_a_time(client: &mut Client, limit: i64) -> anyhow::Result<ExitCode> {
     let pending: wire::PendingResult = call(client, method::PENDING, &json!({"limit": limit})).await?;
     if pending.experiences.is_empty() {
         output::line("nothing is waiting for review")?;
@@ -117,7 +192,7 @@ fn show(held: &PendingRecord, position: usize, total: usize) -> std::io::Result<
             let number = turn.get("turn").and_then(serde_json::Value::as_u64).unwrap_or(0);
             let role = turn.get("role").and_then(serde_json::Value::as_str).unwrap_or("?");
             let excerpt = turn.get("excerpt").and_then(serde_json::Value::as_str).unwrap_or("");
-            output::line(format!("  evidence #{number} {role}: {}", crate::output::clip(excerpt, 100)))?;
+            output::line(format!("  evidence #{number} {role}: {}", clip(excerpt, 100)))?;
         }
     }
     if let (Some(similar), Some(similarity)) = (&held.similar, held.similarity) {

@@ -1,0 +1,132 @@
+//! `kbctl status`: the daemon's health in one screen, exiting 0 only when it answers, speaks
+//! this kbctl's protocol version and is healthy.
+
+use std::process::ExitCode;
+
+use kb_proto::wire::{self, StatusResult};
+use kb_proto::{Client, PROTOCOL_VERSION, method};
+use serde_json::json;
+
+use super::call;
+use crate::output;
+
+pub(super) async fn status(client: &mut Client, json: bool) -> anyhow::Result<ExitCode> {
+    let status: StatusResult = call(client, method::STATUS, &json!({})).await?;
+    let mut problems = Vec::new();
+    if status.protocol != PROTOCOL_VERSION {
+        problems.push(format!(
+            "daemon is out of date: expected protocol {PROTOCOL_VERSION}, knowhubd {} speaks {}; restart it after upgrading",
+            status.version, status.protocol
+        ));
+    }
+    if !status.healthy {
+        problems.push(format!(
+            "the search index is {}{}",
+            status.index.state,
+            status.index.detail.as_deref().map(|detail| format!(": {detail}")).unwrap_or_default()
+        ));
+    }
+    if json {
+        output::json(&status)?;
+    } else {
+        let verdict = if problems.is_empty() { "healthy" } else { "UNHEALTHY" };
+        let mut text = format!(
+            "knowhubd {} (protocol {}) is {verdict}\n\
+             pid {}, up {}s, socket {}\n\
+             experiences: {} ({} active, {} pending, {} rejected)\n\
+             index: {}, {} documents (change {} of {})\n\
+             embedder: {}{}, backlog {}\n\
+             extraction: {}\n\
+             hub: {}\n\
+             search latency: p50 {:.3} ms, p99 {:.3} ms over the last {} searches\n\
+             submit latency: p50 {:.3} ms, p99 {:.3} ms\n\
+             database: {}\nconfig: {}",
+            status.version,
+            status.protocol,
+            status.pid,
+            status.uptime_s,
+            status.socket,
+            status.experiences,
+            status.counts.active,
+            status.counts.pending,
+            status.counts.rejected,
+            status.index.state,
+            status.index.documents,
+            status.index.applied_seq,
+            status.index.store_seq,
+            status.embedder.state,
+            status.embedder.detail.as_deref().map(|detail| format!(" ({detail})")).unwrap_or_default(),
+            status.embedder.backlog,
+            extraction_line(&status.extraction),
+            hub_line(&status.hub),
+            status.latencies.search.p50_ms,
+            status.latencies.search.p99_ms,
+            status.latencies.search.count.min(1024),
+            status.latencies.submit.p50_ms,
+            status.latencies.submit.p99_ms,
+            status.paths.database,
+            status.paths.config,
+        );
+        if let Some(error) = &status.last_error {
+            text.push_str(&format!("\nlast error ({}): {}", error.at, error.message));
+        }
+        for problem in &problems {
+            text.push_str(&format!("\nproblem: {problem}"));
+        }
+        output::line(text)?;
+    }
+    Ok(if problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// One line on the team hub for `kbctl status`.
+fn hub_line(hub: &wire::HubStatus) -> String {
+    if hub.state == "off" {
+        return "off".to_owned();
+    }
+    let mut line = format!(
+        "{} ({} on {}), {} of the team's experiences here, outbox {}",
+        hub.state,
+        hub.team.as_deref().unwrap_or("?"),
+        hub.target.as_deref().unwrap_or("?"),
+        hub.team_experiences,
+        hub.outbox,
+    );
+    if let Some(lag) = hub.lag_s {
+        line.push_str(&format!(", synced {lag}s ago"));
+    }
+    if hub.state == "error"
+        && let Some(error) = &hub.last_error
+    {
+        line.push_str(&format!(": {}", error.message));
+    }
+    line
+}
+
+/// One line on extraction for `kbctl status`.
+fn extraction_line(extraction: &wire::ExtractionStatus) -> String {
+    if !extraction.enabled {
+        return "off (the plugin's enableServerExtraction)".to_owned();
+    }
+    let via = match (&extraction.model, &extraction.endpoint) {
+        (Some(model), Some(endpoint)) => format!("{model} at {endpoint}"),
+        _ => extraction.route.clone(),
+    };
+    let mut line = format!(
+        "{via}; {} queued, {} done, {} skipped, {} failed, {} dropped; {} proposals waiting for review; {} of {} tokens today",
+        extraction.queued,
+        extraction.done,
+        extraction.skipped,
+        extraction.failed,
+        extraction.dropped,
+        extraction.pending_proposals,
+        extraction.tokens_today,
+        extraction.daily_token_cap
+    );
+    if let Some(waiting) = &extraction.waiting {
+        line.push_str(&format!("\n  waiting: {waiting}"));
+    }
+    if let Some(error) = &extraction.last_error {
+        line.push_str(&format!("\n  last extraction error ({}): {}", error.at, error.message));
+    }
+    line
+}

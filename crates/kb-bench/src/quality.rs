@@ -2,6 +2,17 @@
 //! is imported into a fresh daemon, each question is searched over the socket (BM25, vectors,
 //! hybrid), and Recall@k, Hit@k and MRR@10 are computed; the same for two baselines in this
 //! process, SQLite FTS5 as OpenClaw queries it and a plain Okapi BM25 over jieba's words.
+//!
+//! The pieces below this module: `sets` reads the labelled data, `twin` indexes it in process
+//! for the BM25 candidates of the fusions, `metrics` scores rankings (Recall@k, Hit@k, MRR@10),
+//! `margin` bootstraps the hybrid's margin over each single retriever, and `set_report` holds
+//! and prints what a set measured.
+
+mod margin;
+mod metrics;
+mod set_report;
+mod sets;
+mod twin;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -10,19 +21,22 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use kb_proto::Client;
 use kb_proto::wire::{ImportResult, SearchParams, SearchResult, StatusResult};
-use serde::{Deserialize, Serialize};
 
 use kb_embed::fusion::{self, Fusion, RRF_K, ScriptWeights};
 
 use crate::daemon::{BenchDaemon, model_config};
 use crate::fts5::Fts5Store;
 use crate::okapi::OkapiIndex;
-use crate::report;
-use crate::stats::LatencySummary;
+
+use margin::Margin;
+use metrics::{Ranking, RetrievalScores};
+pub use set_report::QualityReport;
+use set_report::{SetReport, print_set};
+use sets::{CorpusRow, NEUTRAL_RESOURCE, NEUTRAL_RESULT, QueryRow, read_jsonl};
+use twin::TwinIndex;
 
 /// Results fetched per query: enough for Recall@10 and MRR@10.
 const TOP_K: usize = 10;
-const CUTOFFS: [usize; 3] = [1, 5, 10];
 /// Items per `kb.import` request.
 const IMPORT_BATCH: usize = 1_000;
 /// Candidates per retriever the daemon's hybrid search fuses for a top 10:
@@ -31,13 +45,6 @@ const HYBRID_DEPTH: usize = 30;
 /// The goal of the issue on `cmrc-trial-chunks`.
 pub const GOAL_SET: &str = "cmrc-trial-chunks";
 pub const GOAL_RECALL_AT_5: f64 = 0.90;
-
-/// Every corpus row becomes an experience whose task is the text. The daemon requires a
-/// resource and a result too; both get the same constant word in every experience, so they
-/// add the same amount to every document's score and never change the ranking (unlike the
-/// corpus id, whose digits would match numbers in the questions).
-const NEUTRAL_RESOURCE: &str = "doc";
-const NEUTRAL_RESULT: &str = "doc";
 
 #[derive(Debug, Clone)]
 pub struct QualityOptions {
@@ -52,95 +59,6 @@ pub struct QualityOptions {
     pub onnxruntime: Option<PathBuf>,
     /// The model loaded with int8 weights (`embedding.quantize`).
     pub quantize: bool,
-}
-
-/// A corpus row: plain text (the CMRC sets), or an experience (the English set).
-#[derive(Debug, Deserialize)]
-struct CorpusRow {
-    id: String,
-    #[serde(default)]
-    text: Option<String>,
-    #[serde(default)]
-    task: Option<String>,
-    #[serde(default)]
-    resource: Option<String>,
-    #[serde(default)]
-    result: Option<String>,
-    #[serde(default)]
-    score: Option<u8>,
-}
-
-impl CorpusRow {
-    /// The experience the row becomes: the text as the task, with a constant resource and
-    /// result (see `NEUTRAL_RESOURCE`), or the experience as it is.
-    fn fields(&self) -> (&str, &str, &str) {
-        match &self.text {
-            Some(text) => (text, NEUTRAL_RESOURCE, NEUTRAL_RESULT),
-            None => (
-                self.task.as_deref().unwrap_or_default(),
-                self.resource.as_deref().unwrap_or_default(),
-                self.result.as_deref().unwrap_or_default(),
-            ),
-        }
-    }
-}
-
-#[derive(Debug, Deserialize)]
-struct QueryRow {
-    text: String,
-    relevant: Vec<String>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct QualityReport {
-    pub data_dir: String,
-    /// The embedding model the daemon loaded, if any.
-    pub model: Option<String>,
-    pub sets: Vec<SetReport>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct SetReport {
-    pub name: String,
-    pub n_documents: usize,
-    pub n_queries: usize,
-    /// Questions whose text is blank in the data: not sent (the daemon refuses an empty query),
-    /// counted as answered with nothing, for every engine.
-    pub n_blank_queries: usize,
-    /// Corpus rows the daemon merged into another (identical or near-identical text) or
-    /// refused, or held for review (suspected prompt injection: never returned by search).
-    pub merged_documents: usize,
-    pub rejected_documents: usize,
-    pub held_documents: u64,
-    /// BM25 alone, over the socket.
-    pub knowhub: RetrievalScores,
-    /// Vectors alone and the shipped hybrid, over the socket (with a model).
-    pub vector: Option<RetrievalScores>,
-    pub hybrid: Option<RetrievalScores>,
-    /// Other fusions of the same BM25 and vector candidates, computed here.
-    pub fusions: Vec<(String, RetrievalScores)>,
-    pub fts5: RetrievalScores,
-    /// Okapi BM25 over jieba's plain words (`okapi.rs`): the baseline KnowHub's BM25 must match.
-    pub okapi: RetrievalScores,
-    /// Recall@5 ≥ 0.90, the goal on `cmrc-trial-chunks`.
-    pub goal_recall_at_5: Option<bool>,
-    /// Hybrid at least as good as the better single retriever at Recall@5 and MRR@10.
-    pub hybrid_not_worse: Option<bool>,
-    /// The hybrid's margin over BM25 and over the vectors, question by question.
-    pub hybrid_over_bm25: Option<Margin>,
-    pub hybrid_over_vectors: Option<Margin>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct RetrievalScores {
-    pub recall_at_1: f64,
-    pub recall_at_5: f64,
-    pub recall_at_10: f64,
-    pub hit_at_1: f64,
-    pub hit_at_5: f64,
-    pub hit_at_10: f64,
-    pub mrr_at_10: f64,
-    pub search: LatencySummary,
 }
 
 /// The fusions compared with the one shipped for `model` (its directory name stands for the id),
@@ -220,78 +138,6 @@ pub async fn run(daemon_binary: &Path, options: &QualityOptions, quiet: bool) ->
         sets.push(set);
     }
     Ok(QualityReport { data_dir: data_dir.display().to_string(), model, sets })
-}
-
-/// A ranking: per rank, the corpus ids of the experience there (merged rows share one).
-type Ranking<'a> = Vec<Vec<&'a str>>;
-
-/// The rows the daemon imported, in an in-process index like the daemon's, for the BM25
-/// candidates a hybrid search fuses (raw scores and coverage): over the socket, BM25 mode
-/// answers with its own ranking's scores (`fusion::keyword`), not the raw ones a fusion starts
-/// from. Only the rows the daemon stored (under the experience each became) are indexed, so
-/// the candidates are the daemon's but for redaction, which none of the sets trips.
-struct TwinIndex<'a> {
-    index: kb_index::ExperienceIndex,
-    experience_of_row: HashMap<&'a str, &'a str>,
-}
-
-impl<'a> TwinIndex<'a> {
-    fn build(corpus: &'a [CorpusRow], rows_of_experience: &'a HashMap<String, Vec<&'a str>>) -> anyhow::Result<Self> {
-        let experience_of_row: HashMap<&str, &str> = rows_of_experience
-            .iter()
-            .flat_map(|(experience, rows)| rows.iter().map(move |row| (*row, experience.as_str())))
-            .collect();
-        let index = kb_index::ExperienceIndex::open_in_ram().context("cannot open an in-process index")?;
-        // Merged rows are one experience in the daemon: the first row stands for it.
-        let docs: Vec<kb_index::IndexDoc<'_>> = corpus
-            .iter()
-            .filter(|row| {
-                experience_of_row
-                    .get(row.id.as_str())
-                    .is_some_and(|experience| rows_of_experience[*experience].first() == Some(&row.id.as_str()))
-            })
-            .map(|row| {
-                let (task, resource, result) = row.fields();
-                kb_index::IndexDoc {
-                    id: row.id.as_str(),
-                    task,
-                    resource,
-                    result,
-                    content: None,
-                    score: row.score.unwrap_or(3),
-                    status: kb_core::Status::Active,
-                    agent_id: None,
-                }
-            })
-            .collect();
-        for batch in docs.chunks(IMPORT_BATCH) {
-            index.add_new(batch).context("cannot index the rows in process")?;
-        }
-        index.commit(1).context("cannot commit the in-process index")?;
-        Ok(TwinIndex { index, experience_of_row })
-    }
-
-    /// BM25's candidates for `query` by experience id, as deep as a hybrid search looks, and
-    /// each one's coverage.
-    fn candidates(&self, query: &str) -> anyhow::Result<(Vec<(String, f32)>, HashMap<String, f32>)> {
-        let request = kb_index::SearchRequest {
-            query,
-            limit: HYBRID_DEPTH,
-            min_score: 1,
-            agent_id: None,
-            status: kb_core::Status::Active,
-            coverage: true,
-        };
-        let hits = self.index.search(&request).with_context(|| format!("in-process search for {query:?} failed"))?;
-        let mut bm25 = Vec::with_capacity(hits.len());
-        let mut coverage = HashMap::with_capacity(hits.len());
-        for hit in hits {
-            let experience = self.experience_of_row[hit.id.as_str()].to_owned();
-            coverage.insert(experience.clone(), hit.coverage);
-            bm25.push((experience, hit.bm25));
-        }
-        Ok((bm25, coverage))
-    }
 }
 
 async fn measure_set(
@@ -582,260 +428,5 @@ async fn wait_for_backlog(client: &mut Client) -> anyhow::Result<()> {
             bail!("{} experiences still not embedded after 10 minutes", status.embedder.backlog);
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-impl RetrievalScores {
-    /// Scores of `rankings` (per query, per rank, the corpus ids at that rank) against the
-    /// relevant ids of each query. Recall@k is the share of a query's relevant ids found in
-    /// its top k, averaged over queries; Hit@k the share of queries with any; MRR@10 the mean
-    /// of 1 / the rank of the first relevant result (0 when none is in the top 10).
-    fn of(rankings: &[Vec<Vec<&str>>], relevant: &[HashSet<&str>], timings: &[Duration]) -> RetrievalScores {
-        let n_queries = rankings.len().max(1) as f64;
-        let mut recall = [0.0; CUTOFFS.len()];
-        let mut hit = [0.0; CUTOFFS.len()];
-        let mut reciprocal_rank_sum = 0.0;
-        for (ranking, relevant) in rankings.iter().zip(relevant) {
-            let question = QuestionScores::of(ranking, relevant);
-            for slot in 0..CUTOFFS.len() {
-                recall[slot] += question.recall[slot];
-                hit[slot] += question.hit[slot];
-            }
-            reciprocal_rank_sum += question.reciprocal_rank;
-        }
-        RetrievalScores {
-            recall_at_1: recall[0] / n_queries,
-            recall_at_5: recall[1] / n_queries,
-            recall_at_10: recall[2] / n_queries,
-            hit_at_1: hit[0] / n_queries,
-            hit_at_5: hit[1] / n_queries,
-            hit_at_10: hit[2] / n_queries,
-            mrr_at_10: reciprocal_rank_sum / n_queries,
-            search: LatencySummary::of(timings),
-        }
-    }
-}
-
-/// One question's recall and hit at each of [`CUTOFFS`] and its reciprocal rank within
-/// [`TOP_K`]; all 0 for a question without relevant documents.
-struct QuestionScores {
-    recall: [f64; CUTOFFS.len()],
-    hit: [f64; CUTOFFS.len()],
-    reciprocal_rank: f64,
-}
-
-impl QuestionScores {
-    fn of(ranking: &[Vec<&str>], relevant: &HashSet<&str>) -> QuestionScores {
-        let mut scores =
-            QuestionScores { recall: [0.0; CUTOFFS.len()], hit: [0.0; CUTOFFS.len()], reciprocal_rank: 0.0 };
-        if relevant.is_empty() {
-            return scores;
-        }
-        for (slot, &cutoff) in CUTOFFS.iter().enumerate() {
-            let found: HashSet<&str> =
-                ranking.iter().take(cutoff).flatten().copied().filter(|id| relevant.contains(id)).collect();
-            scores.recall[slot] = found.len() as f64 / relevant.len() as f64;
-            scores.hit[slot] = if found.is_empty() { 0.0 } else { 1.0 };
-        }
-        if let Some(position) = ranking.iter().take(TOP_K).position(|ids| ids.iter().any(|id| relevant.contains(id))) {
-            scores.reciprocal_rank = 1.0 / (position + 1) as f64;
-        }
-        scores
-    }
-}
-
-/// A difference of means over the questions with its 95% interval.
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct Interval {
-    pub mean: f64,
-    pub low: f64,
-    pub high: f64,
-}
-
-/// How far the hybrid stands above one single retriever, question by question: whether a
-/// difference is more than the luck of which questions a set happens to have.
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct Margin {
-    pub recall_at_5: Interval,
-    pub mrr_at_10: Interval,
-}
-
-/// Resamples of the paired bootstrap; the seed is fixed so that a report can be reproduced.
-const BOOTSTRAP_RESAMPLES: usize = 2_000;
-const BOOTSTRAP_SEED: u64 = 0x4b48_424f_4f54;
-
-impl Margin {
-    /// `better − other` at Recall@5 and MRR@10, each with a 95% percentile interval from a
-    /// paired bootstrap over the questions (the same resampled questions for both measures).
-    fn of(better: &[Ranking<'_>], other: &[Ranking<'_>], relevant: &[HashSet<&str>]) -> Margin {
-        let differences: Vec<(f64, f64)> = better
-            .iter()
-            .zip(other)
-            .zip(relevant)
-            .map(|((better, other), relevant)| {
-                let (better, other) = (QuestionScores::of(better, relevant), QuestionScores::of(other, relevant));
-                (better.recall[1] - other.recall[1], better.reciprocal_rank - other.reciprocal_rank)
-            })
-            .collect();
-        let n = differences.len();
-        let mean = |pick: fn(&(f64, f64)) -> f64| differences.iter().map(pick).sum::<f64>() / n.max(1) as f64;
-        let mut resampled: [Vec<f64>; 2] =
-            [Vec::with_capacity(BOOTSTRAP_RESAMPLES), Vec::with_capacity(BOOTSTRAP_RESAMPLES)];
-        if n > 0 {
-            let mut rng = crate::generate::Rng::new(BOOTSTRAP_SEED);
-            for _ in 0..BOOTSTRAP_RESAMPLES {
-                let (mut recall, mut mrr) = (0.0, 0.0);
-                for _ in 0..n {
-                    let (recall_difference, mrr_difference) = differences[(rng.next_u64() % n as u64) as usize];
-                    recall += recall_difference;
-                    mrr += mrr_difference;
-                }
-                resampled[0].push(recall / n as f64);
-                resampled[1].push(mrr / n as f64);
-            }
-        }
-        let interval = |mean: f64, samples: &mut Vec<f64>| {
-            if samples.is_empty() {
-                return Interval { mean, low: mean, high: mean };
-            }
-            samples.sort_by(f64::total_cmp);
-            let at = |share: f64| samples[((samples.len() - 1) as f64 * share).round() as usize];
-            Interval { mean, low: at(0.025), high: at(0.975) }
-        };
-        let [recall_samples, mrr_samples] = &mut resampled;
-        Margin {
-            recall_at_5: interval(mean(|difference| difference.0), recall_samples),
-            mrr_at_10: interval(mean(|difference| difference.1), mrr_samples),
-        }
-    }
-}
-
-fn read_jsonl<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<Vec<T>> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, line)| !line.trim().is_empty())
-        .map(|(index, line)| {
-            serde_json::from_str(line)
-                .with_context(|| format!("{} line {}: not a valid row", path.display(), index + 1))
-        })
-        .collect()
-}
-
-fn print_set(set: &SetReport) {
-    println!();
-    println!(
-        "== {}: {} documents, {} questions ==",
-        set.name,
-        report::thousands(set.n_documents as u64),
-        report::thousands(set.n_queries as u64)
-    );
-    println!("  {:<44} {:>8} {:>8} {:>9} {:>8} {:>10} {:>10}", "", "R@1", "R@5", "R@10", "MRR@10", "p50", "p99");
-    let line = |label: &str, scores: &RetrievalScores, timed: bool| {
-        let (p50, p99) = if timed {
-            (report::micros(scores.search.p50_us), report::micros(scores.search.p99_us))
-        } else {
-            ("".to_owned(), "".to_owned())
-        };
-        println!(
-            "  {label:<44} {:>8.3} {:>8.3} {:>9.3} {:>8.3} {p50:>10} {p99:>10}",
-            scores.recall_at_1, scores.recall_at_5, scores.recall_at_10, scores.mrr_at_10
-        );
-    };
-    line("KnowHub BM25 (socket)", &set.knowhub, true);
-    if let Some(vector) = &set.vector {
-        line("KnowHub vectors (socket)", vector, true);
-    }
-    if let Some(hybrid) = &set.hybrid {
-        line("KnowHub hybrid, as shipped (socket)", hybrid, true);
-    }
-    for (label, scores) in &set.fusions {
-        line(&format!("  alt: {label}"), scores, false);
-    }
-    line("SQLite FTS5 (in-process)", &set.fts5, true);
-    line("Okapi BM25, plain jieba words (in-process)", &set.okapi, true);
-    println!(
-        "  documents merged as duplicates: {}, rejected: {}, held for review: {}; blank questions (counted as misses): {}",
-        set.merged_documents, set.rejected_documents, set.held_documents, set.n_blank_queries
-    );
-    if let Some(passed) = set.goal_recall_at_5 {
-        println!(
-            "  goal: Recall@5 >= {GOAL_RECALL_AT_5:.2} with BM25 alone: {} ({:.3})",
-            report::yes_no(passed),
-            set.knowhub.recall_at_5
-        );
-    }
-    for (label, margin) in [("BM25", &set.hybrid_over_bm25), ("vectors", &set.hybrid_over_vectors)] {
-        if let Some(margin) = margin {
-            let points = |interval: &Interval| {
-                format!("{:+.1} [{:+.1}, {:+.1}]", interval.mean * 100.0, interval.low * 100.0, interval.high * 100.0)
-            };
-            println!(
-                "  hybrid - {label:<8} points, 95% paired bootstrap: R@5 {}, MRR@10 {}",
-                points(&margin.recall_at_5),
-                points(&margin.mrr_at_10)
-            );
-        }
-    }
-    if let Some(passed) = set.hybrid_not_worse {
-        // A shortfall whose interval reaches above zero is one the questions cannot tell from none.
-        let within_noise = [&set.hybrid_over_bm25, &set.hybrid_over_vectors]
-            .into_iter()
-            .flatten()
-            .all(|margin| margin.recall_at_5.high > 0.0 && margin.mrr_at_10.high > 0.0);
-        let verdict = match (passed, within_noise) {
-            (true, _) => "yes",
-            (false, true) => "no, by less than the questions can tell (every interval reaches above 0)",
-            (false, false) => "NO",
-        };
-        println!("  goal: hybrid >= the better single retriever at Recall@5 and MRR@10: {verdict}");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_margin_of_a_ranking_over_another_comes_with_its_interval() {
-        let relevant: Vec<HashSet<&str>> = (0..200).map(|_| ["a"].into()).collect();
-        let first: Vec<Ranking<'_>> = (0..200).map(|_| vec![vec!["a"]]).collect();
-        let sixth: Vec<Ranking<'_>> =
-            (0..200).map(|_| vec![vec!["x"]; 5].into_iter().chain([vec!["a"]]).collect()).collect();
-        // Identical rankings: no difference, and no doubt about it.
-        let same = Margin::of(&first, &first, &relevant);
-        assert_eq!((same.recall_at_5.low, same.recall_at_5.mean, same.recall_at_5.high), (0.0, 0.0, 0.0));
-        // Always first against always sixth: +1 at R@5 and +5/6 at MRR@10 on every question.
-        let always = Margin::of(&first, &sixth, &relevant);
-        assert_eq!(always.recall_at_5.low, 1.0);
-        assert!((always.mrr_at_10.mean - 5.0 / 6.0).abs() < 1e-9);
-        // One question in 200 better, one worse: a difference of 0 that could go either way.
-        let mut mixed = first.clone();
-        mixed[0] = sixth[0].clone();
-        let mut other = first.clone();
-        other[1] = sixth[1].clone();
-        let noise = Margin::of(&mixed, &other, &relevant);
-        assert_eq!(noise.recall_at_5.mean, 0.0);
-        assert!(noise.recall_at_5.low < 0.0 && noise.recall_at_5.high > 0.0, "{noise:?}");
-    }
-
-    #[test]
-    fn recall_hit_and_mrr() {
-        let relevant: Vec<HashSet<&str>> = vec![["a"].into(), ["b", "c"].into(), ["z"].into()];
-        let rankings = vec![
-            // "a" at rank 2.
-            vec![vec!["x"], vec!["a"]],
-            // "c" at rank 1 (merged with "y"), "b" at rank 7.
-            vec![vec!["y", "c"], vec![], vec![], vec![], vec![], vec![], vec!["b"]],
-            // Nothing relevant.
-            vec![vec!["q"]],
-        ];
-        let scores = RetrievalScores::of(&rankings, &relevant, &[]);
-        assert!((scores.recall_at_1 - (0.0 + 0.5 + 0.0) / 3.0).abs() < 1e-9);
-        assert!((scores.recall_at_5 - (1.0 + 0.5 + 0.0) / 3.0).abs() < 1e-9);
-        assert!((scores.recall_at_10 - (1.0 + 1.0 + 0.0) / 3.0).abs() < 1e-9);
-        assert!((scores.hit_at_1 - 1.0 / 3.0).abs() < 1e-9);
-        assert!((scores.hit_at_5 - 2.0 / 3.0).abs() < 1e-9);
-        assert!((scores.mrr_at_10 - (0.5 + 1.0 + 0.0) / 3.0).abs() < 1e-9);
     }
 }

@@ -9,7 +9,8 @@ use kb_core::{ExperienceId, Status};
 use rusqlite::{OptionalExtension, params, params_from_iter};
 
 use crate::error::Context;
-use crate::store::{WriteItem, WriteOutcome, read_seq, write_in, write_seq};
+use crate::store::{read_seq, write_seq};
+use crate::write::{WriteItem, WriteOutcome, write_in};
 use crate::{Result, Store};
 
 /// A conversation to queue.

@@ -8,7 +8,9 @@ use kb_core::{Experience, ExperienceId, Gated};
 use rusqlite::{OptionalExtension, params};
 
 use crate::error::Context;
-use crate::store::{EXPERIENCE_COLUMNS, WriteItem, experience_from_row, read_seq, write_in, write_seq};
+use crate::read::{EXPERIENCE_COLUMNS, experience_from_row};
+use crate::store::{read_seq, write_seq};
+use crate::write::{WriteItem, write_in};
 use crate::{Result, Store};
 
 /// One outbox entry: an experience whose latest state is to be shared, or withdrawn.

@@ -13,15 +13,16 @@ mod error;
 mod extraction;
 mod hub;
 mod migrations;
+mod read;
 mod store;
 mod vectors;
+mod write;
 
 pub use error::{Error, Result};
 pub use extraction::{Enqueued, ExtractionStats, Job, JobResult, JobSummary, NewJob, ProposalInfo, ProposalMeta};
 pub use hub::{Applied, Incoming, Origin, OutboxDepth, Outgoing};
 pub use migrations::SCHEMA_VERSION;
-pub use store::{
-    Changes, Counts, ExportRow, IndexRow, KeptApart, ListFilter, Store, StoredContent, Variant, VectorRef, WriteItem,
-    WriteOutcome,
-};
+pub use read::{Changes, Counts, ExportRow, IndexRow, ListFilter, StoredContent, Variant};
+pub use store::Store;
 pub use vectors::{EmbeddingSource, VectorChanges, VectorRow};
+pub use write::{KeptApart, VectorRef, WriteItem, WriteOutcome};

@@ -733,3 +733,38 @@ fn e5_drops_unrelated_vector_matches_and_keeps_a_paraphrase() {
     let answer = search(&daemon, "keep postgres backups off the server's own storage", "hybrid");
     assert_eq!(ids_of(&answer).first(), Some(&wanted), "{answer}");
 }
+
+#[test]
+fn while_the_model_loads_the_backlog_counts_every_experience_it_may_have_to_embed() {
+    // Thirty experiences stored while embeddings were off: none has a vector.
+    let home = tempfile::Builder::new().prefix("kh-emb-").tempdir().expect("temp dir");
+    std::fs::write(home.path().join("config.toml"), "[embedding]\nenabled = false\n").expect("config");
+    let mut daemon = TestDaemon::start_in(home);
+    daemon.ok("kb.import", json!({"items": english_experiences(30)}));
+    daemon.terminate();
+    let home = std::mem::replace(&mut daemon.home, tempfile::tempdir().expect("temp dir"));
+    drop(daemon);
+    std::fs::write(home.path().join("config.toml"), "").expect("config");
+    // multilingual-e5-small's first start writes its int8 cache: a second or more of loading.
+    let daemon = start_on(home, &e5(), &ort_library());
+    let mut seen_loading = 0;
+    loop {
+        let status = status(&daemon);
+        let embedder = &status["embedder"];
+        match embedder["state"].as_str() {
+            Some("loading") => {
+                seen_loading += 1;
+                assert!(
+                    embedder["backlog"].as_u64() >= Some(30),
+                    "a client waiting for 0 must not start yet: {status}"
+                );
+            }
+            Some("ready") => break,
+            _ => panic!("{status}"),
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(seen_loading > 0, "the model loaded before the first status: the test proves nothing");
+    let ready = wait_for_embedder(&daemon, "ready");
+    assert_eq!(ready["embedder"]["vectors"], 30, "{ready}");
+}

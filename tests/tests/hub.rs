@@ -5,51 +5,15 @@ mod common;
 
 use std::time::Duration;
 
-use common::postgres::{ADMIN_PASSWORD, TestPostgres, within};
+use common::postgres::{TestPostgres, within};
 use common::{TestDaemon, ids_of, stdout};
 use serde_json::{Value, json};
 
 const TEAM: &str = "platform";
 
-/// Creates the hub schema with `kbctl hub init` as the admin, and adds `members` with the SQL
-/// it printed (each member's password is `<name>-pw`). Returns what kbctl printed.
+/// [`common::postgres::init_hub`] for this file's team.
 fn init_hub(postgres: &TestPostgres, members: &[&str]) -> String {
-    let mut args = vec![
-        "hub".to_owned(),
-        "init".to_owned(),
-        "--url".to_owned(),
-        postgres.url("postgres"),
-        "--team".to_owned(),
-        TEAM.to_owned(),
-    ];
-    for member in members {
-        args.extend(["--member".to_owned(), (*member).to_owned()]);
-    }
-    let output = std::process::Command::new(common::bin("kbctl"))
-        .args(&args)
-        .env("PGPASSWORD", ADMIN_PASSWORD)
-        .env("KNOWHUB_SOCKET", "/nonexistent/socket")
-        .output()
-        .expect("kbctl runs");
-    let printed = stdout(&output);
-    assert!(output.status.success(), "kbctl hub init failed: {printed}{}", common::stderr(&output));
-    for member in members {
-        let sql = printed.replace(
-            &format!("CREATE ROLE \"{member}\" LOGIN PASSWORD 'change-me'"),
-            &format!("CREATE ROLE \"{member}\" LOGIN PASSWORD '{member}-pw'"),
-        );
-        // Only this member's block.
-        let block: String = sql
-            .split("-- add ")
-            .find(|block| block.starts_with(&format!("{member} ")))
-            .expect("a block per member")
-            .lines()
-            .filter(|line| !line.starts_with("--") && !line.trim().is_empty() && !line.starts_with(member))
-            .collect::<Vec<_>>()
-            .join("\n");
-        postgres.sql(&block);
-    }
-    printed
+    common::postgres::init_hub(postgres, TEAM, members)
 }
 
 /// A daemon whose `[hub]` logs in as `member`, in `privacy` mode.

@@ -82,3 +82,32 @@ pub enum Error {
 
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// Whether this failure says the index's files are damaged (a footer or checksum that does
+    /// not match, data that cannot be decoded): no retry of the same operation can succeed, the
+    /// index must be rebuilt from the store. A missing descriptor or a full disk is not damage.
+    pub fn is_damage(&self) -> bool {
+        let source = match self {
+            Error::Create { source, .. }
+            | Error::CreateInRam { source }
+            | Error::Write { source, .. }
+            | Error::Commit { source, .. }
+            | Error::Reload { source }
+            | Error::Search { source, .. } => source,
+            Error::Io { .. } | Error::Locked { .. } | Error::Sync { .. } | Error::Payload { .. } => return false,
+        };
+        match source {
+            tantivy::TantivyError::DataCorruption(_) => true,
+            tantivy::TantivyError::OpenReadError(tantivy::directory::error::OpenReadError::IoError {
+                io_error,
+                ..
+            }) => io_error.kind() == std::io::ErrorKind::InvalidData,
+            tantivy::TantivyError::OpenReadError(tantivy::directory::error::OpenReadError::IncompatibleIndex(_)) => {
+                true
+            }
+            tantivy::TantivyError::IoError(io_error) => io_error.kind() == std::io::ErrorKind::InvalidData,
+            _ => false,
+        }
+    }
+}

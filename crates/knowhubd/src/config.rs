@@ -4,7 +4,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use kb_core::{GatePolicy, Limits, PrivacyMode};
+pub use kb_engine::{EmbeddingConfig, EngineConfig, PrecisionConfig, SearchConfig};
 use serde::Deserialize;
+
+/// Bytes of each connection's request body kept out of the shared body budget (see
+/// `server/body.rs`); a setting's lower bound depends on it, so it lives with the settings.
+pub const BODY_BYTES_SET_ASIDE_PER_CONNECTION: u64 = 64 * 1024;
 
 /// The commented example configuration, printed by `knowhubd --print-config`.
 pub const EXAMPLE_CONFIG: &str = include_str!("../config.example.toml");
@@ -33,20 +38,6 @@ pub enum PrivacyModeConfig {
     #[default]
     Strict,
     Relaxed,
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct SearchConfig {
-    pub default_top_k: usize,
-    pub max_top_k: usize,
-    pub default_min_score: u8,
-}
-
-impl Default for SearchConfig {
-    fn default() -> SearchConfig {
-        SearchConfig { default_top_k: 5, max_top_k: 50, default_min_score: 3 }
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -97,48 +88,6 @@ impl Default for ServerConfig {
             header_timeout_seconds: 10,
             body_timeout_seconds: 30,
             idle_timeout_seconds: 60,
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct EmbeddingConfig {
-    pub enabled: bool,
-    /// A local model directory; `KNOWHUB_MODEL_DIR` wins over it.
-    pub model_dir: Option<PathBuf>,
-    /// The model downloaded (once, into the cache) when no local directory is given.
-    pub model: String,
-    pub download: bool,
-    /// The ONNX Runtime library file; `ORT_DYLIB_PATH` when unset.
-    pub onnxruntime: Option<PathBuf>,
-    pub precision: PrecisionConfig,
-    /// Load the model with its float weights rewritten as int8 (`kb_embed::quantize_int8`); a
-    /// downloaded model is then loaded from its cached files as a local directory. Unset: the
-    /// model's default (`semantic::quantized_by_default`).
-    pub quantize: Option<bool>,
-    /// Cosine similarity at or above which a submitted experience merges into a stored one.
-    pub similar_threshold: f32,
-    /// Vector matches less similar than this are not results (they would be noise); unset, the
-    /// model's own floor (`semantic::default_min_similarity`).
-    pub min_similarity: Option<f32>,
-    /// Seconds between attempts to load a model that could not be loaded.
-    pub retry_seconds: u64,
-}
-
-impl Default for EmbeddingConfig {
-    fn default() -> EmbeddingConfig {
-        EmbeddingConfig {
-            enabled: true,
-            model_dir: None,
-            model: kb_embed::DEFAULT_DOWNLOAD_MODEL.to_owned(),
-            download: true,
-            onnxruntime: None,
-            precision: PrecisionConfig::Int8,
-            quantize: None,
-            similar_threshold: 0.97,
-            min_similarity: None,
-            retry_seconds: 60,
         }
     }
 }
@@ -248,14 +197,6 @@ impl Default for HubConfig {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PrecisionConfig {
-    F32,
-    #[default]
-    Int8,
-}
-
 impl Config {
     /// Reads `path`; a missing file means the defaults. A malformed file is an error that
     /// names the file and the key, so a typo is never silently ignored.
@@ -282,7 +223,7 @@ impl Config {
         anyhow::ensure!(config.server.max_connections >= 1, "server.max_connections must be at least 1");
         anyhow::ensure!(config.server.max_request_bytes >= 1024, "server.max_request_bytes must be at least 1024");
         let least_budget = u64::from(config.server.max_request_bytes)
-            + u64::from(config.server.max_connections) * crate::server::BODY_BYTES_SET_ASIDE_PER_CONNECTION;
+            + u64::from(config.server.max_connections) * BODY_BYTES_SET_ASIDE_PER_CONNECTION;
         anyhow::ensure!(
             config.server.body_budget_bytes >= least_budget,
             "server.body_budget_bytes must be at least server.max_request_bytes + 64 KiB per connection \
@@ -350,6 +291,11 @@ impl Config {
         anyhow::ensure!((1..=86_400).contains(&hub.poll_seconds), "hub.poll_seconds must be from 1 to 86400");
         anyhow::ensure!((1..=10_000).contains(&hub.batch), "hub.batch must be from 1 to 10000");
         Ok(config)
+    }
+
+    /// What the core engine needs of the configuration.
+    pub fn engine(&self) -> EngineConfig {
+        EngineConfig { policy: self.gate_policy(), search: self.search.clone(), embedding: self.embedding.clone() }
     }
 
     pub fn gate_policy(&self) -> GatePolicy {

@@ -4,20 +4,15 @@ use std::fs::File;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use kb_proto::Paths;
 use tokio::net::UnixListener;
 
+use crate::app::App;
 use crate::config::Config;
-use crate::engine::{Engine, create_private_dir};
-
-/// How often accumulated recall counters are written to the store, and changed sessions saved.
-const FLUSH_INTERVAL: Duration = Duration::from_secs(30);
-/// How often an index that could not take the latest changes tries again, and how often index
-/// commits are synced to disk.
-const INDEX_HEAL_INTERVAL: Duration = Duration::from_secs(2);
+use crate::supervisor::Supervisor;
+use kb_engine::engine::{Engine, create_private_dir};
 
 /// The longest socket path the kernel accepts (`sun_path` less its terminating NUL).
 const MAX_SOCKET_PATH: usize = 107;
@@ -25,6 +20,8 @@ const MAX_SOCKET_PATH: usize = 107;
 /// A daemon that has bound its socket and opened its store, ready to `run`.
 pub struct Daemon {
     pub engine: Arc<Engine>,
+    /// The whole configuration; the engine holds its own part, the services theirs.
+    pub config: Config,
     listener: UnixListener,
     socket: PathBuf,
     /// Held for the daemon's life: while it is locked, no other daemon may take the socket.
@@ -54,9 +51,9 @@ impl Daemon {
                 return Err(error).with_context(|| format!("cannot remove the stale socket {}", socket.display()));
             }
         }
-        let engine = Engine::open(paths, config)?;
+        let engine = Engine::open(paths, config.engine())?;
         let listener = bind_private(&socket)?;
-        Ok(Daemon { engine, listener, socket, _lock: lock, owns_socket_file: true })
+        Ok(Daemon { engine, config, listener, socket, _lock: lock, owns_socket_file: true })
     }
 
     /// Opens the engine and serves on a listening socket handed over by a service manager.
@@ -71,10 +68,10 @@ impl Daemon {
             .and_then(|address| address.as_pathname().map(Path::to_owned))
             .unwrap_or_else(|| paths.socket.clone());
         let lock = acquire_lock(&paths.lock_file())?;
-        let engine = Engine::open(paths, config)?;
+        let engine = Engine::open(paths, config.engine())?;
         listener.set_nonblocking(true).context("cannot make the inherited socket non-blocking")?;
         let listener = UnixListener::from_std(listener).context("cannot use the inherited socket")?;
-        Ok(Daemon { engine, listener, socket, _lock: lock, owns_socket_file: false })
+        Ok(Daemon { engine, config, listener, socket, _lock: lock, owns_socket_file: false })
     }
 
     pub fn socket(&self) -> &Path {
@@ -94,7 +91,7 @@ impl Daemon {
         shutdown: impl std::future::Future<Output = ()>,
         ready: impl FnOnce(),
     ) -> anyhow::Result<()> {
-        let Daemon { engine, listener, socket, _lock, owns_socket_file } = self;
+        let Daemon { engine, config, listener, socket, _lock, owns_socket_file } = self;
         // Loading the Chinese dictionary takes a moment: do it now, not in the first request.
         let warming = std::thread::spawn(|| {
             kb_index::warm_up();
@@ -104,76 +101,14 @@ impl Daemon {
             let engine = engine.clone();
             tokio::task::spawn_blocking(move || engine.prepare_index())
         };
-        // The model loads and the backlog is embedded on a thread of its own: searches are
-        // answered by BM25 meanwhile.
-        let stop_embedder = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let embedding = {
-            let engine = engine.clone();
-            let stop = stop_embedder.clone();
-            std::thread::Builder::new()
-                .name("knowhub-embedder".to_owned())
-                .spawn(move || engine.run_embedder(&stop))
-                .context("cannot start the embedding thread")?
-        };
-        // Extraction jobs run one at a time on a thread of their own (blocking HTTP calls).
-        let stop_extraction = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let extracting = {
-            let engine = engine.clone();
-            let stop = stop_extraction.clone();
-            std::thread::Builder::new()
-                .name("knowhub-extract".to_owned())
-                .spawn(move || crate::extraction::run_worker(&engine, &stop))
-                .context("cannot start the extraction thread")?
-        };
-        // The team hub syncs on a thread of its own (blocking PostgreSQL calls); it returns at
-        // once when no hub is configured.
-        let stop_hub = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let syncing = {
-            let engine = engine.clone();
-            let stop = stop_hub.clone();
-            std::thread::Builder::new()
-                .name("knowhub-hub".to_owned())
-                .spawn(move || crate::hub::run(&engine, &stop))
-                .context("cannot start the hub thread")?
-        };
-        let flusher = {
-            let engine = engine.clone();
-            tokio::spawn(async move {
-                let mut interval = tokio::time::interval(FLUSH_INTERVAL);
-                interval.tick().await;
-                loop {
-                    interval.tick().await;
-                    let engine = engine.clone();
-                    let _ = tokio::task::spawn_blocking(move || {
-                        engine.flush_recalls();
-                        engine.save_sessions();
-                    })
-                    .await;
-                }
-            })
-        };
-        // An index that failed (no file descriptors, a full disk) catches up by itself once the
-        // cause is gone: no restart, no write needed. The same tick syncs the index's commits.
-        let healer = {
-            let engine = engine.clone();
-            tokio::spawn(async move {
-                let mut interval = tokio::time::interval(INDEX_HEAL_INTERVAL);
-                loop {
-                    interval.tick().await;
-                    let engine = engine.clone();
-                    let _ = tokio::task::spawn_blocking(move || {
-                        if matches!(engine.index_state(), crate::engine::IndexState::Failed { .. }) {
-                            engine.heal_index();
-                        }
-                        // Index commits are synced in batches, here (see `Engine::persist_index`).
-                        engine.persist_index();
-                    })
-                    .await;
-                }
-            })
-        };
+        // Every background service runs supervised, on a thread of its own: searches are
+        // answered by BM25 while the model loads, and the hub and extraction never hold up a
+        // request.
+        let app = App::new(engine.clone(), config);
+        let mut supervisor = Supervisor::new(app.health.clone());
+        crate::services::start(&app, &mut supervisor)?;
         tracing::info!(socket = %socket.display(), pid = std::process::id(), "knowhubd is serving");
-        let serving = crate::server::serve(listener, engine.clone(), &engine.config, shutdown);
+        let serving = crate::server::serve(listener, app.clone(), &app.config, shutdown);
         tokio::pin!(serving);
         // The first poll builds the service and enters the accept loop (accepting any
         // connection already queued); only then is the daemon ready.
@@ -186,32 +121,18 @@ impl Daemon {
             polled
         })
         .await;
-        flusher.abort();
-        healer.abort();
-        stop_embedder.store(true, std::sync::atomic::Ordering::Relaxed);
-        stop_extraction.store(true, std::sync::atomic::Ordering::Relaxed);
-        engine.extraction.wake();
-        stop_hub.store(true, std::sync::atomic::Ordering::Relaxed);
-        engine.hub.request();
+        supervisor.stop();
         let _ = preparing.await;
         {
             let engine = engine.clone();
             let _ = tokio::task::spawn_blocking(move || engine.persist_index()).await;
         }
         // A job in the middle of a call is not waited for: it is queued still, and runs again
-        // at the next start (its result is written in one transaction, so never twice).
-        if extracting.is_finished() {
-            let _ = extracting.join();
-        }
-        // A push in flight is not waited for either: its outbox rows stay until the hub
-        // acknowledged them, so the next start pushes them again (upserts are idempotent).
-        if syncing.is_finished() {
-            let _ = syncing.join();
-        }
-        // A model still loading (a download, say) is not waited for: the process is ending.
-        if embedding.is_finished() {
-            let _ = embedding.join();
-        }
+        // at the next start (its result is written in one transaction, so never twice). A push
+        // in flight is not waited for either: its outbox rows stay until the hub acknowledged
+        // them, so the next start pushes them again (upserts are idempotent). A model still
+        // loading (a download, say) is not waited for: the process is ending.
+        supervisor.join_finished();
         let _ = warming.join();
         if owns_socket_file {
             let _ = std::fs::remove_file(&socket);

@@ -26,7 +26,8 @@ use kb_store::{Enqueued, Job, NewJob, ProposalMeta, VectorRef, WriteItem};
 use serde_json::{Value, json};
 
 use crate::config::{ExtractionConfig, RouteConfig};
-use crate::engine::{Engine, now_ms};
+use crate::supervisor::Service;
+use kb_engine::engine::{Engine, now_ms};
 
 const DAY_MS: i64 = 86_400_000;
 /// The longest the worker sleeps before it looks at the queue again.
@@ -38,9 +39,11 @@ const EVIDENCE_CHARS: usize = 240;
 /// Characters of an endpoint's error body kept in the job's error.
 const ERROR_BODY_CHARS: usize = 300;
 
-/// The worker's wake-ups and what it waits for.
+/// The worker's settings, wake-ups and what it waits for.
 #[derive(Default)]
 pub struct Extraction {
+    /// `[extraction]` of the daemon's config.
+    pub config: ExtractionConfig,
     wake: Mutex<u64>,
     woken: Condvar,
     /// What the worker waits for, when it waits for something other than work.
@@ -52,6 +55,10 @@ pub struct Extraction {
 }
 
 impl Extraction {
+    pub fn new(config: ExtractionConfig) -> Extraction {
+        Extraction { config, ..Extraction::default() }
+    }
+
     pub fn wake(&self) {
         *self.wake.lock().unwrap_or_else(PoisonError::into_inner) += 1;
         self.woken.notify_all();
@@ -126,8 +133,8 @@ pub enum Handed {
 
 /// Queues the messages of `conversation` that its session never had extracted, unless the gate
 /// before spend skips them. Runs on a blocking thread: the hook has returned already.
-pub fn on_conversation(engine: &Engine, conversation: Conversation) -> anyhow::Result<Handed> {
-    engine.extraction.requested.store(true, Ordering::Relaxed);
+pub fn on_conversation(engine: &Engine, extraction: &Extraction, conversation: Conversation) -> anyhow::Result<Handed> {
+    extraction.requested.store(true, Ordering::Relaxed);
     let turns = kb_extract::parse_messages(&conversation.messages);
     let key = conversation.session_key.as_str();
     // A second event of the same session may queue some of these messages meanwhile: then
@@ -165,32 +172,40 @@ pub fn on_conversation(engine: &Engine, conversation: Conversation) -> anyhow::R
             privacy: if conversation.strict { "strict" } else { "relaxed" },
             require_approval: conversation.require_approval,
         };
-        let enqueued = engine.lock_writer().enqueue_extraction(&job, engine.config.extraction.max_queued, now_ms())?;
+        let enqueued = engine.lock_writer().enqueue_extraction(&job, extraction.config.max_queued, now_ms())?;
         if let Enqueued::Queued { id, dropped } = enqueued {
             if dropped > 0 {
                 tracing::warn!(dropped, "extraction: the queue is full; the oldest jobs were dropped");
             }
-            engine.extraction.wake();
+            extraction.wake();
             return Ok(Handed::Queued(id));
         }
     }
     Ok(Handed::NothingNew)
 }
 
-/// The worker: one due job at a time, until `stop`.
-pub fn run_worker(engine: &Engine, stop: &AtomicBool) {
-    while !stop.load(Ordering::Relaxed) {
-        match step(engine) {
-            Ok(Some(wait)) => engine.extraction.sleep(wait),
-            Ok(None) => {}
+/// The supervised worker: one due job at a time, until the daemon stops. A step that fails
+/// (the store, say) degrades the service and is tried again after a pause; the service is
+/// healthy again once a step goes through.
+pub fn run_worker(engine: &Engine, extraction: &Extraction, service: &Service) -> anyhow::Result<()> {
+    while !service.stopping() {
+        service.checkpoint()?;
+        match step(engine, extraction) {
+            Ok(wait) => {
+                service.healthy();
+                if let Some(wait) = wait {
+                    extraction.sleep(wait);
+                }
+            }
             Err(error) => {
                 let message = format!("extraction: {error:#}");
                 tracing::error!("{message}");
-                engine.last_error.set(message);
-                engine.extraction.sleep(Duration::from_secs(5));
+                service.degraded(message);
+                extraction.sleep(Duration::from_secs(5));
             }
         }
     }
+    Ok(())
 }
 
 /// What jobs wait for when OpenClaw's model extracts.
@@ -202,8 +217,8 @@ const WAITING_FOR_CONFIG: &str = "no extraction endpoint is configured: set [ext
 
 /// Runs the next due job through the endpoint, if any; returns how long to wait before the
 /// next step (`None`: go on at once).
-fn step(engine: &Engine) -> anyhow::Result<Option<Duration>> {
-    let config = &engine.config.extraction;
+fn step(engine: &Engine, extraction: &Extraction) -> anyhow::Result<Option<Duration>> {
+    let config = &extraction.config;
     let (base_url, model) = match route(config) {
         Route::Endpoint { base_url, model } => (base_url, model),
         other => {
@@ -211,19 +226,19 @@ fn step(engine: &Engine) -> anyhow::Result<Option<Duration>> {
             // they wait for.
             let (job, next_due) = engine.reader().next_extraction_job(i64::MAX)?;
             let waiting = if other == Route::OpenClaw { WAITING_FOR_OPENCLAW } else { WAITING_FOR_CONFIG };
-            engine.extraction.set_waiting((job.is_some() || next_due.is_some()).then(|| waiting.to_owned()));
+            extraction.set_waiting((job.is_some() || next_due.is_some()).then(|| waiting.to_owned()));
             return Ok(Some(IDLE_WAIT));
         }
     };
-    let ready = match take_next(engine)? {
+    let ready = match take_next(engine, extraction)? {
         Next::Ready(ready) => ready,
         Next::Wait(wait) => return Ok(Some(wait)),
         Next::Again => return Ok(None),
     };
-    let schema = !engine.extraction.no_schema.load(Ordering::Relaxed);
+    let schema = !extraction.no_schema.load(Ordering::Relaxed);
     let body = kb_extract::prompt::request_body(&model, &ready.rendered.text, config.max_output_tokens, schema);
     let called = call(config, &base_url, &body);
-    conclude(engine, &ready, called, schema)?;
+    conclude(engine, extraction, &ready, called, schema)?;
     Ok(None)
 }
 
@@ -245,12 +260,12 @@ enum Next {
 }
 
 /// Takes the next due job within the daily cap and counts its attempt.
-fn take_next(engine: &Engine) -> anyhow::Result<Next> {
-    let config = &engine.config.extraction;
+fn take_next(engine: &Engine, extraction: &Extraction) -> anyhow::Result<Next> {
+    let config = &extraction.config;
     let now = now_ms();
     let (job, next_due) = engine.reader().next_extraction_job(now)?;
     let Some(job) = job else {
-        engine.extraction.set_waiting(None);
+        extraction.set_waiting(None);
         let wait = next_due.map_or(IDLE_WAIT, |due| Duration::from_millis((due - now).clamp(0, 60_000) as u64));
         return Ok(Next::Wait(wait));
     };
@@ -263,25 +278,25 @@ fn take_next(engine: &Engine) -> anyhow::Result<Next> {
         engine.lock_writer().fail_extraction(job.id, &reason, 0, day, now)?;
         return Ok(Next::Again);
     }
-    let Some(ready) = prepare(engine, job, day)? else { return Ok(Next::Again) };
+    let Some(ready) = prepare(engine, extraction, job, day)? else { return Ok(Next::Again) };
     let spent = engine.reader().extraction_tokens(day)?;
     if spent + ready.estimate > config.daily_token_cap {
         let next_day = (day + 1) * DAY_MS;
-        engine.extraction.set_waiting(Some(format!(
+        extraction.set_waiting(Some(format!(
             "the daily token cap is reached ({spent} of {} tokens spent today); jobs wait until 00:00 UTC",
             config.daily_token_cap
         )));
         return Ok(Next::Wait(Duration::from_millis((next_day - now).clamp(1_000, 3_600_000) as u64)));
     }
-    engine.extraction.set_waiting(None);
+    extraction.set_waiting(None);
     engine.lock_writer().start_extraction_attempt(ready.job.id)?;
     Ok(Next::Ready(ready))
 }
 
 /// Reads a job's turns and renders them within the budget; a job that cannot be read, or would
 /// cost more than the whole daily cap, fails (`None`).
-fn prepare(engine: &Engine, job: Job, day: i64) -> anyhow::Result<Option<Ready>> {
-    let config = &engine.config.extraction;
+fn prepare(engine: &Engine, extraction: &Extraction, job: Job, day: i64) -> anyhow::Result<Option<Ready>> {
+    let config = &extraction.config;
     let turns: Vec<Turn> = match serde_json::from_str(&job.turns_json) {
         Ok(turns) => turns,
         Err(error) => {
@@ -302,8 +317,14 @@ fn prepare(engine: &Engine, job: Job, day: i64) -> anyhow::Result<Option<Ready>>
 }
 
 /// Settles a job after its call: its proposals stored, or a retry, or a failure with the reason.
-fn conclude(engine: &Engine, ready: &Ready, called: Result<Answer, CallError>, schema: bool) -> anyhow::Result<()> {
-    let config = &engine.config.extraction;
+fn conclude(
+    engine: &Engine,
+    extraction: &Extraction,
+    ready: &Ready,
+    called: Result<Answer, CallError>,
+    schema: bool,
+) -> anyhow::Result<()> {
+    let config = &extraction.config;
     let Ready { job, turns, estimate, day, .. } = ready;
     let (day, attempt) = (*day, job.attempts + 1);
     let now = now_ms();
@@ -311,7 +332,7 @@ fn conclude(engine: &Engine, ready: &Ready, called: Result<Answer, CallError>, s
         Ok(answer) => {
             let tokens = answer.tokens.unwrap_or(*estimate);
             match kb_extract::parse_answer(&answer.text, turns) {
-                Ok(parsed) => store_proposals(engine, job, turns, parsed, tokens, day)?,
+                Ok(parsed) => store_proposals(engine, extraction, job, turns, parsed, tokens, day)?,
                 Err(reason) => {
                     let reason = format!("the LLM's answer could not be read: {reason}");
                     tracing::warn!(job = job.id, "extraction: {reason}");
@@ -321,7 +342,7 @@ fn conclude(engine: &Engine, ready: &Ready, called: Result<Answer, CallError>, s
         }
         Err(CallError::NoSchema(reason)) if schema => {
             tracing::info!("extraction: the endpoint refused response_format ({reason}); asking by instructions only");
-            engine.extraction.no_schema.store(true, Ordering::Relaxed);
+            extraction.no_schema.store(true, Ordering::Relaxed);
             engine.lock_writer().retry_extraction(job.id, now, &reason, 0, day)?;
         }
         Err(CallError::Retry { reason, after }) if attempt < config.max_attempts => {
@@ -364,8 +385,8 @@ pub enum Leased {
 /// Hands the next due job to the plugin (route `openclaw`): the same prompt the endpoint gets.
 /// The job stays queued but is not due again until the call's timeout (and a margin) passed,
 /// so a plugin that dies mid-call delays it, never loses it.
-pub fn lease(engine: &Engine) -> anyhow::Result<Leased> {
-    let config = &engine.config.extraction;
+pub fn lease(engine: &Engine, extraction: &Extraction) -> anyhow::Result<Leased> {
+    let config = &extraction.config;
     match route(config) {
         Route::OpenClaw => {}
         Route::Endpoint { .. } => {
@@ -373,8 +394,8 @@ pub fn lease(engine: &Engine) -> anyhow::Result<Leased> {
         }
         Route::None => return Ok(Leased::Nothing(Some(WAITING_FOR_CONFIG.to_owned()))),
     }
-    engine.extraction.requested.store(true, Ordering::Relaxed);
-    match take_next(engine)? {
+    extraction.requested.store(true, Ordering::Relaxed);
+    match take_next(engine, extraction)? {
         Next::Ready(ready) => {
             let timeout = Duration::from_secs(config.timeout_seconds);
             let until = now_ms() + (timeout + LEASE_MARGIN).as_millis() as i64;
@@ -389,7 +410,7 @@ pub fn lease(engine: &Engine) -> anyhow::Result<Leased> {
                 max_tokens: config.max_output_tokens,
             }))
         }
-        Next::Wait(_) | Next::Again => Ok(Leased::Nothing(engine.extraction.waiting())),
+        Next::Wait(_) | Next::Again => Ok(Leased::Nothing(extraction.waiting())),
     }
 }
 
@@ -401,18 +422,19 @@ const LEASE_MARGIN: Duration = Duration::from_secs(30);
 /// answer after the lease ran out and another attempt finished it) is ignored: `false`.
 pub fn finish_lease(
     engine: &Engine,
+    extraction: &Extraction,
     job_id: i64,
     answer: Result<String, String>,
     tokens: Option<u64>,
 ) -> anyhow::Result<bool> {
     let Some(job) = engine.reader().queued_extraction_job(job_id)? else { return Ok(false) };
     let day = now_ms().div_euclid(DAY_MS);
-    let Some(ready) = prepare(engine, job, day)? else { return Ok(true) };
+    let Some(ready) = prepare(engine, extraction, job, day)? else { return Ok(true) };
     let called = match answer {
         Ok(text) => {
             // Without the runtime's usage (subagent.complete reports none), the tokens are estimated.
             let tokens = tokens.unwrap_or_else(|| {
-                (ready.estimate - u64::from(engine.config.extraction.max_output_tokens))
+                (ready.estimate - u64::from(extraction.config.max_output_tokens))
                     + kb_extract::estimate_tokens(&text) as u64
             });
             Ok(Answer { text, tokens: Some(tokens) })
@@ -421,7 +443,7 @@ pub fn finish_lease(
     };
     // The attempt was counted at the lease: `job.attempts` includes it.
     let ready = Ready { job: Job { attempts: ready.job.attempts.saturating_sub(1), ..ready.job }, ..ready };
-    conclude(engine, &ready, called, false)?;
+    conclude(engine, extraction, &ready, called, false)?;
     Ok(true)
 }
 
@@ -540,13 +562,14 @@ fn api_key(config: &ExtractionConfig) -> Result<Option<String>, String> {
 /// until approved; the experience each resembles is named with it.
 fn store_proposals(
     engine: &Engine,
+    extraction: &Extraction,
     job: &Job,
     turns: &[Turn],
     parsed: Parsed,
     tokens: u64,
     day: i64,
 ) -> anyhow::Result<()> {
-    let config = &engine.config.extraction;
+    let config = &extraction.config;
     let mut low_confidence = 0u64;
     let mut invalid = parsed.invalid.len() as u64;
     let mut rejected_before = 0u64;
@@ -601,7 +624,7 @@ fn store_proposals(
                 continue;
             }
         }
-        let text = crate::semantic::embedding_text(
+        let text = kb_engine::semantic::embedding_text(
             &gated.experience.task,
             &gated.experience.resource,
             &gated.experience.result,
@@ -671,7 +694,7 @@ fn store_proposals(
         &metas,
         &kb_store::JobResult { tokens, day, counters: &counters, now_ms: now_ms() },
     )?;
-    engine.after_write(&mut store, &crate::engine::created_ids(&outcomes));
+    engine.after_write(&mut store, &kb_engine::engine::created_ids(&outcomes));
     drop(store);
     tracing::info!(job = job.id, proposals = outcomes.len(), tokens, "extraction: job done");
     Ok(())

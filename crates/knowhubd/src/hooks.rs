@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use kb_core::injection::{escape_for_prompt, looks_like_injection};
 use serde_json::Value;
 
-use crate::engine::{Engine, Found, SearchMode, SearchQuery};
+use kb_engine::engine::{Engine, Found, SearchMode, SearchQuery};
 
 /// Sessions tracked at once; past this, the longest idle ones are forgotten.
 const MAX_SESSIONS: usize = 10_000;
@@ -551,7 +551,7 @@ async fn recall(engine: &Engine, prompt: &str, already_recalled: &[String]) -> O
         min_score: None,
         agent_id: None,
         mode: SearchMode::Hybrid,
-        origin: crate::engine::Origin::All,
+        origin: kb_engine::engine::Origin::All,
     };
     let found = match engine.search(search).await {
         Ok((found, _)) => found,

@@ -12,7 +12,8 @@ use kb_hub::{Change, Shared};
 use kb_store::{Incoming, Outgoing, Store};
 
 use crate::config::HubConfig;
-use crate::engine::{Engine, now_ms};
+use crate::supervisor::Service;
+use kb_engine::engine::{Engine, now_ms};
 
 /// How long the thread waits for a notification before it looks at the outbox again: the
 /// delay between a local write and its push.
@@ -20,9 +21,11 @@ const SLICE: Duration = Duration::from_millis(50);
 /// The longest wait between two attempts to reach a hub that is down.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
-/// The sync thread's state, as `status` and `hub.sync` see it.
+/// The sync thread's settings and state, as `status` and `hub.sync` see it.
 #[derive(Default)]
 pub struct HubSync {
+    /// `[hub]` of the daemon's config.
+    pub config: HubConfig,
     /// Rounds asked for (`hub.sync`) and rounds finished, to wait for one.
     rounds: Mutex<(u64, u64)>,
     round_done: Condvar,
@@ -41,6 +44,10 @@ pub struct State {
 }
 
 impl HubSync {
+    pub fn new(config: HubConfig) -> HubSync {
+        HubSync { config, ..HubSync::default() }
+    }
+
     /// Asks for a sync round now; returns the round to wait for.
     pub fn request(&self) -> u64 {
         let mut rounds = self.rounds.lock().unwrap_or_else(PoisonError::into_inner);
@@ -119,14 +126,17 @@ fn settings(config: &HubConfig) -> anyhow::Result<Option<Settings>> {
     Ok(Some(Settings { options, team, config: config.clone() }))
 }
 
-/// Runs until `stop`: keeps the store and the hub in sync. Returns at once when no hub is
-/// configured.
-pub fn run(engine: &Engine, stop: &AtomicBool) {
-    let hub_sync = &engine.hub;
-    let settings = match settings(&engine.config.hub) {
+/// The supervised service: keeps the store and the hub in sync until the daemon stops.
+/// Returns at once when no hub is configured.
+pub fn run(engine: &Engine, hub_sync: &HubSync, service: &Service) -> anyhow::Result<()> {
+    let stop = service.stop_flag();
+    let settings = match settings(&hub_sync.config) {
         Ok(Some(settings)) => settings,
-        Ok(None) => return,
-        Err(error) => return idle_failing(hub_sync, format!("hub: {error:#}"), stop),
+        Ok(None) => {
+            service.off("no [hub] url is configured");
+            return Ok(());
+        }
+        Err(error) => return idle_failing(hub_sync, service, format!("hub: {error:#}")),
     };
     hub_sync.update(|state| {
         state.connection = "connecting";
@@ -147,12 +157,14 @@ pub fn run(engine: &Engine, stop: &AtomicBool) {
     let (machine, reader) = match prepared {
         Ok(prepared) => prepared,
         Err(error) => {
-            return idle_failing(hub_sync, format!("hub: cannot prepare the store for sharing: {error:#}"), stop);
+            return idle_failing(hub_sync, service, format!("hub: cannot prepare the store for sharing: {error:#}"));
         }
     };
     let mut hub: Option<kb_hub::Hub> = None;
     let mut backoff = Duration::from_secs(1);
+    let mut writes = engine.watch_writes();
     while !stop.load(Ordering::Relaxed) {
+        service.checkpoint()?;
         let round = hub_sync.requested();
         let connected = match hub.as_mut() {
             Some(hub) => hub,
@@ -163,7 +175,7 @@ pub fn run(engine: &Engine, stop: &AtomicBool) {
                     hub.insert(opened)
                 }
                 Err(error) => {
-                    failed(hub_sync, format!("hub: {error}"));
+                    failed(hub_sync, service, format!("hub: {error}"));
                     hub_sync.finish(round);
                     hub_sync.sleep(backoff, round);
                     backoff = (backoff * 2).min(MAX_BACKOFF);
@@ -171,16 +183,18 @@ pub fn run(engine: &Engine, stop: &AtomicBool) {
                 }
             },
         };
-        match sync_round(engine, connected, &reader, &settings, &machine, stop) {
+        match sync_round(engine, hub_sync, connected, &reader, &settings, &machine, stop) {
             Ok(behind) => {
                 hub_sync.update(|state| {
                     state.connection = "connected";
                     state.last_sync = Some(SystemTime::now());
                     state.behind = behind;
+                    state.last_error = None;
                 });
+                service.healthy();
             }
             Err(error) => {
-                failed(hub_sync, format!("hub: {error:#}"));
+                failed(hub_sync, service, format!("hub: {error:#}"));
                 if connected.is_closed() {
                     hub = None;
                 }
@@ -196,14 +210,19 @@ pub fn run(engine: &Engine, stop: &AtomicBool) {
         let started = Instant::now();
         let Some(connected) = hub.as_mut() else { continue };
         while !stop.load(Ordering::Relaxed) && started.elapsed() < poll && hub_sync.requested() == round {
-            if settings.config.share && reader.hub_outbox(1).is_ok_and(|waiting| !waiting.is_empty()) {
-                break;
+            // A local write may have queued something to share: the engine says when it wrote,
+            // so the outbox is read only then, not every slice.
+            if settings.config.share && writes.has_changed().unwrap_or(false) {
+                writes.mark_unchanged();
+                if reader.hub_outbox(1).is_ok_and(|waiting| !waiting.is_empty()) {
+                    break;
+                }
             }
             match connected.wait(SLICE) {
                 Ok(true) => break,
                 Ok(false) => {}
                 Err(error) => {
-                    failed(hub_sync, format!("hub: {error}"));
+                    failed(hub_sync, service, format!("hub: {error}"));
                     if connected.is_closed() {
                         hub = None;
                     }
@@ -212,25 +231,30 @@ pub fn run(engine: &Engine, stop: &AtomicBool) {
             }
         }
     }
+    Ok(())
 }
 
 /// A configuration that cannot work (a password variable not set, say): says so in `status`
 /// and answers every `hub.sync` with it until the daemon stops.
-fn idle_failing(hub_sync: &HubSync, message: String, stop: &AtomicBool) {
+fn idle_failing(hub_sync: &HubSync, service: &Service, message: String) -> anyhow::Result<()> {
     tracing::error!("{message}");
+    service.degraded(message.clone());
     hub_sync.update(|state| {
         state.connection = "error";
         state.last_error = Some((SystemTime::now(), message));
     });
-    while !stop.load(Ordering::Relaxed) {
+    while !service.stopping() {
+        service.checkpoint()?;
         let round = hub_sync.requested();
         hub_sync.finish(round);
         hub_sync.sleep(Duration::from_secs(1), round);
     }
+    Ok(())
 }
 
-fn failed(hub_sync: &HubSync, message: String) {
+fn failed(hub_sync: &HubSync, service: &Service, message: String) {
     tracing::warn!("{message}");
+    service.degraded(message.clone());
     hub_sync.update(|state| {
         state.connection = "error";
         state.last_error = Some((SystemTime::now(), message));
@@ -241,6 +265,7 @@ fn failed(hub_sync: &HubSync, message: String) {
 /// teammates' changes are still behind.
 fn sync_round(
     engine: &Engine,
+    hub_sync: &HubSync,
     hub: &mut kb_hub::Hub,
     reader: &Store,
     settings: &Settings,
@@ -248,15 +273,16 @@ fn sync_round(
     stop: &AtomicBool,
 ) -> anyhow::Result<u64> {
     if settings.config.share {
-        push(engine, hub, reader, settings, machine, stop)?;
+        push(engine, hub_sync, hub, reader, settings, machine, stop)?;
     }
-    pull(engine, hub, reader, settings, stop)?;
+    pull(engine, hub_sync, hub, reader, settings, stop)?;
     let behind = hub.behind(reader.hub_pulled_seq()?)?;
     Ok(behind.max(0) as u64)
 }
 
 fn push(
     engine: &Engine,
+    hub_sync: &HubSync,
     hub: &mut kb_hub::Hub,
     reader: &Store,
     settings: &Settings,
@@ -286,7 +312,7 @@ fn push(
             .collect();
         store.hub_pushed(&pushed)?;
         drop(store);
-        engine.hub.pushed.fetch_add(pushed.len() as u64, Ordering::Relaxed);
+        hub_sync.pushed.fetch_add(pushed.len() as u64, Ordering::Relaxed);
     }
     Ok(())
 }
@@ -347,6 +373,7 @@ fn to_change(entry: &Outgoing, config: &HubConfig, strict: &GatePolicy, machine:
 
 fn pull(
     engine: &Engine,
+    hub_sync: &HubSync,
     hub: &mut kb_hub::Hub,
     reader: &Store,
     settings: &Settings,
@@ -404,7 +431,7 @@ fn pull(
         engine.after_write(&mut store, &created);
         drop(store);
         let n = applied.inserted + applied.updated + applied.merged + applied.deleted;
-        engine.hub.pulled.fetch_add(n as u64, Ordering::Relaxed);
+        hub_sync.pulled.fetch_add(n as u64, Ordering::Relaxed);
         if n > 0 || applied.conflicts > 0 {
             tracing::info!(?applied, up_to, "hub: pulled the team's changes");
         }
@@ -413,12 +440,15 @@ fn pull(
 }
 
 /// The hub's part of `status`.
-pub fn status(engine: &Engine) -> Result<kb_proto::wire::HubStatus, crate::engine::EngineError> {
-    let config = &engine.config.hub;
-    let state = engine.hub.state();
+pub fn status(
+    engine: &Engine,
+    hub_sync: &HubSync,
+) -> Result<kb_proto::wire::HubStatus, kb_engine::engine::EngineError> {
+    let config = &hub_sync.config;
+    let state = hub_sync.state();
     let reader = engine.reader();
     let depth = reader.hub_outbox_depth()?;
-    let (pushed, pulled) = engine.hub.totals();
+    let (pushed, pulled) = hub_sync.totals();
     let at = |time: SystemTime| humantime::format_rfc3339_seconds(time).to_string();
     Ok(kb_proto::wire::HubStatus {
         state: if config.url.is_none() {

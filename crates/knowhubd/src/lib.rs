@@ -4,18 +4,17 @@
 //! [`Daemon::boot`] and [`Daemon::run`]; tests boot the daemon in-process on a temp socket.
 
 pub mod activation;
+pub mod app;
 pub mod config;
 pub mod daemon;
-pub mod engine;
 pub mod extraction;
 pub mod hooks;
 pub mod hub;
-pub mod memory;
 mod rpc;
-pub mod semantic;
 pub mod server;
-pub mod stats;
+pub mod services;
+pub mod supervisor;
 
 pub use config::Config;
 pub use daemon::Daemon;
-pub use engine::Engine;
+pub use kb_engine::Engine;

@@ -5,7 +5,7 @@ use anyhow::Context as _;
 use knowhubd::{Config, Daemon, activation};
 
 fn main() -> anyhow::Result<()> {
-    knowhubd::memory::limit_malloc_arenas();
+    kb_engine::memory::limit_malloc_arenas();
     let mut args = std::env::args().skip(1);
     if let Some(arg) = args.next() {
         match arg.as_str() {

@@ -39,8 +39,8 @@ use tokio::task::JoinSet;
 pub use body::BODY_BYTES_SET_ASIDE_PER_CONNECTION;
 pub use throttle::Throttle;
 
+use crate::app::App;
 use crate::config::Config;
-use crate::engine::Engine;
 use body::{BodyBudget, Refusal};
 use connections::{Admitted, Connection, Registry, Timeouts, Watched};
 use throttle::warn_throttled;
@@ -140,26 +140,26 @@ struct Shared {
     budget: Arc<BodyBudget>,
 }
 
-/// Serves `engine` on `listener` until `shutdown` completes, then stops accepting, lets
+/// Serves `app` on `listener` until `shutdown` completes, then stops accepting, lets
 /// requests in flight finish (up to `DRAIN_TIMEOUT`) and returns.
 ///
 /// Every connection's peer uid is checked against the daemon's own: another user's process
 /// is refused even if the socket's permissions were loosened.
-pub async fn serve(listener: UnixListener, engine: Arc<Engine>, config: &Config, shutdown: impl Future<Output = ()>) {
+pub async fn serve(listener: UnixListener, app: Arc<App>, config: &Config, shutdown: impl Future<Output = ()>) {
     let limits = Limits::new(&config.server, open_file_limit());
-    serve_with_limits(listener, engine, limits, shutdown).await;
+    serve_with_limits(listener, app, limits, shutdown).await;
 }
 
 /// [`serve`] with the limits given.
 pub async fn serve_with_limits(
     listener: UnixListener,
-    engine: Arc<Engine>,
+    app: Arc<App>,
     limits: Limits,
     shutdown: impl Future<Output = ()>,
 ) {
     let socket_path =
         listener.local_addr().ok().and_then(|address| address.as_pathname().map(ToOwned::to_owned)).unwrap_or_default();
-    let methods = crate::rpc::module(engine.clone(), socket_path);
+    let methods = crate::rpc::module(app.clone(), socket_path);
     let max_request_bytes = u32::try_from(limits.max_request_bytes).unwrap_or(u32::MAX);
     let server_config = ServerConfig::builder()
         .http_only()
@@ -245,10 +245,10 @@ pub async fn serve_with_limits(
         connections.abort_all();
     }
     // Requests that returned are stored; flush the statistics they produced.
-    let engine_for_flush = engine.clone();
     let _ = tokio::task::spawn_blocking(move || {
-        engine_for_flush.flush_recalls();
-        engine_for_flush.save_sessions();
+        if let Err(error) = app.flush() {
+            tracing::warn!("{error:#}");
+        }
     })
     .await;
 }

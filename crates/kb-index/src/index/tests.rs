@@ -735,3 +735,45 @@ fn searches_run_while_another_thread_writes() {
     assert_eq!(index.num_docs(), sample_docs().len() as u64 + 20);
     assert_eq!(index.applied_seq(), 21);
 }
+
+/// Overwrites every segment file under `dir` with garbage of the same length, as a disk or
+/// another program might while the index is open.
+fn damage_segment_files(dir: &std::path::Path) -> usize {
+    let mut damaged = 0;
+    for entry in std::fs::read_dir(dir).expect("index dir") {
+        let path = entry.expect("entry").path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.ends_with(".json") || name.ends_with(".lock") || name.starts_with('.') || !path.is_file() {
+            continue;
+        }
+        let length = std::fs::metadata(&path).expect("metadata").len() as usize;
+        let garbage: Vec<u8> = (0..length).map(|i| (i * 7919 % 251) as u8 ^ 0xa5).collect();
+        std::fs::write(&path, garbage).expect("overwrite");
+        damaged += 1;
+    }
+    damaged
+}
+
+#[test]
+fn a_damaged_index_is_cleared_without_reading_its_segments_and_rebuilt_in_place() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("index");
+    let (index, _) = ExperienceIndex::open(&path).expect("open");
+    // One commit per document, as submits make them: many segments, merged in the background.
+    for (n, doc) in sample_docs().iter().cycle().take(40).enumerate() {
+        let id = format!("doc-{n}");
+        index.upsert(&[IndexDoc { id: &id, ..doc.clone() }]).expect("upsert");
+        index.commit(n as u64 + 1).expect("commit");
+    }
+    index.make_durable().expect("durable");
+    assert!(damage_segment_files(&path) > 0);
+    // Reading the damaged index fails or panics; either way it is then rebuilt.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ids_for(&index, "vitest")));
+    index.reset_writer().expect("reset");
+    index.clear().expect("clear");
+    index.commit(0).expect("a commit after clear reads none of the damaged segments");
+    index.upsert(&[doc("fresh", "rebuilt from the store", "sqlite", "ok")]).expect("upsert");
+    index.commit(9).expect("commit");
+    assert_eq!(index.num_docs(), 1);
+    assert_eq!(ids_for(&index, "rebuilt"), ["fresh"]);
+}

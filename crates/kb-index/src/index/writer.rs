@@ -9,7 +9,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use kb_core::Status;
 use tantivy::directory::error::LockError;
 use tantivy::indexer::LogMergePolicy;
-use tantivy::query::{AllQuery, TermSetQuery};
+use tantivy::query::TermSetQuery;
 use tantivy::{Index, IndexWriter, TantivyDocument, TantivyError, Term};
 
 use crate::directory::DeferredSyncDirectory;
@@ -207,12 +207,15 @@ impl Writer {
         TermSetQuery::new(ids.map(|id| Term::from_field_text(self.fields.id, id)))
     }
 
-    /// Removes every document, including uncommitted ones.
+    /// Removes every document, including uncommitted ones. The segments are dropped whole,
+    /// without reading them (a delete query would open each segment, and a damaged one cannot
+    /// be opened: the rebuild of a damaged index starts here).
     pub(super) fn clear(&self) -> Result<()> {
-        let writer = self.lock_writer();
-        writer
-            .delete_query(Box::new(AllQuery))
-            .map_err(|source| Error::Write { operation: "clear all documents", source })?;
+        let mut writer = self.lock_writer();
+        // Uncommitted documents may still be in the indexing threads, which dropping the
+        // segments would not reach: they go with a rollback to the last commit first.
+        self.reset_locked(&mut writer)?;
+        writer.delete_all_documents().map_err(|source| Error::Write { operation: "clear all documents", source })?;
         Ok(())
     }
 

@@ -20,11 +20,23 @@ pub(super) async fn status(client: &mut Client, json: bool) -> anyhow::Result<Ex
         ));
     }
     if !status.healthy {
-        problems.push(format!(
-            "the search index is {}{}",
-            status.index.state,
-            status.index.detail.as_deref().map(|detail| format!(": {detail}")).unwrap_or_default()
-        ));
+        let failing: Vec<&wire::ServiceStatus> = status.services.iter().filter(|service| service.unhealthy).collect();
+        if status.index.state != "ready" || failing.is_empty() {
+            problems.push(format!(
+                "the search index is {}{}",
+                status.index.state,
+                status.index.detail.as_deref().map(|detail| format!(": {detail}")).unwrap_or_default()
+            ));
+        }
+        for service in failing {
+            problems.push(format!(
+                "the {} service is {} since {}{}",
+                service.name,
+                service.state,
+                service.unhealthy_since.as_deref().unwrap_or(&service.since),
+                service.reason.as_deref().map(|reason| format!(": {reason}")).unwrap_or_default()
+            ));
+        }
     }
     if json {
         output::json(&status)?;
@@ -38,6 +50,7 @@ pub(super) async fn status(client: &mut Client, json: bool) -> anyhow::Result<Ex
              embedder: {}{}, backlog {}\n\
              extraction: {}\n\
              hub: {}\n\
+             services: {}\n\
              search latency: p50 {:.3} ms, p99 {:.3} ms over the last {} searches\n\
              submit latency: p50 {:.3} ms, p99 {:.3} ms\n\
              database: {}\nconfig: {}",
@@ -59,6 +72,7 @@ pub(super) async fn status(client: &mut Client, json: bool) -> anyhow::Result<Ex
             status.embedder.backlog,
             extraction_line(&status.extraction),
             hub_line(&status.hub),
+            services_line(&status.services),
             status.latencies.search.p50_ms,
             status.latencies.search.p99_ms,
             status.latencies.search.count.min(1024),
@@ -129,4 +143,32 @@ fn extraction_line(extraction: &wire::ExtractionStatus) -> String {
         line.push_str(&format!("\n  last extraction error ({}): {}", error.at, error.message));
     }
     line
+}
+
+/// One line on the supervised services for `kbctl status`: each one's state, with its restarts
+/// and the reason when it is not simply running.
+fn services_line(services: &[wire::ServiceStatus]) -> String {
+    if services.is_empty() {
+        return "not reported by this daemon".to_owned();
+    }
+    let each: Vec<String> = services
+        .iter()
+        .map(|service| {
+            let mut text = format!("{} {}", service.name, service.state);
+            if service.restarts > 0 {
+                text.push_str(&format!(" (restarted {}x", service.restarts));
+                if let Some(failure) = &service.last_failure {
+                    text.push_str(&format!(", last at {}: {}", failure.at, failure.message));
+                }
+                text.push(')');
+            }
+            if service.state != "running"
+                && let Some(reason) = &service.reason
+            {
+                text.push_str(&format!(": {reason}"));
+            }
+            text
+        })
+        .collect();
+    each.join("; ")
 }

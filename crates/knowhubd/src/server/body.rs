@@ -15,8 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use hyper::body::{Body as _, Incoming};
 
-/// Bytes of each connection's body kept out of the shared budget (see the module comment).
-pub const BODY_BYTES_SET_ASIDE_PER_CONNECTION: u64 = 64 * 1024;
+pub use crate::config::BODY_BYTES_SET_ASIDE_PER_CONNECTION;
 
 /// The smallest buffer worth allocating for a body.
 const FIRST_BUFFER: usize = 16 * 1024;

@@ -1,42 +1,33 @@
-//! The JSON-RPC methods: parse wire params, call the engine, convert answers and errors.
-//!
-//! Architecture Invariant: this module and `kb-proto` are the only places that know the JSON
-//! shape of requests and answers; the engine works on domain types.
+//! The store's methods: submit, search, content, get, import, delete, list, export, review
+//! (pending, approve, reject), reindex and backup.
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant, UNIX_EPOCH};
+use std::time::Instant;
 
 use jsonrpsee::RpcModule;
-use jsonrpsee::types::{ErrorObjectOwned, Params};
+use jsonrpsee::types::Params;
 use kb_core::{Experience, NewExperience, Source, Status};
-use kb_proto::wire::{self, ParamError};
-use kb_proto::{ErrorCode, PROTOCOL_VERSION, method};
+use kb_proto::method;
+use kb_proto::wire;
 use kb_store::ListFilter;
 
-use crate::engine::{CarriedVariant, Engine, EngineError, ImportEntry, IndexState, Reindexed, SearchMode, SearchQuery};
-use crate::hooks::{ExtractionTrigger, HookConfig, HookInput, ReminderMode};
-use crate::semantic::Refresh;
+use super::{RpcResult, experience_id, invalid, page_limit, parse, rfc3339, to_rpc_error};
+use crate::app::App;
+use kb_engine::engine::{CarriedVariant, Engine, ImportEntry, Reindexed, SearchMode, SearchQuery};
+use kb_engine::semantic::Refresh;
+use kb_engine::stats::Cause;
 
-/// The most experiences one `kb.list` or `kb.export` page returns.
-const MAX_PAGE: usize = 1_000;
-
-type RpcResult<T> = Result<T, ErrorObjectOwned>;
-
-/// Every method of the protocol, bound to the engine.
-pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
-    let mut module = RpcModule::new(engine);
-    let socket = Arc::new(socket);
-
+pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
     module
-        .register_method(method::STATUS, move |_params, engine, _| status(engine, &socket))
-        .expect("method names are unique");
-    module
-        .register_blocking_method(method::SUBMIT, |params, engine, _| {
+        .register_blocking_method(method::SUBMIT, |params, app, _| {
+            let engine = &app.engine;
             let started = Instant::now();
             let params: wire::SubmitParams = parse(&params)?;
             let new = new_experience(params)?;
-            let submitted = engine.submit(new).map_err(|error| to_rpc_error(&engine, error))?;
+            let submitted = engine.submit(new).map_err(|error| to_rpc_error(engine, error))?;
+            // The store takes writes again: an internal error of an earlier request has healed.
+            engine.last_error.clear(Cause::Request);
             engine.submit_latency.record(started.elapsed());
             RpcResult::Ok(wire::SubmitResult {
                 note: submitted.note(),
@@ -59,7 +50,8 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
         })
         .expect("method names are unique");
     module
-        .register_async_method(method::SEARCH, |params, engine, _| async move {
+        .register_async_method(method::SEARCH, |params, app, _| async move {
+            let engine = &app.engine;
             let started = Instant::now();
             let params: wire::SearchParams = parse(&params)?;
             let mode = match params.mode.as_deref() {
@@ -68,8 +60,8 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
                     .ok_or_else(|| invalid("mode", format!("must be hybrid, bm25 or vector, got {mode:?}")))?,
             };
             let origin = match params.origin.as_deref() {
-                None => crate::engine::Origin::All,
-                Some(origin) => crate::engine::Origin::parse(origin)
+                None => kb_engine::engine::Origin::All,
+                Some(origin) => kb_engine::engine::Origin::parse(origin)
                     .ok_or_else(|| invalid("origin", format!("must be mine, team or all, got {origin:?}")))?,
             };
             let query = SearchQuery {
@@ -109,7 +101,8 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
         })
         .expect("method names are unique");
     module
-        .register_blocking_method(method::CONTENT, |params, engine, _| {
+        .register_blocking_method(method::CONTENT, |params, app, _| {
+            let engine = &app.engine;
             let params: wire::ContentParams = parse(&params)?;
             let id = experience_id("experience_id", &params.experience_id)?;
             let (content, content_type) = engine.content(&id).map_err(|error| to_rpc_error(&engine, error))?;
@@ -117,7 +110,8 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
         })
         .expect("method names are unique");
     module
-        .register_blocking_method(method::GET, |params, engine, _| {
+        .register_blocking_method(method::GET, |params, app, _| {
+            let engine = &app.engine;
             let params: wire::GetParams = parse(&params)?;
             let id = experience_id("experience_id", &params.experience_id)?;
             let experience = engine.get(&id).map_err(|error| to_rpc_error(&engine, error))?;
@@ -141,7 +135,8 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
         })
         .expect("method names are unique");
     module
-        .register_blocking_method(method::IMPORT, |params, engine, _| {
+        .register_blocking_method(method::IMPORT, |params, app, _| {
+            let engine = &app.engine;
             let params: wire::ImportParams = parse(&params)?;
             let items = params
                 .items
@@ -151,7 +146,8 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
                     import_item(item).map_err(|error| error.message().to_owned())
                 })
                 .collect();
-            let imported = engine.import(items).map_err(|error| to_rpc_error(&engine, error))?;
+            let imported = engine.import(items).map_err(|error| to_rpc_error(engine, error))?;
+            engine.last_error.clear(Cause::Request);
             RpcResult::Ok(wire::ImportResult {
                 ids: imported.ids,
                 imported: imported.imported,
@@ -165,7 +161,8 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
         })
         .expect("method names are unique");
     module
-        .register_blocking_method(method::DELETE, |params, engine, _| {
+        .register_blocking_method(method::DELETE, |params, app, _| {
+            let engine = &app.engine;
             let params: wire::DeleteParams = parse(&params)?;
             if params.ids.is_empty() {
                 return Err(invalid("ids", "must name at least one experience"));
@@ -176,7 +173,8 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
         })
         .expect("method names are unique");
     module
-        .register_blocking_method(method::PENDING, |params, engine, _| {
+        .register_blocking_method(method::PENDING, |params, app, _| {
+            let engine = &app.engine;
             let params: wire::PendingParams = parse(&params)?;
             let limit = page_limit(params.limit, 100)?;
             let held = engine.pending(limit).map_err(|error| to_rpc_error(&engine, error))?;
@@ -185,116 +183,14 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
         })
         .expect("method names are unique");
     module
-        .register_blocking_method(method::EXTRACT_LEASE, |params, engine, _| {
-            let _: wire::LeaseParams = parse(&params)?;
-            let leased = crate::extraction::lease(&engine)
-                .map_err(|error| to_rpc_error(&engine, EngineError::Internal(error)))?;
-            RpcResult::Ok(match leased {
-                crate::extraction::Leased::Job(lease) => wire::LeaseResult {
-                    job: Some(wire::LeasedJob {
-                        job_id: lease.job_id,
-                        agent_id: lease.agent_id,
-                        session_key: lease.session_key,
-                        system: lease.system.to_owned(),
-                        message: lease.message,
-                        timeout_ms: lease.timeout.as_millis() as u64,
-                        max_tokens: lease.max_tokens,
-                        response_format: kb_extract::prompt::response_format(),
-                    }),
-                    waiting: None,
-                },
-                crate::extraction::Leased::Nothing(waiting) => wire::LeaseResult { job: None, waiting },
-            })
-        })
+        .register_blocking_method(method::APPROVE, |params, app, _| review(&app.engine, &params, Status::Active))
         .expect("method names are unique");
     module
-        .register_blocking_method(method::EXTRACT_RESULT, |params, engine, _| {
-            let params: wire::ExtractResultParams = parse(&params)?;
-            let answer = match (params.text, params.error) {
-                (Some(text), None) => Ok(text),
-                (None, Some(error)) => Err(error),
-                _ => return Err(invalid("text", "give exactly one of text and error")),
-            };
-            let accepted = crate::extraction::finish_lease(&engine, params.job_id, answer, params.tokens)
-                .map_err(|error| to_rpc_error(&engine, EngineError::Internal(error)))?;
-            RpcResult::Ok(wire::ExtractResultResult { accepted })
-        })
+        .register_blocking_method(method::REJECT, |params, app, _| review(&app.engine, &params, Status::Rejected))
         .expect("method names are unique");
     module
-        .register_blocking_method(method::EXTRACT_JOBS, |params, engine, _| {
-            let params: wire::JobsParams = parse(&params)?;
-            let limit = page_limit(params.limit, 50)?;
-            if let Some(state) = params.state.as_deref()
-                && !["queued", "done", "failed", "dropped"].contains(&state)
-            {
-                return Err(invalid("state", format!("must be queued, done, failed or dropped, got {state:?}")));
-            }
-            let jobs =
-                engine.extraction_jobs(params.state.as_deref(), limit).map_err(|error| to_rpc_error(&engine, error))?;
-            let jobs = jobs
-                .into_iter()
-                .map(|job| wire::JobRecord {
-                    id: job.id,
-                    session_key: job.session_key,
-                    retryable: job.state == "failed" && job.has_conversation,
-                    state: job.state,
-                    attempts: job.attempts,
-                    created_at: rfc3339(job.created_at),
-                    finished_at: job.finished_at.map(rfc3339),
-                    tokens: job.tokens,
-                    proposals: job.proposals,
-                    messages: job.turn_count,
-                    error: job.error,
-                })
-                .collect();
-            RpcResult::Ok(wire::JobsResult { jobs })
-        })
-        .expect("method names are unique");
-    module
-        .register_blocking_method(method::EXTRACT_RETRY, |params, engine, _| {
-            let params: wire::RetryParams = parse(&params)?;
-            if params.ids.is_empty() {
-                return Err(invalid("ids", "must name at least one job"));
-            }
-            let retried = engine.retry_extractions(&params.ids).map_err(|error| to_rpc_error(&engine, error))?;
-            let mut result = wire::RetryResult { retried: Vec::new(), not_retried: Vec::new() };
-            for (id, retried) in params.ids.iter().copied().zip(retried) {
-                if retried { result.retried.push(id) } else { result.not_retried.push(id) }
-            }
-            RpcResult::Ok(result)
-        })
-        .expect("method names are unique");
-    module
-        .register_blocking_method(method::HUB_SYNC, |_params, engine, _| {
-            let (pushed_before, pulled_before) = engine.hub.totals();
-            if engine.config.hub.url.is_none() {
-                return Err(invalid("hub", "no hub is configured: set [hub] url and team in the daemon's config.toml"));
-            }
-            let round = engine.hub.request();
-            if !engine.hub.wait_for(round, std::time::Duration::from_secs(60)) {
-                return Err(ErrorObjectOwned::owned(
-                    ErrorCode::Unavailable.code(),
-                    "the hub sync did not finish within 60 s; it goes on in the background (see `kbctl hub status`)",
-                    None::<()>,
-                ));
-            }
-            let hub = crate::hub::status(&engine).map_err(|error| to_rpc_error(&engine, error))?;
-            let (pushed, pulled) = engine.hub.totals();
-            Ok::<_, ErrorObjectOwned>(wire::HubSyncResult {
-                pushed: pushed - pushed_before,
-                pulled: pulled - pulled_before,
-                hub,
-            })
-        })
-        .expect("method names are unique");
-    module
-        .register_blocking_method(method::APPROVE, |params, engine, _| review(&engine, &params, Status::Active))
-        .expect("method names are unique");
-    module
-        .register_blocking_method(method::REJECT, |params, engine, _| review(&engine, &params, Status::Rejected))
-        .expect("method names are unique");
-    module
-        .register_blocking_method(method::LIST, |params, engine, _| {
+        .register_blocking_method(method::LIST, |params, app, _| {
+            let engine = &app.engine;
             let params: wire::ListParams = parse(&params)?;
             let status =
                 match params.status.as_deref() {
@@ -313,7 +209,8 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
         })
         .expect("method names are unique");
     module
-        .register_blocking_method(method::EXPORT, |params, engine, _| {
+        .register_blocking_method(method::EXPORT, |params, app, _| {
+            let engine = &app.engine;
             let params: wire::ExportParams = parse(&params)?;
             let limit = page_limit(params.limit, 500)?;
             let rows =
@@ -332,36 +229,8 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
         })
         .expect("method names are unique");
     module
-        .register_async_method(method::HOOK_EVENT, |params, engine, _| async move {
-            let started = Instant::now();
-            let params: wire::HookEventParams = parse(&params)?;
-            let hook = params.hook.trim();
-            if hook.is_empty() || hook.len() > 128 {
-                return Err(invalid("hook", "must be a hook name"));
-            }
-            let config = hook_config(params.config.as_ref())?;
-            let input = HookInput { hook, event: &params.event, ctx: &params.ctx, config };
-            if let Some(conversation) = input.conversation() {
-                // Queued off the hook's path: the turn has ended, and nothing waits for this.
-                let engine = engine.clone();
-                tokio::task::spawn_blocking(move || {
-                    if let Err(error) = crate::extraction::on_conversation(&engine, conversation) {
-                        let message = format!("extraction: cannot queue a conversation: {error:#}");
-                        tracing::error!("{message}");
-                        engine.last_error.set(message);
-                    }
-                });
-            }
-            let outcome = engine.hooks.handle(&engine, input).await;
-            engine.hook_latency.record(started.elapsed());
-            RpcResult::Ok(wire::HookEventResult {
-                action: "allow".to_owned(),
-                prepend_context: outcome.prepend_context,
-            })
-        })
-        .expect("method names are unique");
-    module
-        .register_blocking_method(method::REINDEX, |params, engine, _| {
+        .register_blocking_method(method::REINDEX, |params, app, _| {
+            let engine = &app.engine;
             let started = Instant::now();
             let params: wire::ReindexParams = parse(&params)?;
             let reindexed =
@@ -371,14 +240,14 @@ pub fn module(engine: Arc<Engine>, socket: PathBuf) -> RpcModule<Arc<Engine>> {
         })
         .expect("method names are unique");
     module
-        .register_blocking_method(method::BACKUP, |params, engine, _| {
+        .register_blocking_method(method::BACKUP, |params, app, _| {
+            let engine = &app.engine;
             let params: wire::BackupParams = parse(&params)?;
             let path = backup_path(&params.path)?;
             let bytes = engine.backup(&path).map_err(|error| to_rpc_error(&engine, error))?;
             RpcResult::Ok(wire::BackupResult { path: params.path, bytes })
         })
         .expect("method names are unique");
-    module
 }
 
 fn reindex_result(reindexed: Reindexed, took_ms: u64) -> wire::ReindexResult {
@@ -403,209 +272,6 @@ fn reindex_result(reindexed: Reindexed, took_ms: u64) -> wire::ReindexResult {
         note,
     }
 }
-
-fn embedder_status(engine: &Engine) -> wire::EmbedderStatus {
-    use kb_embed::EmbedderState;
-    let status = engine.semantic.status();
-    let (state, model, dimensions, detail) = match status.state {
-        EmbedderState::Unavailable { reason } if status.disabled => ("disabled", None, None, Some(reason)),
-        EmbedderState::Loading => {
-            ("loading", None, None, Some("loading the model; searching by BM25 meanwhile".to_owned()))
-        }
-        EmbedderState::Ready { model_id, dimensions } => {
-            let detail = (status.backlog > 0).then(|| format!("embedding: {} experiences to go", status.backlog));
-            ("ready", Some(model_id), Some(dimensions), detail)
-        }
-        EmbedderState::Unavailable { reason } => {
-            let retry = status
-                .next_retry
-                .map_or(String::new(), |due| format!("; next attempt in {} s (or restart the daemon)", due.as_secs()));
-            ("unavailable", None, None, Some(format!("{reason}; searching by BM25 alone{retry}")))
-        }
-    };
-    wire::EmbedderStatus {
-        state: state.to_owned(),
-        model,
-        backlog: status.backlog,
-        vectors: status.vectors,
-        dimensions,
-        runtime: kb_embed::runtime::loaded_library().map(|path| path.display().to_string()),
-        detail,
-    }
-}
-
-fn status(engine: &Engine, socket: &std::path::Path) -> RpcResult<wire::StatusResult> {
-    let counts = engine.counts().map_err(|error| to_rpc_error(engine, error))?;
-    let store_seq = engine.store_seq().map_err(|error| to_rpc_error(engine, error))?;
-    let index_state = engine.index_state();
-    let (state, detail) = match &index_state {
-        IndexState::Ready => ("ready", None),
-        IndexState::Rebuilding { reason } => {
-            ("rebuilding", Some(format!("{reason}; {} done", engine.rebuild_progress())))
-        }
-        IndexState::Failed { reason } => ("degraded", Some(format!("{reason}; retrying every few seconds"))),
-    };
-    let extraction = extraction_status(engine).map_err(|error| to_rpc_error(engine, error))?;
-    let latency = |figures: crate::stats::LatencyFigures| wire::LatencySummary {
-        count: figures.count,
-        p50_ms: millis(figures.p50),
-        p99_ms: millis(figures.p99),
-    };
-    Ok(wire::StatusResult {
-        version: env!("CARGO_PKG_VERSION").to_owned(),
-        protocol: PROTOCOL_VERSION,
-        pid: std::process::id(),
-        uptime_s: engine.uptime().as_secs(),
-        socket: socket.display().to_string(),
-        experiences: counts.total,
-        counts: wire::StatusCounts { active: counts.active, pending: counts.pending, rejected: counts.rejected },
-        paths: wire::StatusPaths {
-            home: engine.paths.home.display().to_string(),
-            database: engine.paths.database.display().to_string(),
-            index: engine.paths.index.display().to_string(),
-            config: engine.paths.config.display().to_string(),
-        },
-        index: wire::IndexStatus {
-            state: state.to_owned(),
-            documents: engine.index_documents(),
-            applied_seq: engine.index_applied_seq(),
-            store_seq,
-            detail,
-        },
-        embedder: embedder_status(engine),
-        queue_depth: extraction.queued,
-        extraction,
-        hub: crate::hub::status(engine).map_err(|error| to_rpc_error(engine, error))?,
-        latencies: wire::Latencies {
-            search: latency(engine.search_latency.figures()),
-            submit: latency(engine.submit_latency.figures()),
-            hook: latency(engine.hook_latency.figures()),
-        },
-        hooks: {
-            let injected = engine.hooks.injected();
-            wire::HookStatus {
-                sessions: engine.hooks.active_sessions() as u64,
-                events: engine.hooks.seen().into_iter().collect(),
-                tool_calls: engine.hooks.tool_calls().into_iter().collect(),
-                injected: wire::HookInjected {
-                    intros: injected.intros,
-                    reminders: injected.reminders,
-                    recalls: injected.recalls,
-                    chars: injected.chars,
-                },
-            }
-        },
-        last_error: engine
-            .last_error
-            .get()
-            .map(|(at, message)| wire::LastError { at: humantime::format_rfc3339_seconds(at).to_string(), message }),
-        healthy: index_state == IndexState::Ready,
-    })
-}
-
-fn extraction_status(engine: &Engine) -> Result<wire::ExtractionStatus, EngineError> {
-    let config = &engine.config.extraction;
-    let day = crate::engine::now_ms().div_euclid(86_400_000);
-    let stats = engine.extraction_stats(day)?;
-    let counter = |name: &str| stats.counters.get(name).copied().unwrap_or(0);
-    let (route, endpoint, model) = match crate::extraction::route(config) {
-        crate::extraction::Route::Endpoint { base_url, model } => ("endpoint", Some(base_url), Some(model)),
-        crate::extraction::Route::OpenClaw => ("openclaw", None, None),
-        crate::extraction::Route::None => ("none", None, None),
-    };
-    Ok(wire::ExtractionStatus {
-        enabled: engine.extraction.requested() || stats.queued > 0,
-        route: route.to_owned(),
-        endpoint,
-        model,
-        queued: stats.queued,
-        done: stats.done,
-        failed: stats.failed,
-        skipped: counter("skipped"),
-        dropped: counter("dropped"),
-        proposed: counter("proposed"),
-        low_confidence: counter("low_confidence"),
-        invalid: counter("invalid"),
-        rejected_before: counter("rejected_before"),
-        already_proposed: counter("already_proposed"),
-        quarantined: counter("quarantined"),
-        pending_proposals: stats.pending_proposals,
-        tokens_today: stats.tokens_today,
-        daily_token_cap: config.daily_token_cap,
-        waiting: engine.extraction.waiting(),
-        last_error: stats.last_error.map(|(at, message)| wire::LastError { at: rfc3339(at), message }),
-    })
-}
-
-fn hook_config(params: Option<&wire::HookConfigParams>) -> RpcResult<HookConfig> {
-    let mut config = HookConfig::default();
-    let Some(params) = params else { return Ok(config) };
-    if let Some(mode) = params.reminder_mode.as_deref() {
-        config.reminder_mode = ReminderMode::parse(mode).ok_or_else(|| {
-            invalid("config.reminderMode", format!("must be off, minimal, normal or aggressive, got {mode:?}"))
-        })?;
-    }
-    if let Some(auto_recall) = params.auto_recall {
-        config.auto_recall = auto_recall;
-    }
-    if let Some(trigger) = params.extraction_trigger.as_deref() {
-        config.extraction_trigger = match trigger {
-            "agent_end" => ExtractionTrigger::AgentEnd,
-            "before_compaction" => ExtractionTrigger::BeforeCompaction,
-            other => {
-                return Err(invalid(
-                    "config.extractionTrigger",
-                    format!("must be agent_end or before_compaction, got {other:?}"),
-                ));
-            }
-        };
-    }
-    if let Some(on) = params.enable_server_extraction {
-        config.extraction = on;
-    }
-    if let Some(mode) = params.privacy_mode.as_deref() {
-        config.strict = match mode {
-            "strict" => true,
-            "relaxed" => false,
-            other => return Err(invalid("config.privacyMode", format!("must be strict or relaxed, got {other:?}"))),
-        };
-    }
-    if let Some(require) = params.require_approval {
-        config.require_approval = require;
-    }
-    Ok(config)
-}
-
-fn parse<T: serde::de::DeserializeOwned>(params: &Params<'_>) -> RpcResult<T> {
-    wire::parse_params(params.as_str()).map_err(param_error)
-}
-
-fn param_error(error: ParamError) -> ErrorObjectOwned {
-    let message = error.to_string();
-    ErrorObjectOwned::owned(ErrorCode::InvalidParams.code(), message, Some(serde_json::json!({"field": error.field})))
-}
-
-fn invalid(field: &str, message: impl Into<String>) -> ErrorObjectOwned {
-    param_error(ParamError { field: field.to_owned(), message: message.into() })
-}
-
-/// Maps an engine error to a JSON-RPC error; internal errors are also kept for `status`.
-fn to_rpc_error(engine: &Engine, error: EngineError) -> ErrorObjectOwned {
-    match error {
-        EngineError::Invalid { field, message } => invalid(&field, message),
-        EngineError::NotFound(message) => ErrorObjectOwned::owned(ErrorCode::NotFound.code(), message, None::<()>),
-        EngineError::Unavailable(message) => {
-            ErrorObjectOwned::owned(ErrorCode::Unavailable.code(), message, None::<()>)
-        }
-        EngineError::Internal(error) => {
-            let message = format!("internal error: {error:#}");
-            tracing::error!("{message}");
-            engine.last_error.set(message.clone());
-            ErrorObjectOwned::owned(ErrorCode::Internal.code(), message, None::<()>)
-        }
-    }
-}
-
 /// The longest path the kernel takes (`PATH_MAX`, its NUL included).
 const MAX_PATH_BYTES: usize = 4095;
 
@@ -636,12 +302,6 @@ fn backup_path(text: &str) -> RpcResult<PathBuf> {
     Ok(path)
 }
 
-fn experience_id(field: &str, text: &str) -> RpcResult<String> {
-    kb_core::ExperienceId::parse(text)
-        .map(|id| id.to_string())
-        .ok_or_else(|| invalid(field, format!("{text:?} is not an experience id")))
-}
-
 /// `kb.approve` and `kb.reject`: sets the status of the named experiences.
 fn review(engine: &Engine, params: &Params<'_>, status: Status) -> RpcResult<wire::ReviewResult> {
     let params: wire::ReviewParams = parse(params)?;
@@ -653,7 +313,7 @@ fn review(engine: &Engine, params: &Params<'_>, status: Status) -> RpcResult<wir
         None => None,
         Some(_) if status != Status::Active => return Err(invalid("edit", "only kb.approve takes an edit")),
         Some(_) if ids.len() != 1 => return Err(invalid("edit", "an edit applies to one id; name exactly one")),
-        Some(edit) => Some(crate::engine::Edit {
+        Some(edit) => Some(kb_engine::engine::Edit {
             task: edit.task,
             resource: edit.resource,
             result: edit.result,
@@ -675,14 +335,6 @@ fn review(engine: &Engine, params: &Params<'_>, status: Status) -> RpcResult<wir
         }
     }
     Ok(result)
-}
-
-fn page_limit(limit: Option<i64>, default: usize) -> RpcResult<usize> {
-    match limit {
-        None => Ok(default),
-        Some(limit) if limit < 1 => Err(invalid("limit", format!("must be at least 1, got {limit}"))),
-        Some(limit) => Ok((limit as usize).min(MAX_PAGE)),
-    }
 }
 
 fn source(text: Option<&str>, default: Source) -> RpcResult<Source> {
@@ -807,7 +459,7 @@ fn record(experience: Experience) -> wire::ExperienceRecord {
     }
 }
 
-fn pending_record(held: crate::engine::Held) -> wire::PendingRecord {
+fn pending_record(held: kb_engine::engine::Held) -> wire::PendingRecord {
     let (similar, similarity) =
         held.similar.map(|(experience, similarity)| (Box::new(record(experience)), similarity)).unzip();
     wire::PendingRecord {
@@ -822,22 +474,13 @@ fn pending_record(held: crate::engine::Held) -> wire::PendingRecord {
     }
 }
 
-fn rfc3339(unix_ms: i64) -> String {
-    let time = UNIX_EPOCH + Duration::from_millis(unix_ms.max(0) as u64);
-    humantime::format_rfc3339_millis(time).to_string()
-}
-
-fn millis(duration: Duration) -> f64 {
-    (duration.as_secs_f64() * 1_000_000.0).round() / 1000.0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn backup_error(path: &str) -> String {
         let error = backup_path(path).expect_err(path);
-        assert_eq!(error.code(), ErrorCode::InvalidParams.code());
+        assert_eq!(error.code(), kb_proto::ErrorCode::InvalidParams.code());
         assert_eq!(error.data().map(|data| data.get()), Some(r#"{"field":"path"}"#));
         error.message().to_owned()
     }

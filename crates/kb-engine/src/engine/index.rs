@@ -1,0 +1,447 @@
+//! The BM25 index kept up to the store: preparation at start, catch-up after writes, durable
+//! syncs, healing a failed index, rebuilding a damaged one, and `kb.reindex`.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::{MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use kb_index::IndexDoc;
+use kb_store::{IndexRow, Store};
+
+use crate::semantic::Refresh;
+use crate::stats::Cause;
+
+use super::{Engine, EngineError, EngineResult, IndexState, panic_text};
+
+/// Rows per batch when the index is rebuilt from the store.
+pub(super) const REBUILD_BATCH: usize = 2_000;
+
+/// Below this much free space, an index failure is put down to a full disk.
+pub(super) const LOW_DISK_BYTES: u64 = 1024 * 1024;
+
+/// Bytes an unprivileged process may still write on the filesystem holding `path`.
+/// Whether `error` says the index's files are damaged, so that only a rebuild can help.
+pub(super) fn is_damage(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| cause.downcast_ref::<kb_index::Error>().is_some_and(kb_index::Error::is_damage))
+}
+
+/// Joins a damaged index's cause and the last failure of its rebuild.
+const REBUILD_FAILED: &str = "; the rebuild failed and is retried: ";
+
+pub(super) fn free_bytes(path: &Path) -> Option<u64> {
+    let stats = rustix::fs::statvfs(path).ok()?;
+    Some(stats.f_bavail.saturating_mul(stats.f_frsize))
+}
+
+/// The outcome of a reindex.
+#[derive(Debug, Clone)]
+pub struct Reindexed {
+    /// Documents in the rebuilt BM25 index.
+    pub indexed: u64,
+    /// What happened to the embeddings; `None` when they were not asked for.
+    pub embeddings: Option<Refresh>,
+}
+
+pub(super) fn index_doc(row: &IndexRow) -> IndexDoc<'_> {
+    IndexDoc {
+        id: &row.id,
+        task: &row.task,
+        resource: &row.resource,
+        result: &row.result,
+        content: row.content.as_deref(),
+        score: row.score,
+        status: row.status,
+        agent_id: row.agent_id.as_deref(),
+    }
+}
+
+impl Engine {
+    /// Brings the index up to the store: catches up when it is only behind, rebuilds it from
+    /// scratch otherwise. Blocking; holds the writer so no write interleaves.
+    pub fn prepare_index(&self) {
+        let _one_at_a_time = self.rebuilding.lock().unwrap_or_else(PoisonError::into_inner);
+        self.prepare_index_alone();
+    }
+
+    /// [`Engine::prepare_index`], for a caller holding `rebuilding`.
+    pub(super) fn prepare_index_alone(&self) {
+        let reason = match &*self.index_state.borrow() {
+            IndexState::Ready => return,
+            IndexState::Rebuilding { reason } | IndexState::Failed { reason } | IndexState::Damaged { reason } => {
+                reason.clone()
+            }
+        };
+        let started = Instant::now();
+        let result = (|| -> anyhow::Result<u64> {
+            let mut store = self.lock_writer();
+            let _index_turn = self.lock_index_sync();
+            let store_seq = store.seq()?;
+            let applied = self.index.applied_seq();
+            if applied > 0 && applied < store_seq {
+                // Behind only: apply the changes since the index's last commit, and keep the
+                // result if the document count agrees with the store.
+                self.sync_index(&store, &HashSet::new())?;
+                let active = store.counts()?.active;
+                if self.index.num_docs() == active {
+                    return Ok(store_seq);
+                }
+                tracing::warn!(
+                    documents = self.index.num_docs(),
+                    active,
+                    "the caught-up index disagrees with the store; rebuilding it"
+                );
+            }
+            let counts = store.counts()?;
+            self.rebuild_total.store(counts.total, Ordering::Relaxed);
+            self.rebuild_done.store(0, Ordering::Relaxed);
+            self.index.clear()?;
+            // The index was just cleared, so every row is new to it.
+            let seq = store.for_each_index_row(REBUILD_BATCH, |rows| -> anyhow::Result<()> {
+                let docs: Vec<IndexDoc<'_>> = rows.iter().map(index_doc).collect();
+                self.index.add_new(&docs)?;
+                self.rebuild_done.fetch_add(rows.len() as u64, Ordering::Relaxed);
+                Ok(())
+            })?;
+            self.index.commit(seq)?;
+            // A rebuild is rare and long: make it durable now, then nothing needs the tombstones.
+            let durable = self.index.make_durable()?;
+            store.prune_tombstones(durable)?;
+            Ok(seq)
+        })();
+        match result {
+            Ok(seq) => {
+                tracing::info!(%reason, seq, documents = self.index.num_docs(), took_ms = started.elapsed().as_millis() as u64, "search index ready");
+                self.index_ready();
+            }
+            Err(error) => {
+                let message = format!("cannot rebuild the search index: {error:#}");
+                tracing::error!("{message}");
+                self.last_error.set(Cause::Index, message.clone());
+                self.index_state.send_replace(IndexState::Failed { reason: message });
+            }
+        }
+    }
+
+    /// Applies the store's changes since the index's last commit, then commits the index.
+    /// `new_ids` are experiences the last write created: they cannot be in the index yet, so
+    /// they are added without the delete an update needs.
+    /// The caller holds `index_sync`.
+    pub(super) fn sync_index(&self, store: &Store, new_ids: &HashSet<String>) -> anyhow::Result<()> {
+        let changes = store.changes_since(self.index.applied_seq())?;
+        if changes.upserts.is_empty() && changes.deleted_ids.is_empty() && changes.seq == self.index.applied_seq() {
+            return Ok(());
+        }
+        let deleted: Vec<&str> = changes.deleted_ids.iter().map(String::as_str).collect();
+        self.index.delete(&deleted)?;
+        let (created, updated): (Vec<IndexDoc<'_>>, Vec<IndexDoc<'_>>) =
+            changes.upserts.iter().map(index_doc).partition(|doc| new_ids.contains(doc.id));
+        self.index.add_new(&created)?;
+        self.index.upsert(&updated)?;
+        self.index.commit(changes.seq)?;
+        if !changes.deleted_ids.is_empty() {
+            self.unpruned_delete_seq.fetch_max(changes.seq, Ordering::AcqRel);
+        }
+        Ok(())
+    }
+
+    /// Makes the index's commits durable (they are visible at once but synced here, in one
+    /// batch: see `kb_index`'s directory), then drops the tombstones of the deletes that are now
+    /// on disk. The daemon calls this every few seconds and at shutdown; it costs nothing when
+    /// nothing was written. A failure is logged and retried next time: the store holds
+    /// everything the index would need to catch up.
+    pub fn persist_index(&self) {
+        let unpruned = self.unpruned_delete_seq.load(Ordering::Acquire);
+        if !self.index.has_unsynced_commits() && unpruned == 0 {
+            return;
+        }
+        let durable = match self.index.make_durable() {
+            Ok(durable) => durable,
+            Err(error) => {
+                let message = format!("cannot sync the search index to disk (retrying): {error:#}");
+                tracing::warn!("{message}");
+                self.last_error.set(Cause::IndexSync, message);
+                return;
+            }
+        };
+        self.last_error.clear(Cause::IndexSync);
+        if unpruned == 0 {
+            return;
+        }
+        let mut store = self.lock_writer();
+        match store.prune_tombstones(durable) {
+            // Deletes after `durable` keep theirs (and the mark) for the next round.
+            Ok(_) if durable >= unpruned => {
+                let _ = self.unpruned_delete_seq.compare_exchange(unpruned, 0, Ordering::AcqRel, Ordering::Acquire);
+            }
+            Ok(_) => {}
+            Err(error) => tracing::warn!("cannot prune tombstones: {error:#}"),
+        }
+    }
+
+    /// Runs after every store write, under the writer lock. A failure here does not undo the
+    /// write (the store is the truth): it is reported, and the next write or a restart retries.
+    pub fn after_write(&self, store: &mut Store, new_ids: &HashSet<String>) {
+        self.sync_vectors(store);
+        self.wrote();
+        let _index_turn = self.lock_index_sync();
+        self.catch_up_index(store, new_ids);
+    }
+
+    /// Brings the vector index up to the store; under the writer lock, so it reads every
+    /// tombstone before `persist_index` may prune it.
+    pub(super) fn sync_vectors(&self, store: &mut Store) {
+        match self.semantic.sync(store) {
+            Ok(_) => self.last_error.clear(Cause::Vectors),
+            Err(error) => {
+                let message = format!("stored, but the vector index could not be updated: {error:#}");
+                tracing::error!("{message}");
+                self.last_error.set(Cause::Vectors, message);
+            }
+        }
+    }
+
+    /// Brings the BM25 index up to the store after a write; the caller holds `index_sync`.
+    /// `store` may be a reader: it sees every committed write.
+    pub(super) fn catch_up_index(&self, store: &Store, new_ids: &HashSet<String>) {
+        if !matches!(*self.index_state.borrow(), IndexState::Ready) {
+            // A rebuild in progress will pick the write up; a failed index is retried below.
+            if !matches!(*self.index_state.borrow(), IndexState::Failed { .. }) {
+                return;
+            }
+        }
+        let was_failed = matches!(*self.index_state.borrow(), IndexState::Failed { .. });
+        match self.sync_index(store, new_ids) {
+            Ok(()) if was_failed => {
+                // Caught up after a failure: trusted only once the document count agrees; if it
+                // does not, the healer rebuilds the index from the store.
+                match store.counts() {
+                    Ok(counts) if counts.active == self.index.num_docs() => {
+                        tracing::info!("the search index caught up with the store");
+                        self.index_ready();
+                    }
+                    _ => {}
+                }
+            }
+            Ok(()) => {}
+            Err(error) if is_damage(&error) => {
+                let _ = self.index_damaged(format!("stored, but the index could not take it: {error:#}"));
+            }
+            Err(error) => self.index_failed(format!("stored, but the search index could not be updated: {error:#}")),
+        }
+    }
+
+    /// Records that the index could not take the store's latest changes: its writer is reset to
+    /// the last good commit (nothing half-applied survives), searches go on with a note, and
+    /// `heal_index` retries.
+    pub(super) fn index_failed(&self, message: String) {
+        // Tantivy reports an IO error in an indexing thread only as "an index writer was
+        // killed": say what a user can act on when it is a full disk.
+        let message = match free_bytes(&self.paths.index) {
+            Some(free) if free < LOW_DISK_BYTES => {
+                format!(
+                    "{message} (the disk holding the index at {} has {free} bytes free)",
+                    self.paths.index.display()
+                )
+            }
+            _ => message,
+        };
+        tracing::error!("{message}");
+        if let Err(error) = self.index.reset_writer() {
+            tracing::warn!("{error:#}");
+        }
+        self.last_error.set(Cause::Index, message.clone());
+        self.index_state.send_replace(IndexState::Failed { reason: message });
+    }
+
+    /// Retries a failed index: applies the store's changes since the index's last good commit,
+    /// checks that it holds as many documents as there are active experiences (else rebuilds
+    /// it from the store), and marks it ready. The daemon calls this every few seconds; it does
+    /// nothing while the index is ready. Returns whether the index is ready afterwards.
+    pub fn heal_index(&self) -> bool {
+        let damaged = match &*self.index_state.borrow() {
+            IndexState::Ready => return true,
+            IndexState::Rebuilding { .. } => return false,
+            IndexState::Failed { .. } => None,
+            IndexState::Damaged { reason } => Some(reason.clone()),
+        };
+        let Ok(_one_at_a_time) = self.rebuilding.try_lock() else {
+            return false;
+        };
+        if let Some(reason) = damaged {
+            return self.rebuild_damaged(reason);
+        }
+        let store = self.lock_writer();
+        let index_turn = self.lock_index_sync();
+        // From the last good commit, on a writer that holds nothing half-applied.
+        let healed = self
+            .index
+            .reset_writer()
+            .map_err(anyhow::Error::from)
+            .and_then(|()| self.sync_index(&store, &HashSet::new()))
+            .and_then(|()| {
+                let active = store.counts()?.active;
+                Ok((self.index.num_docs(), active))
+            });
+        match healed {
+            Ok((documents, active)) if documents == active => {
+                tracing::info!(documents, "the search index caught up with the store");
+                self.index_ready();
+                true
+            }
+            Ok((documents, active)) => {
+                let reason = format!("the index holds {documents} documents for {active} active experiences");
+                tracing::warn!("{reason}; rebuilding it");
+                self.index_state.send_replace(IndexState::Rebuilding { reason });
+                drop(index_turn);
+                drop(store);
+                self.prepare_index_alone();
+                matches!(*self.index_state.borrow(), IndexState::Ready)
+            }
+            Err(error) => {
+                if is_damage(&error) {
+                    drop(index_turn);
+                    drop(store);
+                    return self.rebuild_damaged(format!("the search index is damaged ({error:#})"));
+                }
+                self.index_failed(format!("the search index is behind the store and cannot catch up yet: {error:#}"));
+                false
+            }
+        }
+    }
+
+    /// Rebuilds a damaged index from the store, in full (its segments cannot be trusted, so
+    /// nothing is caught up from them). The caller holds `rebuilding`. Reading or clearing the
+    /// damaged files may panic as reading them did: then the index stays damaged and the next
+    /// round tries again. Returns whether the index is ready afterwards.
+    pub(super) fn rebuild_damaged(&self, reason: String) -> bool {
+        tracing::warn!("{reason}; rebuilding it from the store");
+        self.index_state.send_replace(IndexState::Rebuilding { reason: reason.clone() });
+        let rebuilt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            {
+                let _store = self.lock_writer();
+                let _index_turn = self.lock_index_sync();
+                self.index.reset_writer()?;
+                self.index.clear()?;
+                self.index.commit(0)?;
+            }
+            self.prepare_index_alone();
+            anyhow::Ok(())
+        }));
+        let failure = match rebuilt {
+            Ok(Ok(())) => return matches!(*self.index_state.borrow(), IndexState::Ready),
+            Ok(Err(error)) => format!("{error:#}"),
+            Err(panic) => format!("it panicked: {}", panic_text(panic.as_ref())),
+        };
+        // The first cause stays the reason; the latest failure of the rebuild follows it once.
+        let cause = reason.split(REBUILD_FAILED).next().unwrap_or(&reason);
+        let reason = format!("{cause}{REBUILD_FAILED}{failure}");
+        tracing::error!("{reason}");
+        self.last_error.set(Cause::Index, reason.clone());
+        self.index_state.send_replace(IndexState::Damaged { reason });
+        false
+    }
+
+    /// The index answers again: its state is ready and its error is gone.
+    pub(super) fn index_ready(&self) {
+        self.index_state.send_replace(IndexState::Ready);
+        self.last_error.clear(Cause::Index);
+    }
+
+    pub(super) fn lock_index_sync(&self) -> MutexGuard<'_, ()> {
+        self.index_sync.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs a read of the BM25 index. Tantivy reads its files through a map, so damaged files
+    /// show up as an error or a panic here: either marks the index damaged (the index service
+    /// rebuilds it from the store) and the search is answered with an error saying so.
+    pub(super) fn read_index<T>(&self, read: impl FnOnce() -> kb_index::Result<T>) -> EngineResult<T> {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(read)) {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => Err(self.index_damaged(format!("{error:#}"))),
+            Err(panic) => Err(self.index_damaged(format!("reading it panicked: {}", panic_text(panic.as_ref())))),
+        }
+    }
+
+    /// Records that the index's files are damaged, for the index service to rebuild.
+    pub(super) fn index_damaged(&self, what: String) -> EngineError {
+        let reason = format!("the search index is damaged ({what})");
+        let newly = self.index_state.send_if_modified(|state| match state {
+            IndexState::Damaged { .. } | IndexState::Rebuilding { .. } => false,
+            _ => {
+                *state = IndexState::Damaged { reason: reason.clone() };
+                true
+            }
+        });
+        if newly {
+            tracing::error!("{reason}; rebuilding it from the store");
+            self.last_error.set(Cause::Index, reason.clone());
+        }
+        EngineError::Unavailable(format!("{reason}; it is being rebuilt from the store, try again shortly"))
+    }
+
+    /// Waits while the index is being rebuilt. `Some(note)` when it is ready to answer but
+    /// behind the store (a failed index answers from its last good commit).
+    pub(super) async fn wait_for_index(&self) -> EngineResult<Option<String>> {
+        let mut state = self.index_state.subscribe();
+        let waited = tokio::time::timeout(
+            Duration::from_secs(30),
+            state.wait_for(|state| !matches!(state, IndexState::Rebuilding { .. })),
+        )
+        .await;
+        match waited {
+            Ok(Ok(state)) => match &*state {
+                IndexState::Damaged { reason } => Err(EngineError::Unavailable(format!(
+                    "{reason}; it is being rebuilt from the store, try again shortly"
+                ))),
+                IndexState::Failed { reason } => Ok(Some(format!(
+                    "the search index is behind the store, so the newest experiences may be missing; it retries by itself ({reason})"
+                ))),
+                _ => Ok(None),
+            },
+            Ok(Err(_)) => Err(EngineError::Unavailable("the daemon is shutting down".to_owned())),
+            Err(_) => Err(EngineError::Unavailable(format!(
+                "the search index is still being rebuilt ({}); try again shortly",
+                self.rebuild_progress()
+            ))),
+        }
+    }
+
+    /// Rebuilds the BM25 index from the store, in full, then (with `embeddings`) queues every
+    /// active experience to be embedded again by the current model, in the background.
+    pub fn reindex(&self, embeddings: bool) -> EngineResult<Reindexed> {
+        let indexed = self.rebuild_index()?;
+        let embeddings = embeddings.then(|| {
+            // Under the writer lock: the embedder thread attaches a model under it too, so the
+            // request is either queued now or seen by the attach.
+            let _store = self.lock_writer();
+            self.semantic.refresh_all()
+        });
+        if let Some(Refresh::Queued { queued, model_id }) = &embeddings {
+            tracing::info!(%model_id, queued, "reindex: experiences queued to be embedded again");
+        }
+        Ok(Reindexed { indexed, embeddings })
+    }
+
+    /// Rebuilds the BM25 index from the store, in full. Returns the documents indexed.
+    pub(super) fn rebuild_index(&self) -> EngineResult<u64> {
+        let _one_at_a_time = self.rebuilding.lock().unwrap_or_else(PoisonError::into_inner);
+        self.index_state.send_replace(IndexState::Rebuilding { reason: "reindex requested".to_owned() });
+        // Force a full rebuild rather than a catch-up.
+        {
+            let _store = self.lock_writer();
+            let _index_turn = self.lock_index_sync();
+            self.index.clear().context("cannot clear the index")?;
+            self.index.commit(0).context("cannot clear the index")?;
+        }
+        self.prepare_index_alone();
+        match &*self.index_state.borrow() {
+            IndexState::Ready => Ok(self.index.num_docs()),
+            IndexState::Failed { reason } | IndexState::Rebuilding { reason } | IndexState::Damaged { reason } => {
+                Err(EngineError::Internal(anyhow::anyhow!("{reason}")))
+            }
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! Reading single experiences and pages, the review queue (pending, approve with an edit,
+//! reject), the extraction queue's bookkeeping, and backups.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use kb_core::{Experience, ExperienceId, NewExperience, Status};
+use kb_store::{ExportRow, ListFilter, StoredContent, VectorRef, WriteItem};
+
+use crate::semantic::{self};
+
+use super::{Engine, EngineError, EngineResult, created_ids, now_ms};
+
+/// A held experience as the review queue shows it.
+#[derive(Debug, Clone)]
+pub struct Held {
+    pub experience: Experience,
+    /// Set for an extracted proposal.
+    pub proposal: Option<kb_store::ProposalInfo>,
+    /// The stored experience it resembles, with their similarity.
+    pub similar: Option<(Experience, f64)>,
+}
+
+/// Fields the user changed before approving.
+#[derive(Debug, Clone, Default)]
+pub struct Edit {
+    pub task: Option<String>,
+    pub resource: Option<String>,
+    pub result: Option<String>,
+    pub score: Option<i64>,
+    pub content: Option<String>,
+}
+
+/// What a review did.
+#[derive(Debug, Clone, Default)]
+pub struct Reviewed {
+    /// Per id, the status it had; `None` for an unknown id.
+    pub before: Vec<Option<Status>>,
+    /// Approved ids that merged into the experience they duplicate: (approved, into).
+    pub merged: Vec<(String, String)>,
+}
+
+pub(super) enum Rewritten {
+    NotHeld,
+    Done { merged_into: Option<String> },
+}
+
+impl Engine {
+    pub fn content(&self, id: &str) -> EngineResult<(String, String)> {
+        match self.reader().content(id)? {
+            StoredContent::NoSuchExperience => Err(EngineError::NotFound(format!("no experience with id {id}"))),
+            StoredContent::NoContent => Err(EngineError::NotFound(format!("experience {id} has no detailed content"))),
+            StoredContent::Content { content, content_type } => Ok((content, content_type)),
+        }
+    }
+
+    /// What merged duplicates of `id` brought that it does not hold.
+    pub fn variants(&self, id: &str) -> EngineResult<Vec<kb_store::Variant>> {
+        Ok(self.reader().variants(id)?)
+    }
+
+    /// Where teammates' copies of an experience came from (the team hub).
+    pub fn origins(&self, id: &str) -> EngineResult<Vec<kb_store::Origin>> {
+        Ok(self.reader().hub_origins(id)?)
+    }
+
+    pub fn get(&self, id: &str) -> EngineResult<Experience> {
+        self.reader().get(id)?.ok_or_else(|| EngineError::NotFound(format!("no experience with id {id}")))
+    }
+
+    /// Experiences held for review (suspected prompt injections, extracted proposals), newest
+    /// first, with the flags that say why, each with what it was extracted from and the stored
+    /// experience it resembles.
+    pub fn pending(&self, limit: usize) -> EngineResult<Vec<Held>> {
+        let filter = ListFilter { status: Some(Status::Pending), agent_id: None, before_id: None, limit };
+        let reader = self.reader();
+        let held = reader.list(&filter)?;
+        let ids: Vec<&str> = held.iter().map(|experience| experience.id.as_str()).collect();
+        let mut proposals = reader.proposal_infos(&ids)?;
+        let mut out = Vec::with_capacity(held.len());
+        for experience in held {
+            let proposal = proposals.remove(experience.id.as_str());
+            let similar = match proposal.as_ref().and_then(|proposal| proposal.similar.clone()) {
+                Some((id, similarity)) => reader.get(&id)?.map(|similar| (similar, similarity)),
+                None => None,
+            };
+            out.push(Held { experience, proposal, similar });
+        }
+        Ok(out)
+    }
+
+    /// The review queue's decision on experiences: `Active` approves (the user's call overrides
+    /// a suspicion: the flags stay, and auto-recall still leaves flagged experiences out),
+    /// `Rejected` rejects (kept, so the same text submitted or proposed again stays rejected).
+    /// An approved proposal, or an approval with `edit`, is written as a submit would be: it
+    /// passes the gate again and merges into the experience it duplicates, if any. Returns, per
+    /// id, the status it had (`None`: unknown id), and the approved ids that merged.
+    pub fn review(&self, ids: &[String], status: Status, edit: Option<&Edit>) -> EngineResult<Reviewed> {
+        let mut reviewed = Reviewed { before: vec![None; ids.len()], merged: Vec::new() };
+        let mut plain: Vec<usize> = Vec::new();
+        if status == Status::Active {
+            let id_refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+            let proposals = self.reader().proposal_infos(&id_refs)?;
+            for (position, id) in ids.iter().enumerate() {
+                let proposal = proposals.get(id.as_str());
+                if proposal.is_none() && edit.is_none() {
+                    plain.push(position);
+                    continue;
+                }
+                match self.approve_rewritten(id, proposal, edit)? {
+                    Rewritten::NotHeld => plain.push(position),
+                    Rewritten::Done { merged_into } => {
+                        reviewed.before[position] = Some(Status::Pending);
+                        if let Some(into) = merged_into {
+                            reviewed.merged.push((id.clone(), into));
+                        }
+                    }
+                }
+            }
+        } else {
+            plain = (0..ids.len()).collect();
+        }
+        if !plain.is_empty() {
+            let plain_ids: Vec<&str> = plain.iter().map(|position| ids[*position].as_str()).collect();
+            let mut store = self.lock_writer();
+            let (before, _) = store.set_status(&plain_ids, status, now_ms())?;
+            self.after_write(&mut store, &HashSet::new());
+            for (position, before) in plain.into_iter().zip(before) {
+                reviewed.before[position] = before;
+            }
+        }
+        Ok(reviewed)
+    }
+
+    /// Approves a held experience by writing it again (edited, when `edit` says so) through the
+    /// gate, under its own id, merging into what it duplicates.
+    pub(super) fn approve_rewritten(
+        &self,
+        id: &str,
+        proposal: Option<&kb_store::ProposalInfo>,
+        edit: Option<&Edit>,
+    ) -> EngineResult<Rewritten> {
+        let (experience, content, stored_vector) = {
+            let reader = self.reader();
+            let Some(experience) = reader.get(id)? else { return Ok(Rewritten::NotHeld) };
+            if experience.status != Status::Pending {
+                return Ok(Rewritten::NotHeld);
+            }
+            let content = match reader.content(id)? {
+                kb_store::StoredContent::Content { content, content_type } => Some((content, content_type)),
+                _ => None,
+            };
+            (experience, content, reader.vector_of(id)?)
+        };
+        let (content, content_type) = content.unzip();
+        let mut new = NewExperience {
+            task: experience.task,
+            resource: experience.resource,
+            result: experience.result,
+            score: Some(i64::from(experience.score)),
+            content,
+            content_type,
+            agent_id: experience.agent_id,
+            submitted_by: experience.submitted_by,
+            session_key: experience.session_key,
+            source: Some(experience.source),
+            confidence: experience.confidence,
+        };
+        let words_before = (new.task.clone(), new.resource.clone(), new.result.clone());
+        if let Some(edit) = edit {
+            for (field, value) in
+                [(&mut new.task, &edit.task), (&mut new.resource, &edit.resource), (&mut new.result, &edit.result)]
+            {
+                if let Some(value) = value {
+                    *field = value.clone();
+                }
+            }
+            if let Some(score) = edit.score {
+                new.score = Some(score);
+            }
+            if let Some(content) = &edit.content {
+                new.content = Some(content.clone());
+                new.content_type.get_or_insert_with(|| "text/markdown".to_owned());
+            }
+        }
+        let edited_words = words_before != (new.task.clone(), new.resource.clone(), new.result.clone());
+        let mut gated = kb_core::gate(new, &self.policy)?;
+        // The user approves: held or not by the gate, it becomes active; the flags stay.
+        gated.status = Status::Active;
+        for flag in experience.flags {
+            if !gated.flags.contains(&flag) {
+                gated.flags.push(flag);
+            }
+        }
+        let vector = match stored_vector {
+            Some((model_id, bytes)) if !edited_words => Some((model_id, bytes)),
+            _ => {
+                let text = semantic::embedding_text(
+                    &gated.experience.task,
+                    &gated.experience.resource,
+                    &gated.experience.result,
+                );
+                self.semantic.embed_now(&text).map(|(model_id, vector)| (model_id, kb_embed::to_bytes(&vector)))
+            }
+        };
+        let similar = match (&vector, edited_words) {
+            (Some((model_id, bytes)), true) => kb_embed::from_bytes(bytes)
+                .ok()
+                .and_then(|vector| self.semantic.near_duplicate(model_id, &vector))
+                .map(|hit| (hit.id, hit.score)),
+            _ => proposal.and_then(|proposal| proposal.similar.clone()).map(|(id, similarity)| (id, similarity as f32)),
+        };
+        let experience_id = ExperienceId::from_stored(id.to_owned());
+        let item = WriteItem {
+            vector: vector.as_ref().map(|(model_id, bytes)| VectorRef { model_id, bytes }),
+            similar_to: similar.as_ref().filter(|(_, score)| *score < 1.0).map(|(id, score)| (id.as_str(), *score)),
+            ..WriteItem::plain(&gated)
+        };
+        let mut store = self.lock_writer();
+        let Some((outcome, _)) = store.replace_held(&experience_id, item, now_ms())? else {
+            return Ok(Rewritten::NotHeld);
+        };
+        self.after_write(&mut store, &created_ids(std::slice::from_ref(&outcome)));
+        Ok(Rewritten::Done { merged_into: outcome.merged.then(|| outcome.id.to_string()) })
+    }
+
+    /// The extraction queue's state and counters; tokens are those of `day`.
+    pub fn extraction_stats(&self, day: i64) -> EngineResult<kb_store::ExtractionStats> {
+        Ok(self.reader().extraction_stats(day)?)
+    }
+
+    /// Extraction jobs, newest first.
+    pub fn extraction_jobs(&self, state: Option<&str>, limit: usize) -> EngineResult<Vec<kb_store::JobSummary>> {
+        Ok(self.reader().extraction_jobs(state, limit)?)
+    }
+
+    /// Queues failed extraction jobs again and wakes the worker.
+    pub fn retry_extractions(&self, ids: &[i64]) -> EngineResult<Vec<bool>> {
+        Ok(self.lock_writer().retry_failed_extractions(ids)?)
+    }
+
+    pub fn list(&self, filter: &ListFilter) -> EngineResult<Vec<Experience>> {
+        Ok(self.reader().list(filter)?)
+    }
+
+    pub fn export_page(&self, after_id: Option<&str>, limit: usize) -> EngineResult<Vec<ExportRow>> {
+        Ok(self.reader().export_page(after_id, limit)?)
+    }
+
+    /// Writes a consistent copy of the database to `destination`.
+    pub fn backup(&self, destination: &Path) -> EngineResult<u64> {
+        if destination.exists() {
+            return Err(EngineError::invalid("path", format!("{} already exists", destination.display())));
+        }
+        self.reader().backup_to(destination)?;
+        Ok(std::fs::metadata(destination).map(|meta| meta.len()).unwrap_or(0))
+    }
+}

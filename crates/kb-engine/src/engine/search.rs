@@ -1,0 +1,345 @@
+//! Search: BM25 and vectors, fused, exact terms pinned, checked against the store.
+
+use std::collections::{HashMap, HashSet};
+
+use kb_core::{Experience, Status};
+use kb_index::{Hit as Bm25Hit, SearchRequest};
+
+use crate::semantic::{self, VectorFilter};
+
+use super::{Engine, EngineError, EngineResult, MAX_QUERY_CHARS, on_blocking_thread, truncate_chars};
+
+/// BM25 hits as (id, score) pairs, best first.
+pub(super) fn scored(bm25_hits: Vec<Bm25Hit>) -> Vec<(String, f32)> {
+    bm25_hits.into_iter().map(|hit| (hit.id, hit.bm25)).collect()
+}
+
+/// A BM25 score below this is a match on common words only (in a store of 60 experiences,
+/// "for" and "with" together score about 1.5, one rare word about 4).
+pub(super) const WEAK_BM25: f32 = 5.0;
+
+/// Drops the BM25 hits that only common words found and the vectors, which passed the model's
+/// relevance floor, do not: both retrievers say "unrelated", and a hit then is filler ("recipe
+/// for vegetarian lasagna with spinach" found five deployment experiences through "for" and
+/// "with", each sold as relevant).
+pub(super) fn with_evidence(bm25_hits: Vec<(String, f32)>, vector_hits: &[(String, f32)]) -> Vec<(String, f32)> {
+    let supported: HashSet<&str> = vector_hits.iter().map(|(id, _)| id.as_str()).collect();
+    bm25_hits.into_iter().filter(|(id, score)| *score >= WEAK_BM25 || supported.contains(id.as_str())).collect()
+}
+
+/// A search hit with the stored experience.
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub experience: Experience,
+    pub relevance: f32,
+}
+
+pub struct SearchQuery<'a> {
+    pub query: &'a str,
+    pub top_k: Option<i64>,
+    pub min_score: Option<i64>,
+    pub agent_id: Option<&'a str>,
+    pub mode: SearchMode,
+    pub origin: Origin,
+}
+
+/// Whose experiences a search returns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Origin {
+    #[default]
+    All,
+    /// This store's own (every source but the hub).
+    Mine,
+    /// Teammates', pulled from the hub.
+    Team,
+}
+
+impl Origin {
+    pub fn parse(text: &str) -> Option<Origin> {
+        match text {
+            "all" => Some(Origin::All),
+            "mine" => Some(Origin::Mine),
+            "team" => Some(Origin::Team),
+            _ => None,
+        }
+    }
+
+    pub(super) fn admits(self, source: kb_core::Source) -> bool {
+        match self {
+            Origin::All => true,
+            Origin::Mine => source != kb_core::Source::Hub,
+            Origin::Team => source == kb_core::Source::Hub,
+        }
+    }
+}
+
+/// Which retrievers a search asks for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SearchMode {
+    /// BM25 and vectors fused; BM25 alone (with a note) while there is no model.
+    #[default]
+    Hybrid,
+    Bm25,
+    /// Vectors alone; an error while there is no model.
+    Vector,
+}
+
+impl SearchMode {
+    pub fn parse(text: &str) -> Option<SearchMode> {
+        match text {
+            "hybrid" => Some(SearchMode::Hybrid),
+            "bm25" => Some(SearchMode::Bm25),
+            "vector" => Some(SearchMode::Vector),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SearchMode::Hybrid => "hybrid",
+            SearchMode::Bm25 => "bm25",
+            SearchMode::Vector => "vector",
+        }
+    }
+}
+
+/// How a search was answered: the retrievers used and, when it matters, why not others.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answered {
+    pub mode: SearchMode,
+    pub note: Option<String>,
+}
+
+impl Engine {
+    /// Searches active experiences, best first. BM25 waits for the index when it is
+    /// rebuilding; vectors join in when a model is ready, and their absence is noted.
+    pub async fn search(&self, query: SearchQuery<'_>) -> EngineResult<(Vec<Found>, Answered)> {
+        let top_k = match query.top_k {
+            None => self.config.search.default_top_k,
+            Some(top_k) if top_k < 1 => {
+                return Err(EngineError::invalid("top_k", format!("must be at least 1, got {top_k}")));
+            }
+            Some(top_k) => (top_k as usize).min(self.config.search.max_top_k),
+        };
+        let min_score = match query.min_score {
+            None => self.config.search.default_min_score,
+            Some(score @ 1..=5) => score as u8,
+            Some(score) => {
+                return Err(EngineError::invalid("min_score", format!("must be an integer from 1 to 5, got {score}")));
+            }
+        };
+        if query.query.trim().is_empty() {
+            return Err(EngineError::invalid("query", "must not be empty"));
+        }
+        let text = truncate_chars(query.query, MAX_QUERY_CHARS);
+        let filter = VectorFilter { min_score, agent_id: query.agent_id };
+        // Fusion looks deeper than the answer: an experience ranked low by one retriever and
+        // high by the other must be in both candidate lists to be rewarded.
+        let n_fused = (top_k * 3).max(kb_embed::fusion::MIN_CANDIDATES);
+        // An origin filter drops candidates after retrieval, so each retriever looks deeper.
+        let depth = if query.origin == Origin::All { top_k } else { n_fused };
+        let stale_index = if query.mode != SearchMode::Vector { self.wait_for_index().await? } else { None };
+        // BM25 alone is ranked as the hybrid ranks it (`fusion::keyword`), so it looks as deep.
+        let bm25 = |limit: usize, coverage: bool| -> EngineResult<Vec<Bm25Hit>> {
+            let request = SearchRequest {
+                query: text,
+                limit,
+                min_score,
+                agent_id: query.agent_id,
+                status: Status::Active,
+                coverage,
+            };
+            self.read_index(|| self.index.search(&request))
+        };
+        // The readiness check is cheap; only embedding the query is worth a blocking thread,
+        // so a daemon without a model answers at BM25's cost.
+        let (vector_result, bm25_hits) = match (query.mode, self.vector_ready()) {
+            (SearchMode::Bm25, _) => (None, bm25(n_fused, true)?),
+            (SearchMode::Vector, Ok(())) => {
+                (Some(on_blocking_thread(|| self.vector_search(text, depth, filter))), Vec::new())
+            }
+            (SearchMode::Vector, Err(why)) => return Err(EngineError::Unavailable(why)),
+            (SearchMode::Hybrid, Ok(())) => {
+                // Embedding the query takes milliseconds, BM25 well under one: BM25 runs on a
+                // second thread meanwhile, so hybrid search costs about what vector search does.
+                let (vectors, bm25_hits) = on_blocking_thread(|| {
+                    std::thread::scope(|scope| {
+                        let bm25_hits = scope.spawn(|| bm25(n_fused, true));
+                        let vectors = self.vector_search(text, n_fused, filter);
+                        (vectors, bm25_hits.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                    })
+                });
+                (Some(vectors), bm25_hits?)
+            }
+            (SearchMode::Hybrid, Err(why)) => (Some(Err(why)), bm25(n_fused, true)?),
+        };
+        let (vector_hits, mut note) = match vector_result {
+            None => (None, None),
+            Some(Ok(found)) => (Some(found), self.backlog_note()),
+            Some(Err(why)) if query.mode == SearchMode::Vector => return Err(EngineError::Unavailable(why)),
+            Some(Err(why)) => (None, Some(format!("searched by BM25 alone: {why}"))),
+        };
+        // An identifier or a quoted string asks for the experience that holds it, whatever
+        // the vectors or the other words say (a vector-only search stays what it says it is).
+        let terms = if query.mode == SearchMode::Vector { Vec::new() } else { self.lookups(text, top_k) };
+        let coverage: HashMap<String, f32> = bm25_hits.iter().map(|hit| (hit.id.clone(), hit.coverage)).collect();
+        let coverage_of = |id: &String| coverage.get(id).copied().unwrap_or(0.0);
+        let bm25_hits = scored(bm25_hits);
+        let (ranked, mode): (Vec<(String, f32)>, SearchMode) = match (query.mode, vector_hits) {
+            (SearchMode::Hybrid, Some((model_id, vector_hits))) => {
+                let vector_hits: Vec<(String, f32)> = vector_hits.into_iter().map(|hit| (hit.id, hit.score)).collect();
+                let bm25_hits = if kb_embed::fusion::vectors_weigh_in(text) && terms.is_empty() {
+                    with_evidence(bm25_hits, &vector_hits)
+                } else {
+                    bm25_hits
+                };
+                (kb_embed::fusion::hybrid(&model_id, text, &bm25_hits, &vector_hits, coverage_of), SearchMode::Hybrid)
+            }
+            (SearchMode::Vector, Some((_, vector_hits))) => {
+                (vector_hits.into_iter().map(|hit| (hit.id, hit.score)).collect(), SearchMode::Vector)
+            }
+            _ => {
+                // Ranked as a hybrid search would rank them without vectors, from as many
+                // candidates; then cut to the depth BM25 alone answers with, so that an exact
+                // term of the query is looked for among no more candidates than before.
+                let mut ranked = kb_embed::fusion::keyword(&bm25_hits, coverage_of);
+                ranked.truncate(depth);
+                (ranked, SearchMode::Bm25)
+            }
+        };
+        if mode == SearchMode::Bm25 && query.mode == SearchMode::Bm25 {
+            note = None;
+        }
+        if let Some(stale) = stale_index {
+            note = Some(match note {
+                Some(note) => format!("{stale}; {note}"),
+                None => stale,
+            });
+        }
+        let ranked = if terms.is_empty() { ranked } else { self.pin_exact(ranked, &terms)? };
+
+        // An origin filter is applied to the stored rows, so it looks at every candidate.
+        let depth = if query.origin == Origin::All { top_k } else { ranked.len() };
+        let ranked = &ranked[..ranked.len().min(depth)];
+        let ids: Vec<&str> = ranked.iter().map(|(id, _)| id.as_str()).collect();
+        let experiences = self.reader().get_many(&ids)?;
+        let mut found = Vec::with_capacity(experiences.len().min(top_k));
+        for experience in experiences {
+            if found.len() == top_k {
+                break;
+            }
+            let relevance =
+                ranked.iter().find(|(id, _)| id == experience.id.as_str()).map(|(_, score)| *score).unwrap_or(0.0);
+            // The store is the truth: a vector hit of an experience changed since is dropped.
+            if experience.status == Status::Active
+                && experience.score >= min_score
+                && query.agent_id.is_none_or(|agent| experience.agent_id.as_deref() == Some(agent))
+                && query.origin.admits(experience.source)
+            {
+                found.push(Found { experience, relevance });
+            }
+        }
+        if !found.is_empty() {
+            let mut recalls = self.recalls.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            for item in &found {
+                *recalls.entry(item.experience.id.to_string()).or_default() += 1;
+            }
+        }
+        Ok((found, Answered { mode, note }))
+    }
+
+    /// The exact terms of `query` ([`kb_embed::fusion::exact_terms`]) that look something up:
+    /// every quoted string, and the identifiers that no more experiences can hold than the
+    /// answer shows. An identifier that more hold (`X11`, `Node.js`, `command-line` in a store
+    /// of package descriptions) singles nothing out: it is a topic word, which BM25 weighs by
+    /// its rarity, and putting first whatever holds it only pushed down better matches that
+    /// word it otherwise (measured on the Debian sets: see the README).
+    pub(super) fn lookups(&self, query: &str, top_k: usize) -> Vec<kb_embed::fusion::ExactTerm> {
+        let mut terms = kb_embed::fusion::exact_terms(query);
+        terms.retain(|term| {
+            !term.ignore_case
+                // An index that cannot say keeps the term: better a pin too many than a lookup lost.
+                || self.read_index(|| self.index.max_holders(&term.text)).map_or(true, |holders| holders <= top_k as u64)
+        });
+        terms
+    }
+
+    /// The candidates whose task, resource or result holds the most of `terms` first
+    /// ([`kb_embed::fusion::pin_exact`]), raised to the best candidate's relevance so that
+    /// relevance still falls down the list.
+    pub(super) fn pin_exact(
+        &self,
+        ranked: Vec<(String, f32)>,
+        terms: &[kb_embed::fusion::ExactTerm],
+    ) -> EngineResult<Vec<(String, f32)>> {
+        let ids: Vec<&str> = ranked.iter().map(|(id, _)| id.as_str()).collect();
+        let texts: HashMap<String, String> = self
+            .reader()
+            .get_many(&ids)?
+            .into_iter()
+            .map(|experience| {
+                let text = semantic::embedding_text(&experience.task, &experience.resource, &experience.result);
+                (experience.id.to_string(), text)
+            })
+            .collect();
+        let holds = |id: &String| texts.get(id).is_some_and(|text| terms.iter().any(|term| term.found_in(text)));
+        let best = ranked.iter().map(|(_, score)| *score).fold(f32::NEG_INFINITY, f32::max);
+        let mut pinned = kb_embed::fusion::pin_exact(ranked, terms, |id| texts.get(id).cloned());
+        for (id, score) in &mut pinned {
+            if holds(id) {
+                *score = score.max(best);
+            }
+        }
+        Ok(pinned)
+    }
+
+    /// Whether vectors can answer now; `Err` says why not.
+    pub(super) fn vector_ready(&self) -> Result<(), String> {
+        match self.semantic.state() {
+            kb_embed::EmbedderState::Ready { .. } => Ok(()),
+            kb_embed::EmbedderState::Loading => Err("the embedding model is still loading".to_owned()),
+            kb_embed::EmbedderState::Unavailable { reason } => Err(format!("no embedding model ({reason})")),
+        }
+    }
+
+    /// Embeds the query and searches the vectors: the id of the model that answered (the fusion
+    /// depends on it) and its hits. `Err` says why vectors cannot answer.
+    pub(super) fn vector_search(
+        &self,
+        text: &str,
+        k: usize,
+        filter: VectorFilter<'_>,
+    ) -> Result<(String, Vec<kb_embed::Hit>), String> {
+        let (model_id, vector) =
+            self.semantic.embed_query_now(text).ok_or("the query could not be embedded (see the log)")?;
+        let mut hits = self
+            .semantic
+            .search(&model_id, &vector, k, filter)
+            .ok_or_else(|| "the vector index is not loaded yet".to_owned())?;
+        let floor = self.semantic.choice().min_similarity_for(&model_id);
+        hits.retain(|hit| hit.score >= floor);
+        Ok((model_id, hits))
+    }
+
+    pub(super) fn backlog_note(&self) -> Option<String> {
+        // Experiences a reindex queued to be embedded again keep their vectors meanwhile.
+        let backlog = self.semantic.missing();
+        (backlog > 0).then(|| {
+            format!("{backlog} experiences are not embedded yet; until they are, only their words can find them")
+        })
+    }
+
+    /// Writes accumulated recall counters to the store. Counters are statistics, so they are
+    /// batched rather than written (and fsynced) on every search.
+    pub fn flush_recalls(&self) -> EngineResult<()> {
+        let recalls: Vec<(String, u64)> = {
+            let mut recalls = self.recalls.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            recalls.drain().collect()
+        };
+        if recalls.is_empty() {
+            return Ok(());
+        }
+        self.lock_writer().add_recalls(&recalls)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,423 @@
+//! The write path: submits in group commits, imports gated in parallel, and deletes.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+
+use kb_core::redact::Redaction;
+use kb_core::{NewExperience, Source, Status};
+use kb_store::{Store, VectorRef, WriteItem};
+
+use crate::semantic::{self};
+
+use super::{Engine, EngineError, EngineResult, created_ids, now_ms};
+
+/// Imports at least this large hand the memory their indexing freed back to the system.
+pub(super) const RELEASE_MEMORY_AFTER_ITEMS: usize = 1_000;
+
+/// Import batches at least this large are gated on two threads.
+pub(super) const PARALLEL_GATE_MIN_ITEMS: usize = 256;
+
+/// The outcome of one submitted experience.
+#[derive(Debug, Clone)]
+pub struct Submitted {
+    pub id: String,
+    pub status: Status,
+    pub merged: bool,
+    /// Set when the experience merged into a near-identical one: their cosine similarity.
+    pub similarity: Option<f32>,
+    pub redactions: Vec<Redaction>,
+    pub flags: Vec<String>,
+    /// It merged and brought something the stored experience lacked, kept as a variant.
+    pub variant_kept: bool,
+    /// A near-identical experience that says something different: this one was kept apart.
+    pub kept_apart: Option<kb_store::KeptApart>,
+}
+
+impl Submitted {
+    /// What happened, in words, when the experience was not simply stored as new.
+    pub fn note(&self) -> Option<String> {
+        let kept = if self.variant_kept {
+            "; what yours adds (wording, content or submitter) is kept as a variant of it"
+        } else {
+            "; yours added nothing it did not hold"
+        };
+        match (self.merged, self.similarity, &self.kept_apart) {
+            (true, Some(similarity), _) => Some(format!(
+                "merged into the near-identical experience {} (similarity {similarity:.3}){kept}",
+                self.id
+            )),
+            (true, None, _) => Some(format!("merged into the identical experience {}{kept}", self.id)),
+            (false, _, Some(apart)) => Some(format!(
+                "stored as a new experience: {} is near-identical but says something else ({})",
+                apart.similar_to, apart.reason
+            )),
+            (false, _, None) => None,
+        }
+    }
+}
+
+/// A submit waiting for the writer: its gated experience, its vector, and where it is in the
+/// group commit (see [`Engine::submit`]).
+pub(super) struct PendingSubmit {
+    gated: kb_core::Gated,
+    vector: Option<(String, Vec<f32>, Vec<u8>)>,
+    state: Mutex<SubmitState>,
+    /// Notified when `state` becomes `Done`.
+    settled: Condvar,
+}
+
+/// Catch-ups of the BM25 index after submits, counted (see `Engine::index_after_submits`).
+#[derive(Debug, Default)]
+pub(super) struct CatchUps {
+    started: u64,
+    finished: u64,
+    running: bool,
+}
+
+pub(super) enum SubmitState {
+    /// In `pending_submits`: whoever gets the writer next writes it.
+    Queued,
+    /// In a batch being written; its writer settles it.
+    Taken,
+    /// Written, and searchable in the index (or it failed).
+    Done(SubmitOutcome),
+}
+
+/// Marks a catch-up finished and wakes the submits waiting for it, when dropped.
+pub(super) struct CatchUpDone<'a> {
+    engine: &'a Engine,
+    this_one: u64,
+}
+
+impl Drop for CatchUpDone<'_> {
+    fn drop(&mut self) {
+        let mut catch_ups = self.engine.submit_catch_ups.lock().unwrap_or_else(PoisonError::into_inner);
+        catch_ups.running = false;
+        catch_ups.finished = catch_ups.finished.max(self.this_one);
+        self.engine.submit_caught_up.notify_all();
+    }
+}
+
+/// A batch being written: dropped before it was settled (the writing thread panicked), it
+/// settles every submit of the batch with an error, so none waits forever.
+pub(super) struct Unsettled<'a>(&'a [Arc<PendingSubmit>]);
+
+impl Drop for Unsettled<'_> {
+    fn drop(&mut self) {
+        for pending in self.0 {
+            if !matches!(*lock_state(pending), SubmitState::Done(_)) {
+                settle(pending, Err("the writer failed while writing this submit (see the log)".to_owned()));
+            }
+        }
+    }
+}
+
+pub(super) fn settle(pending: &PendingSubmit, outcome: SubmitOutcome) {
+    *lock_state(pending) = SubmitState::Done(outcome);
+    pending.settled.notify_all();
+}
+
+pub(super) fn lock_state(pending: &PendingSubmit) -> MutexGuard<'_, SubmitState> {
+    pending.state.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What the writer that committed a submit hands back to it: the store's outcome and, for a
+/// near-identical merge, the similarity; or why the batch could not be written.
+pub(super) type SubmitOutcome = Result<Written, String>;
+
+pub(super) type Written = (kb_store::WriteOutcome, Option<f32>);
+
+/// One item of an import: the experience, the status its export line carried, and the
+/// variants it brings along.
+#[derive(Debug)]
+pub struct ImportEntry {
+    pub new: NewExperience,
+    pub held: Option<Status>,
+    pub variants: Vec<CarriedVariant>,
+}
+
+/// A variant on an export line: another submitter's wording of the experience, kept when it
+/// merged (see `kb_store::Variant`).
+#[derive(Debug)]
+pub struct CarriedVariant {
+    pub new: NewExperience,
+    pub similarity: Option<f64>,
+    pub created_at_ms: i64,
+}
+
+/// An import item through the gate, with its variants through it too.
+pub(super) type GatedImport = (kb_core::Gated, Vec<kb_store::Variant>);
+
+/// The outcome of an import: one entry per item.
+#[derive(Debug, Default)]
+pub struct Imported {
+    pub ids: Vec<Option<String>>,
+    pub imported: usize,
+    pub duplicates: usize,
+    pub rejected: Vec<(usize, String)>,
+}
+
+impl Engine {
+    /// Stores one experience.
+    ///
+    /// Group commit: concurrent submits share one transaction and one fsync, and one index
+    /// commit. Each submit queues itself, then waits for the writer; the first to get it takes
+    /// every queued submit, writes them in one transaction, brings the vector index up to date,
+    /// and lets the writer go before it brings the BM25 index up to date, so the next batch is
+    /// written while this one is indexed (and an index catch-up takes every batch committed
+    /// before it). The others wait for their writer to settle them. Every answer waits for its
+    /// experience to be durable in the store and searchable. Measured with 50 clients: the
+    /// index commit costs several times the store's, so it must not hold the writer.
+    pub fn submit(&self, new: NewExperience) -> EngineResult<Submitted> {
+        let gated = kb_core::gate(new, &self.policy)?;
+        let redactions = gated.redactions.clone();
+        let flags = gated.flags.clone();
+        // Embedded before taking the writer (it is the slow part), stored in the same
+        // transaction as the experience, and used to find a near-identical one to merge into.
+        let new = &gated.experience;
+        let embedded = self.semantic.embed_now(&semantic::embedding_text(&new.task, &new.resource, &new.result));
+        let vector = embedded.map(|(model_id, vector)| {
+            let bytes = kb_embed::to_bytes(&vector);
+            (model_id, vector, bytes)
+        });
+        let pending =
+            Arc::new(PendingSubmit { gated, vector, state: Mutex::new(SubmitState::Queued), settled: Condvar::new() });
+        self.pending_submits.lock().unwrap_or_else(PoisonError::into_inner).push(pending.clone());
+        let mut store = self.lock_writer();
+        if matches!(*lock_state(&pending), SubmitState::Queued) {
+            // Nobody took ours yet: we write everything queued, ours included.
+            let batch = std::mem::take(&mut *self.pending_submits.lock().unwrap_or_else(PoisonError::into_inner));
+            for queued in &batch {
+                *lock_state(queued) = SubmitState::Taken;
+            }
+            // Should this thread panic, the others of the batch still get an answer.
+            let unsettled = Unsettled(&batch);
+            let written = self.write_submits(&mut store, &batch);
+            drop(store);
+            if written.is_ok() {
+                self.index_after_submits();
+            }
+            let outcomes: Vec<SubmitOutcome> = match written {
+                Ok(outcomes) => outcomes.into_iter().map(Ok).collect(),
+                Err(error) => vec![Err(error); batch.len()],
+            };
+            for (queued, outcome) in batch.iter().zip(outcomes) {
+                settle(queued, outcome);
+            }
+            // Everything is settled: its drop does nothing now.
+            drop(unsettled);
+        } else {
+            drop(store);
+        }
+        let mut state = lock_state(&pending);
+        let done = loop {
+            match std::mem::replace(&mut *state, SubmitState::Taken) {
+                SubmitState::Done(done) => break done,
+                waiting => {
+                    *state = waiting;
+                    state = pending.settled.wait(state).unwrap_or_else(PoisonError::into_inner);
+                }
+            }
+        };
+        drop(state);
+        let (outcome, similarity) = done.map_err(|error| EngineError::Internal(anyhow::anyhow!(error)))?;
+        Ok(Submitted {
+            id: outcome.id.to_string(),
+            status: outcome.status,
+            merged: outcome.merged,
+            similarity,
+            redactions,
+            flags,
+            variant_kept: outcome.variant_kept,
+            kept_apart: outcome.kept_apart,
+        })
+    }
+
+    /// Returns once the BM25 index has caught up with everything committed to the store before
+    /// the call. One thread at a time catches up, taking every batch committed so far; the
+    /// others wait for the first catch-up that started after their commit. (Waiting on
+    /// `index_sync` instead let late arrivals barge in and each commit a few experiences while
+    /// early ones waited: batches of one, 300 ms waits at 50 clients.) A failed catch-up counts
+    /// as done: the store has the submit and the healer brings the index up to it.
+    pub(super) fn index_after_submits(&self) {
+        let mut catch_ups = self.submit_catch_ups.lock().unwrap_or_else(PoisonError::into_inner);
+        let needed = catch_ups.started + 1;
+        while catch_ups.finished < needed {
+            if catch_ups.running {
+                catch_ups = self.submit_caught_up.wait(catch_ups).unwrap_or_else(PoisonError::into_inner);
+                continue;
+            }
+            catch_ups.running = true;
+            catch_ups.started += 1;
+            let this_one = catch_ups.started;
+            drop(catch_ups);
+            {
+                // Finished even if this thread panics, or every later submit would wait forever.
+                let _finish = CatchUpDone { engine: self, this_one };
+                let _index_turn = self.lock_index_sync();
+                let reader = self.reader();
+                self.catch_up_index(&reader, &HashSet::new());
+            }
+            catch_ups = self.submit_catch_ups.lock().unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// Writes a batch of submits in one transaction, under the writer, and brings the vector
+    /// index up to date: each submit's outcome in batch order, and the ids created.
+    pub(super) fn write_submits(
+        &self,
+        store: &mut Store,
+        batch: &[Arc<PendingSubmit>],
+    ) -> Result<Vec<Written>, String> {
+        // Near-identical experiences are looked up under the writer, so a submit sees the
+        // vectors of every submit committed before it.
+        let similar: Vec<Option<kb_embed::Hit>> = batch
+            .iter()
+            .map(|pending| match &pending.vector {
+                Some((model_id, vector, _)) if pending.gated.status == Status::Active => {
+                    self.semantic.near_duplicate(model_id, vector)
+                }
+                _ => None,
+            })
+            .collect();
+        let items: Vec<WriteItem<'_>> = batch
+            .iter()
+            .zip(&similar)
+            .map(|(pending, similar)| WriteItem {
+                gated: &pending.gated,
+                vector: pending.vector.as_ref().map(|(model_id, _, bytes)| VectorRef { model_id, bytes }),
+                similar_to: similar.as_ref().map(|hit| (hit.id.as_str(), hit.score)),
+                carried: &[],
+                id: None,
+            })
+            .collect();
+        let (outcomes, _) = store.write_items(&items, now_ms()).map_err(|error| {
+            // The whole chain: "database or disk is full" is what tells the user what to do.
+            format!("cannot store the experience (nothing was stored): {:#}", anyhow::Error::new(error))
+        })?;
+        self.sync_vectors(store);
+        self.wrote();
+        let outcomes = outcomes
+            .into_iter()
+            .zip(&similar)
+            .map(|(outcome, similar)| {
+                let similarity = similar.as_ref().filter(|_| outcome.similar).map(|hit| hit.score);
+                (outcome, similarity)
+            })
+            .collect();
+        Ok(outcomes)
+    }
+
+    /// Stores many experiences in one transaction; items that fail the gate are reported
+    /// and skipped, the rest are stored.
+    /// An item may carry the status it had when it was exported: a held (pending or rejected)
+    /// experience stays held, and nothing is promoted past what the gate decides.
+    pub fn import(&self, items: Vec<Result<ImportEntry, String>>) -> EngineResult<Imported> {
+        let mut imported = Imported { ids: vec![None; items.len()], ..Imported::default() };
+        let results = self.gate_all(items);
+        let mut gated: Vec<GatedImport> = Vec::with_capacity(results.len());
+        let mut positions = Vec::with_capacity(results.len());
+        for (index, result) in results.into_iter().enumerate() {
+            match result {
+                Ok(item) => {
+                    gated.push(item);
+                    positions.push(index);
+                }
+                Err(error) => imported.rejected.push((index, error)),
+            }
+        }
+        if gated.is_empty() {
+            return Ok(imported);
+        }
+        let write_items: Vec<WriteItem<'_>> = gated
+            .iter()
+            .map(|(item, carried)| WriteItem { carried: carried.as_slice(), ..WriteItem::plain(item) })
+            .collect();
+        let mut store = self.lock_writer();
+        let (outcomes, _) = store.write_items(&write_items, now_ms())?;
+        self.after_write(&mut store, &created_ids(&outcomes));
+        drop(store);
+        if gated.len() >= RELEASE_MEMORY_AFTER_ITEMS {
+            // Indexing a large batch frees tens of megabytes that the allocator would keep.
+            crate::memory::release_free_memory();
+        }
+        for (position, outcome) in positions.into_iter().zip(outcomes) {
+            if outcome.merged {
+                imported.duplicates += 1;
+            } else {
+                imported.imported += 1;
+            }
+            imported.ids[position] = Some(outcome.id.to_string());
+        }
+        Ok(imported)
+    }
+
+    /// Runs import items through the gate, on two threads for large batches: the gate is pure
+    /// CPU work (redaction and injection patterns) and a sizeable share of an import's cost.
+    /// A carried variant passes the gate too (validation, redaction); one that fails it fails
+    /// its item, saying which.
+    pub(super) fn gate_all(&self, items: Vec<Result<ImportEntry, String>>) -> Vec<Result<GatedImport, String>> {
+        let gate_one = |item: Result<ImportEntry, String>| {
+            item.and_then(|ImportEntry { new, held, variants }| {
+                let mut gated = kb_core::gate(new, &self.policy).map_err(|error| error.to_string())?;
+                if let Some(held @ (Status::Pending | Status::Rejected)) = held
+                    && (gated.status == Status::Active || held == Status::Rejected)
+                {
+                    gated.status = held;
+                }
+                let carried = variants
+                    .into_iter()
+                    .enumerate()
+                    .map(|(index, variant)| {
+                        let source = variant.new.source.unwrap_or(Source::Import);
+                        let gated = kb_core::gate(variant.new, &self.policy)
+                            .map_err(|error| format!("variants[{index}]: {error}"))?;
+                        let content_type =
+                            gated.experience.content.as_ref().map(|_| {
+                                gated.experience.content_type.clone().unwrap_or_else(|| "text/plain".to_owned())
+                            });
+                        let new = gated.experience;
+                        Ok(kb_store::Variant {
+                            task: new.task,
+                            resource: new.resource,
+                            result: new.result,
+                            score: gated.score,
+                            content: new.content,
+                            content_type,
+                            agent_id: new.agent_id,
+                            submitted_by: new.submitted_by,
+                            session_key: new.session_key,
+                            source: source.as_str().to_owned(),
+                            similarity: variant.similarity,
+                            created_at: variant.created_at_ms,
+                        })
+                    })
+                    .collect::<Result<Vec<_>, String>>()?;
+                Ok((gated, carried))
+            })
+        };
+        if items.len() < PARALLEL_GATE_MIN_ITEMS {
+            return items.into_iter().map(gate_one).collect();
+        }
+        let mut items = items;
+        let second_half = items.split_off(items.len() / 2);
+        std::thread::scope(|scope| {
+            let second = scope.spawn(|| second_half.into_iter().map(gate_one).collect::<Vec<_>>());
+            let mut results: Vec<_> = items.into_iter().map(gate_one).collect();
+            results.extend(second.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+            results
+        })
+    }
+
+    /// Deletes experiences; returns the ids that did not exist.
+    pub fn delete(&self, ids: &[String]) -> EngineResult<(usize, Vec<String>)> {
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let mut store = self.lock_writer();
+        let (existed, _) = store.delete(&ids)?;
+        self.after_write(&mut store, &HashSet::new());
+        drop(store);
+        let missing: Vec<String> =
+            ids.iter().zip(&existed).filter(|(_, existed)| !**existed).map(|(id, _)| (*id).to_owned()).collect();
+        Ok((ids.len() - missing.len(), missing))
+    }
+}

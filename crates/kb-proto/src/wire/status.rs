@@ -1,0 +1,247 @@
+//! `status`, and `hub.sync`'s result (the hub's part of status).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+// ---------------------------------------------------------------------------------------------
+// status
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatusResult {
+    pub version: String,
+    pub protocol: u32,
+    pub pid: u32,
+    pub uptime_s: u64,
+    pub socket: String,
+    /// All stored experiences, whatever their status.
+    pub experiences: u64,
+    pub counts: StatusCounts,
+    pub paths: StatusPaths,
+    pub index: IndexStatus,
+    pub embedder: EmbedderStatus,
+    /// Conversations waiting for extraction.
+    pub queue_depth: u64,
+    pub latencies: Latencies,
+    #[serde(default)]
+    pub hooks: HookStatus,
+    #[serde(default)]
+    pub extraction: ExtractionStatus,
+    #[serde(default)]
+    pub hub: HubStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<LastError>,
+    /// True when the daemon can store and search (the database answers, the index is ready)
+    /// and no background service has been failing or degraded beyond a short grace.
+    pub healthy: bool,
+    /// Every background service, as the daemon's supervisor sees it (absent from daemons
+    /// older than the supervisor).
+    #[serde(default)]
+    pub services: Vec<ServiceStatus>,
+}
+
+/// One supervised background service of the daemon.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServiceStatus {
+    /// `index`, `embedder`, `extraction`, `hub` or `flush`.
+    pub name: String,
+    /// `starting`, `running`, `degraded`, `failed` (waiting to be restarted) or `off`.
+    pub state: String,
+    /// Why it is degraded, failed or off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// When it entered this state (RFC 3339).
+    pub since: String,
+    /// Since when it has been failing or degraded without a healthy report in between.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unhealthy_since: Option<String>,
+    /// Failing or degraded for longer than the grace: the daemon is not healthy.
+    #[serde(default)]
+    pub unhealthy: bool,
+    /// Restarts after a crash or an error since the daemon started.
+    #[serde(default)]
+    pub restarts: u64,
+    /// The last crash or error, kept after the service healed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_failure: Option<LastError>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatusCounts {
+    pub active: u64,
+    pub pending: u64,
+    pub rejected: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatusPaths {
+    pub home: String,
+    pub database: String,
+    pub index: String,
+    pub config: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IndexStatus {
+    /// `ready`, `rebuilding` or `failed`.
+    pub state: String,
+    pub documents: u64,
+    pub applied_seq: u64,
+    pub store_seq: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EmbedderStatus {
+    /// `ready`, `loading`, `unavailable` or `disabled`.
+    pub state: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Experiences not yet embedded.
+    pub backlog: u64,
+    /// Vectors in the vector index (active experiences embedded by `model`).
+    #[serde(default)]
+    pub vectors: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dimensions: Option<usize>,
+    /// The ONNX Runtime library in use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// Recent request latencies, over a sliding window of the last requests of each kind.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Latencies {
+    pub search: LatencySummary,
+    pub submit: LatencySummary,
+    #[serde(default)]
+    pub hook: LatencySummary,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+}
+
+/// Hook events seen since the daemon started.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HookStatus {
+    /// OpenClaw sessions the daemon follows (seen within the last 6 hours, not ended).
+    pub sessions: u64,
+    /// Events per hook name. A tool call made through Tool Search (`tool_call`,
+    /// `tool_search_code`) fires the tool hooks twice; it is counted once, under the real tool.
+    pub events: BTreeMap<String, u64>,
+    /// Tool calls per tool name, counted once each as above.
+    #[serde(default)]
+    pub tool_calls: BTreeMap<String, u64>,
+    /// What the hooks injected into prompts.
+    #[serde(default)]
+    pub injected: HookInjected,
+}
+
+/// What the hooks injected into prompts since the daemon started.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HookInjected {
+    /// Intros (at most one per session).
+    pub intros: u64,
+    /// Reminders to submit.
+    pub reminders: u64,
+    /// Auto-recall blocks.
+    pub recalls: u64,
+    /// Characters injected, all kinds together.
+    pub chars: u64,
+}
+
+/// Extraction of experiences from finished conversations (never the API key).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExtractionStatus {
+    /// A hook event asked for extraction since the daemon started (the plugin's
+    /// `enableServerExtraction`), or jobs wait in the queue.
+    pub enabled: bool,
+    /// `endpoint` or `openclaw`.
+    pub route: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Jobs waiting.
+    pub queued: u64,
+    pub done: u64,
+    pub failed: u64,
+    /// Conversations the gate before spend skipped (nothing reusable: no LLM call).
+    pub skipped: u64,
+    /// Jobs dropped because the queue was full.
+    pub dropped: u64,
+    /// Proposals stored, and those dropped: below the confidence floor, failing the gate or
+    /// unreadable, rejected by the user before, or held already.
+    pub proposed: u64,
+    pub low_confidence: u64,
+    pub invalid: u64,
+    pub rejected_before: u64,
+    pub already_proposed: u64,
+    /// Proposals held as suspected prompt injections.
+    pub quarantined: u64,
+    /// Extracted proposals waiting for review.
+    pub pending_proposals: u64,
+    pub tokens_today: u64,
+    pub daily_token_cap: u64,
+    /// What the worker waits for (no endpoint configured, the daily cap), if anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<LastError>,
+}
+
+/// The team hub (never its password).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HubStatus {
+    /// `off` (no `[hub]` configured), `connecting`, `connected` or `error`.
+    pub state: String,
+    /// `user@host:port/dbname`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team: Option<String>,
+    /// The `sslmode` in force.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<String>,
+    /// When a sync round last completed without error (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_sync: Option<String>,
+    /// Seconds since then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lag_s: Option<u64>,
+    /// Local changes waiting to be pushed, and those the hub refused (kept until they change).
+    pub outbox: u64,
+    pub refused: u64,
+    /// Teammates' changes on the hub not applied here yet (at the last sync).
+    pub behind: u64,
+    /// The hub change number applied up to.
+    pub pulled_seq: i64,
+    /// Since the daemon started.
+    pub pushed: u64,
+    pub pulled: u64,
+    /// Experiences held here that came from teammates.
+    pub team_experiences: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<LastError>,
+}
+
+/// What `hub.sync` did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HubSyncResult {
+    pub pushed: u64,
+    pub pulled: u64,
+    pub hub: HubStatus,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LastError {
+    pub at: String,
+    pub message: String,
+}

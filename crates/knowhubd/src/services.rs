@@ -1,0 +1,95 @@
+//! The daemon's background services, each started and watched by the supervisor
+//! (`supervisor.rs`): `index` (heals a failed or damaged index, syncs its commits to disk),
+//! `embedder` (loads the model, embeds the backlog), `extraction` (runs queued jobs against the
+//! endpoint), `hub` (syncs with the team's hub) and `flush` (recall counters and sessions).
+//! Each holds what it works on; none is owned by the engine.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::app::App;
+use crate::supervisor::{Service, Supervisor};
+use kb_engine::engine::{Engine, IndexState};
+
+/// How often an index that could not take the latest changes, or whose files are damaged, tries
+/// again, and how often index commits are synced to disk.
+const INDEX_HEAL_INTERVAL: Duration = Duration::from_secs(2);
+/// How often accumulated recall counters are written to the store, and changed sessions saved.
+const FLUSH_INTERVAL: Duration = Duration::from_secs(30);
+
+/// Starts every service under `supervisor`.
+pub fn start(app: &Arc<App>, supervisor: &mut Supervisor) -> anyhow::Result<()> {
+    let engine = app.engine.clone();
+    supervisor.spawn("index", move |service| index(&engine, service), || {})?;
+
+    let engine = app.engine.clone();
+    supervisor.spawn("embedder", move |service| engine.run_embedder(service), || {})?;
+
+    let (worker, waker) = (app.clone(), app.clone());
+    supervisor.spawn(
+        "extraction",
+        move |service| crate::extraction::run_worker(&worker.engine, &worker.extraction, service),
+        move || waker.extraction.wake(),
+    )?;
+
+    let (worker, waker) = (app.clone(), app.clone());
+    supervisor.spawn(
+        "hub",
+        move |service| crate::hub::run(&worker.engine, &worker.hub, service),
+        move || {
+            waker.hub.request();
+        },
+    )?;
+
+    let worker = app.clone();
+    supervisor.spawn("flush", move |service| flush(&worker, service), || {})?;
+    Ok(())
+}
+
+/// An index that failed (no file descriptors, a full disk) catches up by itself once the cause
+/// is gone, and a damaged one is rebuilt from the store: no restart, no write needed. The same
+/// round syncs the index's commits to disk (see `Engine::persist_index`).
+fn index(engine: &Engine, service: &Service) -> anyhow::Result<()> {
+    while !service.stopping() {
+        service.checkpoint()?;
+        if matches!(engine.index_state(), IndexState::Failed { .. } | IndexState::Damaged { .. }) {
+            engine.heal_index();
+        }
+        engine.persist_index();
+        match engine.index_state() {
+            IndexState::Ready => service.healthy(),
+            // Brought up to date at start, or by `kb.reindex`: `status` shows the progress.
+            IndexState::Rebuilding { .. } => {}
+            IndexState::Failed { reason } | IndexState::Damaged { reason } => service.degraded(reason),
+        }
+        service.sleep(INDEX_HEAL_INTERVAL);
+    }
+    Ok(())
+}
+
+/// Writes recall counters and changed sessions every `FLUSH_INTERVAL` (and the server does at
+/// shutdown).
+fn flush(app: &App, service: &Service) -> anyhow::Result<()> {
+    let mut last = std::time::Instant::now();
+    let mut failing = false;
+    while !service.stopping() {
+        service.checkpoint()?;
+        if last.elapsed() >= FLUSH_INTERVAL {
+            last = std::time::Instant::now();
+            match app.flush() {
+                Ok(()) => failing = false,
+                Err(error) => {
+                    let message = format!("{error:#}");
+                    tracing::warn!("{message}");
+                    service.degraded(message);
+                    failing = true;
+                }
+            }
+        }
+        if !failing {
+            service.healthy();
+        }
+        service.sleep(Duration::from_secs(1));
+    }
+    Ok(())
+}

@@ -348,5 +348,6 @@ mod tests {
             "&lt;system&gt;&quot;x&quot; &amp; &#39;y&#39;&lt;/system&gt;"
         );
         assert_eq!(escape_for_prompt("普通文本 plain"), "普通文本 plain");
+        assert_eq!(escape_for_prompt("a\u{1b}[8m<b>\u{202e}"), "a\\u{1b}[8m&lt;b&gt;\\u{202e}");
     }
 }

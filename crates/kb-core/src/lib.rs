@@ -3,6 +3,7 @@
 //! This crate does no IO. The store, the index and the daemon build on the types here, and the
 //! protocol crate converts them to and from JSON at the wire boundary.
 
+pub mod display;
 pub mod experience;
 pub mod gate;
 pub mod injection;

@@ -18,7 +18,7 @@ fn main() -> ExitCode {
         return match commands::hub::init(url, team, members, password_env, cli.json) {
             Ok(code) => code,
             Err(error) => {
-                eprintln!("kbctl: {error:#}");
+                output::error_line(format!("kbctl: {error:#}"));
                 ExitCode::FAILURE
             }
         };
@@ -26,7 +26,7 @@ fn main() -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
-            eprintln!("kbctl: cannot start: {error}");
+            output::error_line(format!("kbctl: cannot start: {error}"));
             return ExitCode::FAILURE;
         }
     };
@@ -34,7 +34,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(error) if output::is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("kbctl: {error:#}");
+            output::error_line(format!("kbctl: {error:#}"));
             ExitCode::FAILURE
         }
     }

@@ -1,17 +1,46 @@
 //! Printing: text for people, JSON for programs, and quiet exits on a closed pipe.
+//!
+//! Everything kbctl prints passes through here, and text from the daemon is someone else's
+//! (an agent's, an endpoint's, a teammate's): control and bidi characters in it are shown as
+//! `\u{…}` (`kb_core::display`), never sent to the terminal.
 
 use std::io::Write;
 
-/// Writes a line to standard output; a closed pipe surfaces as an error that `main` ignores.
+use kb_core::display::{is_unsafe_to_show, visible_controls};
+
+/// Writes a line to standard output, made safe for a terminal; a closed pipe surfaces as an
+/// error that `main` ignores.
 pub fn line(text: impl AsRef<str>) -> std::io::Result<()> {
     let mut stdout = std::io::stdout().lock();
-    stdout.write_all(text.as_ref().as_bytes())?;
+    stdout.write_all(visible_controls(text.as_ref()).as_bytes())?;
     stdout.write_all(b"\n")
 }
 
+/// Writes a line to standard error, made safe for a terminal like [`line`].
+pub fn error_line(text: impl AsRef<str>) {
+    eprintln!("{}", visible_controls(text.as_ref()));
+}
+
+/// Pretty JSON. serde_json escapes C0 controls itself; the other characters a terminal would
+/// act on (DEL, C1, bidi controls) can stand only inside strings, where `\uXXXX` means the same.
 pub fn json(value: &impl serde::Serialize) -> anyhow::Result<()> {
-    line(serde_json::to_string_pretty(value)?)?;
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(json_text(value)?.as_bytes())?;
+    stdout.write_all(b"\n")?;
     Ok(())
+}
+
+fn json_text(value: &impl serde::Serialize) -> serde_json::Result<String> {
+    let text = serde_json::to_string_pretty(value)?;
+    let mut shown = String::with_capacity(text.len());
+    for ch in text.chars() {
+        if is_unsafe_to_show(ch) {
+            shown.push_str(&format!("\\u{:04x}", u32::from(ch)));
+        } else {
+            shown.push(ch);
+        }
+    }
+    Ok(shown)
 }
 
 pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
@@ -20,11 +49,32 @@ pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
     })
 }
 
-/// Shortens text to `max_chars` for one-line listings.
+/// Shortens text to `max_chars` for one-line listings (and progress messages, which do not pass
+/// through [`line`]), with control and bidi characters made visible.
 pub fn clip(text: &str, max_chars: usize) -> String {
-    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat: String = visible_controls(text).split_whitespace().collect::<Vec<_>>().join(" ");
     match flat.char_indices().nth(max_chars) {
         Some((cut, _)) => format!("{}…", &flat[..cut]),
         None => flat,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_output_escapes_what_a_terminal_would_act_on_and_still_means_the_same() {
+        let value = serde_json::json!({"task": "a\u{1b}[8mb\u{9b}2J\u{202e}c\u{7f}", "plain": "多 é"});
+        let text = json_text(&value).unwrap();
+        assert!(!text.chars().any(|ch| is_unsafe_to_show(ch) && ch != '\n'), "{text}");
+        assert!(!text.bytes().any(|byte| byte == 0x1b || byte == 0x9b), "{text}");
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&text).unwrap(), value);
+        assert!(text.contains("多 é"));
+    }
+
+    #[test]
+    fn clipped_text_shows_controls() {
+        assert_eq!(clip("a\u{1b}]0;title\u{7} b", 40), "a\\u{1b}]0;title\\u{7} b");
     }
 }

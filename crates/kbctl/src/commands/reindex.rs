@@ -77,8 +77,12 @@ pub(super) async fn reindex(
         report["wait"] = wait_report(&waited, took_ms);
         output::json(&report)?;
         match &waited {
-            EmbedWait::Stopped { reason, .. } => eprintln!("kbctl: stopped waiting for the embeddings: {reason}"),
-            EmbedWait::NotLoaded { reason } => eprintln!("kbctl: the embedding model did not load: {reason}"),
+            EmbedWait::Stopped { reason, .. } => {
+                output::error_line(format!("kbctl: stopped waiting for the embeddings: {reason}"))
+            }
+            EmbedWait::NotLoaded { reason } => {
+                output::error_line(format!("kbctl: the embedding model did not load: {reason}"))
+            }
             EmbedWait::Done { .. } | EmbedWait::Interrupted { .. } => {}
         }
         return Ok(code);
@@ -89,20 +93,20 @@ pub(super) async fn reindex(
             model.or(result.model).map(|model| format!(" with {model}")).unwrap_or_default(),
             took_ms as f64 / 1000.0
         ))?,
-        EmbedWait::Interrupted { backlog: Some(backlog) } => eprintln!(
+        EmbedWait::Interrupted { backlog: Some(backlog) } => output::error_line(format!(
             "stopped waiting: knowhubd goes on embedding the {backlog} experiences left in the background (`kbctl status` shows the backlog)"
-        ),
-        EmbedWait::Interrupted { backlog: None } => eprintln!(
+        )),
+        EmbedWait::Interrupted { backlog: None } => output::error_line(format!(
             "stopped waiting: knowhubd embeds every experience again once the model has loaded (`kbctl status` shows the embedder)"
-        ),
-        EmbedWait::Stopped { backlog, reason } => eprintln!(
+        )),
+        EmbedWait::Stopped { backlog, reason } => output::error_line(format!(
             "kbctl: stopped waiting for the embeddings with {backlog} experiences left: {reason}\n\
              the experiences not embedded again keep their previous vectors"
-        ),
-        EmbedWait::NotLoaded { reason } => eprintln!(
+        )),
+        EmbedWait::NotLoaded { reason } => output::error_line(format!(
             "kbctl: the embedding model did not load, so no experience was embedded again: {reason}\n\
              the experiences keep their previous vectors"
-        ),
+        )),
     }
     Ok(code)
 }

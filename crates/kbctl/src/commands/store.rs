@@ -173,7 +173,7 @@ fn print_search(result: &SearchResult) -> anyhow::Result<()> {
         ))?;
     }
     if let Some(note) = &result.note {
-        eprintln!("note: {note}");
+        output::error_line(format!("note: {note}"));
     }
     Ok(())
 }

@@ -372,3 +372,25 @@ fn bodies_over_the_cap_get_413_naming_it_whether_chunked_or_declared_huge() {
     let message = error_message(&answer);
     assert!(message.contains(&format!("limit of {MAX_REQUEST_BYTES} bytes (server.max_request_bytes)")), "{message}");
 }
+
+/// Issue 24, point 8: at an open-file limit of 16 the daemon exited with "unable to open
+/// database file". It now says what is wrong, and touches nothing.
+#[test]
+fn a_too_low_open_file_limit_is_named_at_start() {
+    let home = tempfile::Builder::new().prefix("kh-hostile-").tempdir().expect("temp dir");
+    std::fs::write(home.path().join("config.toml"), TEST_CONFIG).expect("config written");
+    let mut command = Command::new(bin("knowhubd"));
+    command.env("KNOWHUB_HOME", home.path()).env_remove("KNOWHUB_SOCKET").stdin(Stdio::null());
+    // SAFETY: setrlimit is async-signal-safe and touches only the child about to exec.
+    unsafe {
+        command.pre_exec(|| {
+            let limit = rustix::process::Rlimit { current: Some(16), maximum: Some(16) };
+            rustix::process::setrlimit(rustix::process::Resource::Nofile, limit).map_err(std::io::Error::from)
+        });
+    }
+    let output = command.output().expect("knowhubd runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains("the open-file limit is 16 (ulimit -n)") && stderr.contains("at least 64"), "{stderr}");
+    assert!(!home.path().join("knowhub.db").exists(), "nothing was created");
+}

@@ -42,6 +42,15 @@ fn main() -> anyhow::Result<()> {
     // connection cap from what this leaves.
     let open_file_limit = knowhubd::server::raise_open_file_limit();
     tracing::debug!(?open_file_limit, "open-file limit");
+    // Below this the store or the index fails to open with an error that hides the cause
+    // ("unable to open database file"): say what is wrong instead.
+    if let Some(limit) = open_file_limit.filter(|limit| *limit < knowhubd::server::MIN_OPEN_FILES) {
+        anyhow::bail!(
+            "the open-file limit is {limit} (ulimit -n), too low for knowhubd: its store, index and connections \
+             need at least {} descriptors; raise it (`ulimit -n 1024`, or LimitNOFILE= in the service unit)",
+            knowhubd::server::MIN_OPEN_FILES
+        );
+    }
     // Everything the daemon creates (database, index, logs of its own) is the user's alone.
     rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
     // Before any thread starts: this takes the socket systemd or launchd passed, if any, and

@@ -111,6 +111,12 @@ impl Limits {
     }
 }
 
+/// The fewest file descriptors the daemon starts with: the store's connections (a writer and
+/// four readers, with their WAL and shared-memory files), the index's files, the socket and the
+/// runtime take about 30 (measured: it cannot open its store at 16 or its index at 24), and a
+/// few connections must fit beside them.
+pub const MIN_OPEN_FILES: u64 = 64;
+
 /// The current soft open-file limit, if it can be read.
 pub fn open_file_limit() -> Option<u64> {
     rustix::process::getrlimit(rustix::process::Resource::Nofile).current

@@ -172,7 +172,9 @@ describe("extraction on OpenClaw's own model, through the plugin (no endpoint in
     assert.equal(now.route, "openclaw");
     const extraction = model.calls.filter(isExtraction);
     assert.equal(now.pending_proposals, 1, JSON.stringify(now));
-    assert.equal(now.tokens_today, 15, "the tokens OpenClaw's usage reported (the scripted model says 15)");
+    // Charged the larger of OpenClaw's usage (the scripted model says 15) and the daemon's own
+    // count of what was sent and received: a model cannot report its way past the cap.
+    assert.ok(now.tokens_today > 100, `the daemon's own count, not the 15 reported: ${now.tokens_today}`);
     assert.equal(extraction.length, 1, "one completion on the agent's own model");
     // The daemon's instructions as the system prompt, its schema as the response format.
     assert.ok(extraction[0].stream, "OpenClaw's transport streams");

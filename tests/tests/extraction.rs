@@ -542,3 +542,53 @@ fn a_failed_job_is_listed_with_its_error_and_retried_once_the_cause_is_fixed() {
     let bad = daemon.call("extract.jobs", json!({"state": "broken"})).unwrap_err();
     assert!(bad.to_string().contains("queued, done, failed or dropped"), "{bad}");
 }
+
+/// Issue 24, point 4: the spend cap does not trust the endpoint's `usage`. A call is charged the
+/// larger of what the endpoint reports and what the daemon counted (sent and received), at most
+/// 2^32 - 1 tokens, the day's sum never wraps, and `Retry-After: 0` does not shorten the backoff.
+#[test]
+fn an_endpoint_cannot_lie_its_way_past_the_spend_cap() {
+    let llm = ScriptedLlm::start();
+    let daemon = start(&llm, "daily_token_cap = 20000\nmax_input_tokens = 1000\nmax_output_tokens = 200");
+    let config = plugin_config(true, "strict", true);
+    let empty = json!({"experiences": []}).to_string();
+
+    // usage 0: charged what was counted, so a lying endpoint still spends the cap down.
+    llm.script([Reply::with_usage(&empty, json!({"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}))]);
+    agent_end(&daemon, "s1", &deploy_session(1), &config);
+    let status = wait_for_jobs(&daemon, 1, Duration::from_secs(30));
+    let counted = status["tokens_today"].as_u64().unwrap();
+    assert!(counted > 100, "a call reported as free is charged what was sent and received: {status}");
+
+    // 2^64 - 1: charged the most one call may be; the day's sum does not wrap, and no call is
+    // made past the cap.
+    llm.script([Reply::with_usage(&empty, json!({"total_tokens": u64::MAX}))]);
+    agent_end(&daemon, "s2", &deploy_session(100), &config);
+    let status = wait_for_jobs(&daemon, 2, Duration::from_secs(30));
+    assert_eq!(status["tokens_today"].as_u64(), Some(counted + u64::from(u32::MAX)), "{status}");
+    agent_end(&daemon, "s3", &deploy_session(200), &config);
+    wait_for(&daemon, "the third job should wait for the cap", Duration::from_secs(10), |status| {
+        status["waiting"].as_str().is_some_and(|waiting| waiting.contains("cap"))
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(llm.requests().len(), 2, "no call past the cap");
+}
+
+#[test]
+fn retry_after_zero_does_not_shorten_the_backoff() {
+    let llm = ScriptedLlm::start();
+    let daemon = start(&llm, "max_attempts = 3");
+    llm.script([
+        Reply::status(429, "{\"error\": \"slow down\"}").with_header("Retry-After", "0"),
+        Reply::status(429, "{\"error\": \"slow down\"}").with_header("Retry-After", "0"),
+        Reply::proposals(json!([]), 300),
+    ]);
+    agent_end(&daemon, "s1", &deploy_session(1), &plugin_config(true, "strict", true));
+    let status = wait_for_jobs(&daemon, 1, Duration::from_secs(30));
+    assert_eq!(status["done"], 1, "{status}");
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 3);
+    // The daemon's own backoff: 1 s, then 2 s.
+    assert!(requests[1].at - requests[0].at >= Duration::from_millis(900), "{:?}", requests[1].at - requests[0].at);
+    assert!(requests[2].at - requests[1].at >= Duration::from_millis(1900), "{:?}", requests[2].at - requests[1].at);
+}

@@ -252,6 +252,13 @@ struct Ready {
     day: i64,
 }
 
+impl Ready {
+    /// The tokens sent, as counted here: the estimate less the answer's allowance.
+    fn sent_tokens(&self, config: &ExtractionConfig) -> u64 {
+        self.estimate.saturating_sub(u64::from(config.max_output_tokens))
+    }
+}
+
 enum Next {
     Ready(Ready),
     Wait(Duration),
@@ -280,7 +287,7 @@ fn take_next(engine: &Engine, extraction: &Extraction) -> anyhow::Result<Next> {
     }
     let Some(ready) = prepare(engine, extraction, job, day)? else { return Ok(Next::Again) };
     let spent = engine.reader().extraction_tokens(day)?;
-    if spent + ready.estimate > config.daily_token_cap {
+    if spent.saturating_add(ready.estimate) > config.daily_token_cap {
         let next_day = (day + 1) * DAY_MS;
         extraction.set_waiting(Some(format!(
             "the daily token cap is reached ({spent} of {} tokens spent today); jobs wait until 00:00 UTC",
@@ -325,12 +332,12 @@ fn conclude(
     schema: bool,
 ) -> anyhow::Result<()> {
     let config = &extraction.config;
-    let Ready { job, turns, estimate, day, .. } = ready;
+    let Ready { job, turns, day, .. } = ready;
     let (day, attempt) = (*day, job.attempts + 1);
     let now = now_ms();
     match called {
         Ok(answer) => {
-            let tokens = answer.tokens.unwrap_or(*estimate);
+            let tokens = charged(answer.tokens, ready.sent_tokens(config), &answer.text);
             match kb_extract::parse_answer(&answer.text, turns) {
                 Ok(parsed) => store_proposals(engine, extraction, job, turns, parsed, tokens, day)?,
                 Err(reason) => {
@@ -346,7 +353,10 @@ fn conclude(
             engine.lock_writer().retry_extraction(job.id, now, &reason, 0, day)?;
         }
         Err(CallError::Retry { reason, after }) if attempt < config.max_attempts => {
-            let backoff = after.unwrap_or_else(|| backoff(config, attempt));
+            // The endpoint may ask for a longer wait, never a shorter one: `Retry-After: 0`
+            // would otherwise let it pull retries as fast as it answers.
+            let ours = backoff(config, attempt);
+            let backoff = after.map_or(ours, |after| after.max(ours));
             tracing::warn!(job = job.id, attempt, "extraction: {reason}; retrying in {backoff:?}");
             let not_before = now + backoff.as_millis() as i64;
             engine.lock_writer().retry_extraction(job.id, not_before, &reason, 0, day)?;
@@ -432,11 +442,9 @@ pub fn finish_lease(
     let Some(ready) = prepare(engine, extraction, job, day)? else { return Ok(true) };
     let called = match answer {
         Ok(text) => {
-            // Without the runtime's usage (subagent.complete reports none), the tokens are estimated.
-            let tokens = tokens.unwrap_or_else(|| {
-                (ready.estimate - u64::from(extraction.config.max_output_tokens))
-                    + kb_extract::estimate_tokens(&text) as u64
-            });
+            // Without the runtime's usage (subagent.complete reports none), the tokens are counted
+            // here; with it, the larger of the two is charged, as for an endpoint.
+            let tokens = charged(tokens, ready.sent_tokens(&extraction.config), &text);
             Ok(Answer { text, tokens: Some(tokens) })
         }
         Err(reason) => Err(CallError::Retry { reason: format!("OpenClaw's model failed: {reason}"), after: None }),
@@ -451,6 +459,18 @@ pub fn finish_lease(
 fn backoff(config: &ExtractionConfig, attempt: u32) -> Duration {
     let seconds = config.retry_seconds.saturating_mul(1 << attempt.saturating_sub(1).min(16));
     Duration::from_secs(seconds.min(1_800))
+}
+
+/// The most one call is charged: an endpoint's `usage` can claim anything (2^64 - 1 wrapped the
+/// day's sum), and past this the day's cap is long reached anyway.
+const MAX_CHARGE: u64 = u32::MAX as u64;
+
+/// The tokens a call is charged: the larger of what the endpoint reports and what was counted
+/// here (sent and received), so that an endpoint reporting 0 cannot spend past the cap, and at
+/// most [`MAX_CHARGE`].
+fn charged(reported: Option<u64>, sent: u64, answer: &str) -> u64 {
+    let counted = sent.saturating_add(kb_extract::estimate_tokens(answer) as u64);
+    reported.unwrap_or(0).max(counted).min(MAX_CHARGE)
 }
 
 /// What an endpoint answered.

@@ -32,6 +32,18 @@ impl Reply {
         Reply { status: 200, headers: Vec::new(), body: body.to_string(), delay: Duration::ZERO }
     }
 
+    /// A Chat Completions answer whose message is `content` and whose `usage` is `usage`, as an
+    /// endpoint may claim it.
+    pub fn with_usage(content: &str, usage: Value) -> Reply {
+        let body = json!({
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": usage
+        });
+        Reply { status: 200, headers: Vec::new(), body: body.to_string(), delay: Duration::ZERO }
+    }
+
     /// An answer proposing `experiences` (each a JSON object) as strict JSON.
     pub fn proposals(experiences: Value, tokens: u64) -> Reply {
         Reply::message(&json!({"experiences": experiences}).to_string(), tokens)
@@ -60,6 +72,8 @@ pub struct Recorded {
     pub body: Value,
     /// The raw body, for checks that a text never appears anywhere in it.
     pub raw: String,
+    /// When it arrived.
+    pub at: std::time::Instant,
 }
 
 #[derive(Default)]
@@ -152,6 +166,7 @@ fn serve(stream: TcpStream, shared: &Mutex<Shared>) -> std::io::Result<()> {
             authorization,
             body: serde_json::from_str(&raw).unwrap_or(Value::Null),
             raw,
+            at: std::time::Instant::now(),
         });
         shared.script.pop_front().unwrap_or_else(|| Reply::status(500, "{\"error\": \"unscripted request\"}"))
     };

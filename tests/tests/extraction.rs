@@ -592,3 +592,49 @@ fn retry_after_zero_does_not_shorten_the_backoff() {
     assert!(requests[1].at - requests[0].at >= Duration::from_millis(900), "{:?}", requests[1].at - requests[0].at);
     assert!(requests[2].at - requests[1].at >= Duration::from_millis(1900), "{:?}", requests[2].at - requests[1].at);
 }
+
+/// `n` distinct proposals whose confidence rises with their number, from `from` on.
+fn numbered_proposals(from: usize, n: usize) -> Value {
+    let proposals: Vec<Value> = (from..from + n)
+        .map(|i| {
+            json!({"task": format!("Rotate credentials of service number {i}"),
+                   "resource": format!("vault rotate svc-{i}"),
+                   "result": format!("service {i} picks up the new secret after a restart"),
+                   "score": 4, "outcome": "success", "confidence": 0.6 + (i % 1000) as f64 / 10_000.0,
+                   "content": "", "evidence": [1]})
+        })
+        .collect();
+    Value::Array(proposals)
+}
+
+/// Issue 24, point 3: one answer with 3,000 proposals put 3,000 experiences in review. Now one
+/// answer gives at most `max_proposals_per_job` (the most confident), the review queue holds at
+/// most `max_pending_proposals`, and what is over either is counted in `status`.
+#[test]
+fn one_answer_cannot_flood_the_review_queue() {
+    let llm = ScriptedLlm::start();
+    let daemon = start(&llm, "max_pending_proposals = 8");
+    let config = plugin_config(true, "strict", true);
+    llm.script([Reply::proposals(numbered_proposals(0, 3_000), 5_000)]);
+    agent_end(&daemon, "s1", &deploy_session(1), &config);
+    let status = wait_for_jobs(&daemon, 1, Duration::from_secs(60));
+    assert_eq!((status["done"].as_u64(), status["over_limit"].as_u64()), (Some(1), Some(2_995)), "{status}");
+    let held = pending(&daemon);
+    assert_eq!(held.len(), 5, "{held:?}");
+    // The five most confident: numbers 995 to 999 (confidence 0.6995 down to 0.6995 - 0.0004).
+    for experience in &held {
+        let task = experience["task"].as_str().unwrap();
+        let number: usize = task.rsplit(' ').next().unwrap().parse().unwrap();
+        assert!((995..1000).contains(&number) || (1995..2000).contains(&number) || number >= 2995, "{task}");
+    }
+
+    // The queue has room for 3 more: a second answer of 10 keeps its 3 most confident.
+    llm.script([Reply::proposals(numbered_proposals(5_000, 10), 800)]);
+    agent_end(&daemon, "s2", &deploy_session(100), &config);
+    let status = wait_for_jobs(&daemon, 2, Duration::from_secs(30));
+    assert_eq!(status["over_limit"].as_u64(), Some(2_995 + 5 + 2), "{status}");
+    assert_eq!(status["pending_proposals"].as_u64(), Some(8), "{status}");
+    assert_eq!(pending(&daemon).len(), 8);
+    let kbctl = common::stdout(&daemon.kbctl(&["status"]));
+    assert!(kbctl.contains("3002 proposals not kept"), "{kbctl}");
+}

@@ -113,17 +113,23 @@ pub struct ExtractionConfig {
     pub max_input_tokens: usize,
     /// Tokens the answer may take.
     pub max_output_tokens: u32,
-    /// Tokens spent per day (UTC) at most, counted from the endpoint's `usage`; past it, jobs
-    /// wait for the next day.
+    /// Tokens spent per day (UTC) at most, each call charged the larger of the endpoint's `usage`
+    /// and the daemon's own count; past it, jobs wait for the next day.
     pub daily_token_cap: u64,
     /// Proposals the LLM is less confident of than this are dropped (and counted).
     pub min_confidence: f64,
     /// Jobs waiting at most; past it the oldest are dropped (and counted).
     pub max_queued: usize,
+    /// Proposals taken from one answer at most, the most confident first (the prompt asks for
+    /// at most 5; an answer with more is not trusted to keep to it); the rest are counted.
+    pub max_proposals_per_job: usize,
+    /// Extracted proposals waiting for review at most; past it, new ones are not held (the least
+    /// confident go first) and are counted, until the user reviews.
+    pub max_pending_proposals: usize,
     /// Attempts of a job before it fails for good (timeouts, 5xx and 429 are retried).
     pub max_attempts: u32,
     /// Seconds before the first retry of a job; doubled at each retry (at most 30 minutes). A
-    /// `Retry-After` from the endpoint wins.
+    /// `Retry-After` from the endpoint may lengthen it, never shorten it.
     pub retry_seconds: u64,
     /// Seconds one call may take.
     pub timeout_seconds: u64,
@@ -151,6 +157,8 @@ impl Default for ExtractionConfig {
             daily_token_cap: 200_000,
             min_confidence: 0.6,
             max_queued: 100,
+            max_proposals_per_job: 5,
+            max_pending_proposals: 200,
             max_attempts: 5,
             retry_seconds: 10,
             timeout_seconds: 120,
@@ -264,6 +272,8 @@ impl Config {
             "extraction.min_confidence must be from 0 to 1"
         );
         anyhow::ensure!(extraction.max_queued >= 1, "extraction.max_queued must be at least 1");
+        anyhow::ensure!(extraction.max_proposals_per_job >= 1, "extraction.max_proposals_per_job must be at least 1");
+        anyhow::ensure!(extraction.max_pending_proposals >= 1, "extraction.max_pending_proposals must be at least 1");
         anyhow::ensure!(extraction.max_attempts >= 1, "extraction.max_attempts must be at least 1");
         anyhow::ensure!(extraction.retry_seconds >= 1, "extraction.retry_seconds must be at least 1");
         anyhow::ensure!(

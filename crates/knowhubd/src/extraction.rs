@@ -600,7 +600,16 @@ fn store_proposals(
     for reason in &parsed.invalid {
         tracing::info!(job = job.id, "extraction: proposal dropped: {reason}");
     }
-    for (index, proposal) in parsed.proposals.into_iter().enumerate() {
+    // One answer cannot flood the review queue: the most confident few are taken, and held ones
+    // only while the queue has room; what is over either limit is counted, never silently lost.
+    let mut proposals = parsed.proposals;
+    proposals.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
+    let mut over_limit = proposals.len().saturating_sub(config.max_proposals_per_job) as u64;
+    proposals.truncate(config.max_proposals_per_job);
+    let day_now = now_ms().div_euclid(DAY_MS);
+    let mut room =
+        (config.max_pending_proposals as u64).saturating_sub(engine.extraction_stats(day_now)?.pending_proposals);
+    for (index, proposal) in proposals.into_iter().enumerate() {
         if proposal.confidence < config.min_confidence {
             low_confidence += 1;
             continue;
@@ -668,8 +677,13 @@ fn store_proposals(
                 .map(|hit| (hit.id, f64::from(hit.score))),
         };
         let suspected = gated.status == Status::Pending;
-        quarantined += u64::from(suspected);
         let held = job.require_approval || suspected;
+        if held && room == 0 {
+            over_limit += 1;
+            continue;
+        }
+        room = room.saturating_sub(u64::from(held));
+        quarantined += u64::from(suspected);
         gated.flags.push("extracted".to_owned());
         if held {
             gated.status = Status::Pending;
@@ -705,8 +719,16 @@ fn store_proposals(
         ("rejected_before", rejected_before),
         ("already_proposed", already),
         ("quarantined", quarantined),
+        ("over_limit", over_limit),
         ("proposed", items.len() as u64),
     ];
+    if over_limit > 0 {
+        tracing::warn!(
+            job = job.id,
+            over_limit,
+            "extraction: proposals over the per-job or review-queue limit were not kept"
+        );
+    }
     let mut store = engine.lock_writer();
     let (outcomes, _) = store.finish_extraction(
         job.id,

@@ -186,6 +186,10 @@ pub struct ExtractionStatus {
     pub already_proposed: u64,
     /// Proposals held as suspected prompt injections.
     pub quarantined: u64,
+    /// Proposals not kept because an answer held more than `max_proposals_per_job` or the
+    /// review queue was at `max_pending_proposals` (the least confident first).
+    #[serde(default)]
+    pub over_limit: u64,
     /// Extracted proposals waiting for review.
     pub pending_proposals: u64,
     pub tokens_today: u64,

@@ -136,6 +136,12 @@ fn extraction_line(extraction: &wire::ExtractionStatus) -> String {
         extraction.tokens_today,
         extraction.daily_token_cap
     );
+    if extraction.over_limit > 0 {
+        line.push_str(&format!(
+            "\n  {} proposals not kept: over the per-answer or review-queue limit (review, or raise [extraction] max_pending_proposals)",
+            extraction.over_limit
+        ));
+    }
     if let Some(waiting) = &extraction.waiting {
         line.push_str(&format!("\n  waiting: {waiting}"));
     }

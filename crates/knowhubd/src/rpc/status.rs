@@ -202,6 +202,7 @@ fn extraction_status(app: &App) -> Result<wire::ExtractionStatus, EngineError> {
         rejected_before: counter("rejected_before"),
         already_proposed: counter("already_proposed"),
         quarantined: counter("quarantined"),
+        over_limit: counter("over_limit"),
         pending_proposals: stats.pending_proposals,
         tokens_today: stats.tokens_today,
         daily_token_cap: config.daily_token_cap,

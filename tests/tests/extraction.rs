@@ -5,12 +5,10 @@
 
 mod common;
 
-use std::io::Write as _;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::TestDaemon;
 use common::llm::{Reply, ScriptedLlm};
-use common::{TestDaemon, bin};
 use serde_json::{Value, json};
 
 const GITHUB_TOKEN: &str = "ghp_16C7e42F292c6912E7710c838347Ae178B4a";
@@ -357,18 +355,9 @@ fn approving_a_proposal_that_says_what_is_stored_merges_and_review_edits() {
     std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let answers: String =
         held.iter().map(|held| if held["task"] == proposal["task"] { "a\n" } else { "e\n" }).collect();
-    let mut child = Command::new(bin("kbctl"))
-        .env("KNOWHUB_SOCKET", &daemon.socket)
-        .env("EDITOR", &editor)
-        .env_remove("VISUAL")
-        .arg("review")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kbctl review runs");
-    child.stdin.take().unwrap().write_all(answers.as_bytes()).unwrap();
-    let output = child.wait_with_output().unwrap();
+    // VISUAL wins over EDITOR: both name the scripted editor.
+    let editors = [("EDITOR", editor.as_os_str()), ("VISUAL", editor.as_os_str())];
+    let output = common::kbctl_with_input(&daemon.socket, &["review"], &editors, &answers);
     let text = common::stdout(&output);
     assert!(output.status.success(), "{text}\n{}", common::stderr(&output));
     assert!(text.contains(&format!("merged into {existing}")), "{text}");

@@ -202,6 +202,23 @@ pub fn kbctl_with_socket(socket: &Path, args: &[&str]) -> Output {
         .expect("kbctl runs")
 }
 
+/// Runs kbctl with `args`, typing `input` on its standard input (the answers of `kbctl
+/// review`), with extra environment variables `env`.
+pub fn kbctl_with_input(socket: &Path, args: &[&str], env: &[(&str, &OsStr)], input: &str) -> Output {
+    use std::io::Write as _;
+    let mut child = Command::new(bin("kbctl"))
+        .env("KNOWHUB_SOCKET", socket)
+        .envs(env.iter().copied())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kbctl runs");
+    child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("answers written");
+    child.wait_with_output().expect("kbctl finishes")
+}
+
 pub fn ids_of(search_answer: &Value) -> Vec<String> {
     search_answer["results"]
         .as_array()

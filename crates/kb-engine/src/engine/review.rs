@@ -184,8 +184,21 @@ impl Engine {
             }
         }
         let edited_words = words_before != (new.task.clone(), new.resource.clone(), new.result.clone());
+        let edited_text = edited_words || edit.is_some_and(|edit| edit.content.is_some());
         let mut gated = kb_core::gate(new, &self.policy)?;
-        // The user approves: held or not by the gate, it becomes active; the flags stay.
+        // An edit passes the gate like any write: text the user typed (or pasted) in that looks
+        // like a prompt injection is not approved with it; the experience stays held, unchanged.
+        if edited_text && gated.status == Status::Pending {
+            return Err(EngineError::invalid(
+                "edit",
+                format!(
+                    "the edited text is held as a suspected prompt injection ({}); {id} stays held as it was: \
+                     approve it without this edit, or edit it again",
+                    gated.flags.join(", ")
+                ),
+            ));
+        }
+        // The user approves: held or not by the gate before, it becomes active; the flags stay.
         gated.status = Status::Active;
         for flag in experience.flags {
             if !gated.flags.contains(&flag) {

@@ -27,12 +27,17 @@ pub fn visible_controls(text: &str) -> Cow<'_, str> {
     let mut shown = String::with_capacity(text.len() + 16);
     for ch in text.chars() {
         if is_unsafe_to_show(ch) {
-            shown.push_str(&format!("\\u{{{:x}}}", u32::from(ch)));
+            push_visible(ch, &mut shown);
         } else {
             shown.push(ch);
         }
     }
     Cow::Owned(shown)
+}
+
+/// Appends `ch` to `out` as `\u{hex}`: how a character [`is_unsafe_to_show`] is shown.
+pub fn push_visible(ch: char, out: &mut String) {
+    out.push_str(&format!("\\u{{{:x}}}", u32::from(ch)));
 }
 
 #[cfg(test)]

@@ -606,9 +606,8 @@ fn store_proposals(
     proposals.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
     let mut over_limit = proposals.len().saturating_sub(config.max_proposals_per_job) as u64;
     proposals.truncate(config.max_proposals_per_job);
-    let day_now = now_ms().div_euclid(DAY_MS);
     let mut room =
-        (config.max_pending_proposals as u64).saturating_sub(engine.extraction_stats(day_now)?.pending_proposals);
+        (config.max_pending_proposals as u64).saturating_sub(engine.extraction_stats(day)?.pending_proposals);
     for (index, proposal) in proposals.into_iter().enumerate() {
         if proposal.confidence < config.min_confidence {
             low_confidence += 1;

@@ -319,17 +319,7 @@ impl Engine {
     pub(super) fn rebuild_damaged(&self, reason: String) -> bool {
         tracing::warn!("{reason}; rebuilding it from the store");
         self.index_state.send_replace(IndexState::Rebuilding { reason: reason.clone() });
-        let rebuilt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            {
-                let _store = self.lock_writer();
-                let _index_turn = self.lock_index_sync();
-                self.index.reset_writer()?;
-                self.index.clear()?;
-                self.index.commit(0)?;
-            }
-            self.prepare_index_alone();
-            anyhow::Ok(())
-        }));
+        let rebuilt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.rebuild_from_scratch()));
         let failure = match rebuilt {
             Ok(Ok(())) => return matches!(*self.index_state.borrow(), IndexState::Ready),
             Ok(Err(error)) => format!("{error:#}"),
@@ -426,10 +416,10 @@ impl Engine {
     }
 
     /// Rebuilds the BM25 index from the store, in full. Returns the documents indexed.
-    pub(super) fn rebuild_index(&self) -> EngineResult<u64> {
-        let _one_at_a_time = self.rebuilding.lock().unwrap_or_else(PoisonError::into_inner);
-        self.index_state.send_replace(IndexState::Rebuilding { reason: "reindex requested".to_owned() });
-        // Force a full rebuild rather than a catch-up.
+    /// Empties the index (uncommitted changes rolled back, segments dropped unread) and commits
+    /// it at change 0, so that `prepare_index_alone` rebuilds it in full from the store rather
+    /// than catching up. The caller holds `rebuilding`.
+    fn rebuild_from_scratch(&self) -> anyhow::Result<()> {
         {
             let _store = self.lock_writer();
             let _index_turn = self.lock_index_sync();
@@ -437,6 +427,13 @@ impl Engine {
             self.index.commit(0).context("cannot clear the index")?;
         }
         self.prepare_index_alone();
+        Ok(())
+    }
+
+    pub(super) fn rebuild_index(&self) -> EngineResult<u64> {
+        let _one_at_a_time = self.rebuilding.lock().unwrap_or_else(PoisonError::into_inner);
+        self.index_state.send_replace(IndexState::Rebuilding { reason: "reindex requested".to_owned() });
+        self.rebuild_from_scratch()?;
         match &*self.index_state.borrow() {
             IndexState::Ready => Ok(self.index.num_docs()),
             IndexState::Failed { reason } | IndexState::Rebuilding { reason } | IndexState::Damaged { reason } => {

@@ -1,9 +1,11 @@
-// The OpenClaw entry of the KnowHub plugin: reads the plugin config, registers the three tools
-// and a forwarding handler for every typed hook. All state and logic live in the daemon.
+// The OpenClaw entry of the KnowHub plugin: reads the plugin config, registers the three tools,
+// a forwarding handler for every typed hook, and the Control UI tab with its gateway methods.
+// All state and logic live in the daemon.
 
 import { KnowhubClient, resolveSocketPath, type Logger } from "./client.ts";
 import { ExtractionPump, type LlmRuntime, type SubagentRuntime } from "./extraction.ts";
 import { registerHooks, type HookConfig } from "./hooks.ts";
+import { registerControlUi, type GatewayMethodApi } from "./ui.ts";
 import { TOOL_NAMES, contentTool, searchTool, submitTool, type AgentTool, type ToolContext } from "./tools.ts";
 
 /** The validated plugin config, with the manifest's defaults applied. */
@@ -14,7 +16,7 @@ export type KnowhubConfig = HookConfig & {
 };
 
 /** The part of OpenClaw's plugin API this plugin uses. */
-export type PluginApi = {
+export type PluginApi = GatewayMethodApi & {
   id?: string;
   pluginConfig?: Record<string, unknown>;
   logger: Logger;
@@ -97,6 +99,8 @@ export function register(api: PluginApi): void {
       return undefined;
     });
   }
+  // The "KnowHub" tab of the Control UI: its page (dist/control-ui/) calls these gateway methods.
+  registerControlUi(api, client);
   api.logger.debug?.(`knowhub: daemon socket ${client.socketPath}`);
 }
 

@@ -1,10 +1,12 @@
 // Generated from index.ts by scripts/build.mjs: do not edit.
-// The OpenClaw entry of the KnowHub plugin: reads the plugin config, registers the three tools
-// and a forwarding handler for every typed hook. All state and logic live in the daemon.
+// The OpenClaw entry of the KnowHub plugin: reads the plugin config, registers the three tools,
+// a forwarding handler for every typed hook, and the Control UI tab with its gateway methods.
+// All state and logic live in the daemon.
 
 import { KnowhubClient, resolveSocketPath } from "./client.js";
 import { ExtractionPump } from "./extraction.js";
 import { registerHooks } from "./hooks.js";
+import { registerControlUi } from "./ui.js";
 import { TOOL_NAMES, contentTool, searchTool, submitTool } from "./tools.js";
 
 const ENUMS = {
@@ -80,6 +82,8 @@ export function register(api) {
       return undefined;
     });
   }
+  // The "KnowHub" tab of the Control UI: its page (dist/control-ui/) calls these gateway methods.
+  registerControlUi(api, client);
   api.logger.debug?.(`knowhub: daemon socket ${client.socketPath}`);
 }
 

@@ -1,5 +1,7 @@
 // Builds dist/*.js from the TypeScript sources with Node's own type stripper: no tsc, no
-// dependencies. `node scripts/build.mjs --check` exits 1 when dist/ is not up to date.
+// dependencies; and the Control UI tab's browser bundle, dist/control-ui/, from ui/ (its
+// modules compiled the same way, its stylesheet copied). `node scripts/build.mjs --check`
+// exits 1 when dist/ is not up to date.
 
 import { stripTypeScriptTypes } from "node:module";
 import { readFileSync, writeFileSync, mkdirSync, readdirSync, existsSync } from "node:fs";
@@ -7,7 +9,11 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-export const SOURCES = ["index.ts", "client.ts", "extraction.ts", "hooks.ts", "tools.ts"];
+export const SOURCES = ["index.ts", "client.ts", "extraction.ts", "hooks.ts", "tools.ts", "ui.ts"];
+/** The browser modules of the Control UI tab, and its stylesheet (openclaw.plugin.json `controlUi`). */
+export const BROWSER_SOURCES = ["ui/knowhub.ts", "ui/dom.ts", "ui/review.ts", "ui/search.ts", "ui/health.ts"];
+export const BROWSER_STYLES = ["ui/knowhub.css"];
+const BROWSER_DIST = "control-ui";
 const DIST = path.join(ROOT, "dist");
 
 /**
@@ -57,6 +63,13 @@ export function expectedDist() {
     const js = compile(readFileSync(path.join(ROOT, name), "utf8"));
     files.set(name.replace(/\.ts$/, ".js"), `// Generated from ${name} by scripts/build.mjs: do not edit.\n${js}`);
   }
+  for (const name of BROWSER_SOURCES) {
+    const js = compile(readFileSync(path.join(ROOT, name), "utf8"));
+    files.set(`${BROWSER_DIST}/${path.basename(name, ".ts")}.js`, `// Generated from ${name} by scripts/build.mjs: do not edit.\n${js}`);
+  }
+  for (const name of BROWSER_STYLES) {
+    files.set(`${BROWSER_DIST}/${path.basename(name)}`, `/* Generated from ${name} by scripts/build.mjs: do not edit. */\n${readFileSync(path.join(ROOT, name), "utf8")}`);
+  }
   return files;
 }
 
@@ -68,7 +81,13 @@ export function staleDist() {
     const file = path.join(DIST, name);
     if (!existsSync(file) || readFileSync(file, "utf8") !== text) stale.push(name);
   }
-  if (existsSync(DIST)) for (const name of readdirSync(DIST)) if (!expected.has(name)) stale.push(name);
+  if (existsSync(DIST)) {
+    for (const entry of readdirSync(DIST, { recursive: true, withFileTypes: true })) {
+      if (!entry.isFile()) continue;
+      const name = path.relative(DIST, path.join(entry.parentPath, entry.name)).split(path.sep).join("/");
+      if (!expected.has(name)) stale.push(name);
+    }
+  }
   return stale;
 }
 
@@ -81,7 +100,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     }
     console.log("dist/ is up to date");
   } else {
-    mkdirSync(DIST, { recursive: true });
+    mkdirSync(path.join(DIST, BROWSER_DIST), { recursive: true });
     for (const [name, text] of expectedDist()) writeFileSync(path.join(DIST, name), text);
     console.log(`built ${[...expectedDist().keys()].map((name) => `dist/${name}`).join(", ")}`);
   }

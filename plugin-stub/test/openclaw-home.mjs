@@ -192,7 +192,9 @@ export async function startGateway(home, pluginConfig, extra = {}) {
   const token = `knowhub-test-${process.pid}-${Date.now()}`;
   // The OpenAI-compatible endpoint runs agent turns over HTTP, without a CLI process per turn.
   const http = { endpoints: { chatCompletions: { enabled: true } } };
-  home.configure(pluginConfig, { ...extra, gateway: { mode: "local", port, bind: "loopback", auth: { mode: "token", token }, http } });
+  // `extra.gateway` adds to the gateway's settings (the Control UI's, say); the rest are fixed.
+  const gatewayConfig = { ...extra.gateway, mode: "local", port, bind: "loopback", auth: { mode: "token", token }, http };
+  home.configure(pluginConfig, { ...extra, gateway: gatewayConfig });
   const log = [];
   const child = spawn(process.execPath, [OPENCLAW, "gateway", "run"], {
     env: home.env,

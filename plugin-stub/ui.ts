@@ -1,0 +1,221 @@
+// The Control UI tab's backend: the "KnowHub" tab descriptor and the gateway methods its page
+// calls (review, search, health), each a thin, checked forward to one daemon call.
+//
+// The page (dist/control-ui/, built from ui/) runs in the browser and reaches the daemon only
+// through these methods, over the gateway's authenticated WebSocket: the gateway checks the
+// caller's token or device and scopes before a handler runs (reads need operator.read, every
+// write operator.write), and the daemon's socket stays private to this process. Nothing here is
+// an HTTP route, so no cookie can carry a cross-site write to it.
+
+import { START_HINT, type KnowhubClient } from "./client.ts";
+
+/** What OpenClaw passes a gateway method handler (the part used here). */
+export type GatewayRequest = {
+  params?: unknown;
+  respond: (ok: boolean, payload?: unknown, error?: { code: string; message: string; details?: unknown }) => void;
+};
+
+export type GatewayMethodApi = {
+  registerGatewayMethod?: (
+    method: string,
+    handler: (request: GatewayRequest) => Promise<void> | void,
+    opts?: { scope?: string },
+  ) => void;
+  session?: { controls?: { registerControlUiDescriptor?: (descriptor: Record<string, unknown>) => void } };
+};
+
+export const READ_SCOPE = "operator.read";
+export const WRITE_SCOPE = "operator.write";
+
+/** The tab's id: the page lives at `/plugin?plugin=knowhub&id=knowhub`. */
+export const TAB_ID = "knowhub";
+
+/** Every method the page calls, with the scope the gateway demands for it. */
+export const UI_METHODS = {
+  "knowhub.ui.overview": READ_SCOPE,
+  "knowhub.ui.pending": READ_SCOPE,
+  "knowhub.ui.search": READ_SCOPE,
+  "knowhub.ui.experience": READ_SCOPE,
+  "knowhub.ui.approve": WRITE_SCOPE,
+  "knowhub.ui.reject": WRITE_SCOPE,
+  "knowhub.ui.retry": WRITE_SCOPE,
+  "knowhub.ui.sync": WRITE_SCOPE,
+} as const;
+
+/** How long a page's read waits for the daemon; the page says the daemon is slow past it. */
+const READ_TIMEOUT_MS = 5_000;
+/** Approving re-runs the write gate and embeds: it may take longer than a read. */
+const WRITE_TIMEOUT_MS = 20_000;
+/** `hub.sync` waits up to 60 s for its round in the daemon. */
+const SYNC_TIMEOUT_MS = 65_000;
+/** One review action touches at most the whole queue (`max_pending_proposals` is 200 by default). */
+const MAX_IDS = 500;
+
+/** A request the page got wrong: answered with INVALID_REQUEST and never sent to the daemon. */
+class InvalidRequest extends Error {}
+
+type Handler = (params: Record<string, unknown>) => Promise<unknown>;
+
+/** Registers the tab and its methods; does nothing on an OpenClaw without them. */
+export function registerControlUi(api: GatewayMethodApi, client: KnowhubClient): boolean {
+  const register = api.registerGatewayMethod?.bind(api);
+  const describe = api.session?.controls?.registerControlUiDescriptor;
+  if (!register || !describe) return false;
+  describe.call(api.session!.controls, {
+    surface: "tab",
+    id: TAB_ID,
+    label: "KnowHub",
+    description: "Review what your agents learned, search it, and see the daemon's health.",
+    icon: "book",
+    group: "agent",
+    requiredScopes: [READ_SCOPE],
+  });
+  const handlers = uiHandlers(client);
+  for (const [method, scope] of Object.entries(UI_METHODS)) {
+    const handler = handlers[method as keyof typeof UI_METHODS];
+    register(method, async ({ params, respond }) => {
+      try {
+        respond(true, await handler(isRecord(params) ? params : {}));
+      } catch (error) {
+        respond(false, undefined, errorShape(error));
+      }
+    }, { scope });
+  }
+  return true;
+}
+
+/** The handlers by method name: plain functions of the params, for the gateway and for tests. */
+export function uiHandlers(client: KnowhubClient): Record<keyof typeof UI_METHODS, Handler> {
+  const call = (method: string, params: object, timeoutMs = READ_TIMEOUT_MS) => client.call(method, params, { timeoutMs });
+  return {
+    // The health view: never an error for a daemon that is down or slow, but a state the page shows.
+    "knowhub.ui.overview": async () => {
+      try {
+        const status = await call("status", {});
+        const jobs = await call("extract.jobs", { limit: 20 }).catch((error) => ({ error: describe(error) }));
+        return { daemon: "up", status, jobs };
+      } catch (error) {
+        return { daemon: daemonState(error), message: describe(error), hint: START_HINT, socket: client.socketPath };
+      }
+    },
+    "knowhub.ui.pending": async () => call("kb.pending", { limit: 200 }),
+    "knowhub.ui.search": async (params) => {
+      const query = str(params.query, "query", 2_000).trim();
+      if (!query) throw new InvalidRequest("invalid `query`: type something to search for");
+      return call("kb.search", {
+        query,
+        top_k: int(params.top_k, "top_k", 1, 50, 10),
+        min_score: int(params.min_score, "min_score", 1, 5, 1),
+        mode: choice(params.mode, "mode", ["hybrid", "bm25", "vector"], "hybrid"),
+        origin: choice(params.origin, "origin", ["all", "mine", "team"], "all"),
+      });
+    },
+    // Details on demand: the whole record (provenance, variants, origins) and its content.
+    "knowhub.ui.experience": async (params) => {
+      const id = ids([params.id], "id")[0];
+      const record = (await call("kb.get", { experience_id: id })) as { has_content?: boolean };
+      const content = record?.has_content ? await call("kb.content", { experience_id: id }) : null;
+      return { record, content };
+    },
+    "knowhub.ui.approve": async (params) => {
+      const list = ids(params.ids, "ids");
+      if (params.edit === undefined || params.edit === null) return call("kb.approve", { ids: list }, WRITE_TIMEOUT_MS);
+      if (list.length !== 1) throw new InvalidRequest("invalid `edit`: an edit approves exactly one experience");
+      return call("kb.approve", { ids: list, edit: edit(params.edit) }, WRITE_TIMEOUT_MS);
+    },
+    "knowhub.ui.reject": async (params) => {
+      const reason = params.reason === undefined ? undefined : str(params.reason, "reason", 500);
+      return call("kb.reject", { ids: ids(params.ids, "ids"), ...(reason ? { reason } : {}) }, WRITE_TIMEOUT_MS);
+    },
+    "knowhub.ui.retry": async (params) => {
+      if (!Array.isArray(params.ids) || params.ids.length === 0 || params.ids.length > MAX_IDS) {
+        throw new InvalidRequest("invalid `ids`: a list of extraction job numbers");
+      }
+      const jobs = params.ids.map((id) => {
+        if (!Number.isSafeInteger(id) || (id as number) < 1) throw new InvalidRequest("invalid `ids`: job numbers are positive integers");
+        return id as number;
+      });
+      return call("extract.retry", { ids: jobs }, WRITE_TIMEOUT_MS);
+    },
+    "knowhub.ui.sync": async () => call("hub.sync", {}, SYNC_TIMEOUT_MS),
+  };
+}
+
+/** The gateway error for a failure: what went wrong and, for a daemon that is down, how to start it. */
+export function errorShape(error: unknown): { code: string; message: string; details?: unknown } {
+  if (error instanceof InvalidRequest) return { code: "INVALID_REQUEST", message: error.message };
+  const kind = (error as { kind?: string })?.kind;
+  const details = { kind: kind ?? "internal", daemon: daemonState(error) };
+  if (kind === "unreachable" || kind === "untrusted" || kind === "timeout") {
+    return { code: "UNAVAILABLE", message: `${describe(error)}; ${START_HINT}`, details };
+  }
+  return { code: kind === "rpc" ? "INVALID_REQUEST" : "UNAVAILABLE", message: describe(error), details };
+}
+
+/** `down` (no daemon), `slow` (no answer in time), `untrusted` (a socket not the user's own) or `error`. */
+function daemonState(error: unknown): string {
+  switch ((error as { kind?: string })?.kind) {
+    case "unreachable":
+      return "down";
+    case "timeout":
+      return "slow";
+    case "untrusted":
+      return "untrusted";
+    default:
+      return "error";
+  }
+}
+
+function describe(error: unknown): string {
+  return (error as { message?: string })?.message ?? String(error);
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function str(value: unknown, field: string, max: number): string {
+  if (typeof value !== "string") throw new InvalidRequest(`invalid \`${field}\`: expected text`);
+  if (value.length > max) throw new InvalidRequest(`invalid \`${field}\`: longer than ${max} characters`);
+  return value;
+}
+
+function int(value: unknown, field: string, min: number, max: number, fallback: number): number {
+  if (value === undefined || value === null || value === "") return fallback;
+  const n = typeof value === "string" ? Number(value) : value;
+  if (typeof n !== "number" || !Number.isInteger(n) || n < min || n > max) {
+    throw new InvalidRequest(`invalid \`${field}\`: a whole number from ${min} to ${max}`);
+  }
+  return n;
+}
+
+function choice(value: unknown, field: string, allowed: string[], fallback: string): string {
+  if (value === undefined || value === null || value === "") return fallback;
+  if (typeof value !== "string" || !allowed.includes(value)) {
+    throw new InvalidRequest(`invalid \`${field}\`: one of ${allowed.join(", ")}`);
+  }
+  return value;
+}
+
+/** Experience ids (ULIDs), de-duplicated; anything else is refused before the daemon sees it. */
+function ids(value: unknown, field: string): string[] {
+  if (!Array.isArray(value) || value.length === 0 || value.length > MAX_IDS) {
+    throw new InvalidRequest(`invalid \`${field}\`: a list of 1 to ${MAX_IDS} experience ids`);
+  }
+  for (const id of value) {
+    if (typeof id !== "string" || !/^[0-9A-Za-z]{1,64}$/.test(id)) throw new InvalidRequest(`invalid \`${field}\`: not an experience id`);
+  }
+  return [...new Set(value as string[])];
+}
+
+/** The fields an edit may change; the daemon's write gate checks their content again. */
+function edit(value: unknown): Record<string, unknown> {
+  if (!isRecord(value)) throw new InvalidRequest("invalid `edit`: expected the changed fields");
+  const out: Record<string, unknown> = {};
+  for (const [key, field] of Object.entries(value)) {
+    if (key === "score") out.score = int(field, "edit.score", 1, 5, 3);
+    else if (["task", "resource", "result", "content"].includes(key)) out[key] = str(field, `edit.${key}`, 100_000);
+    else throw new InvalidRequest(`invalid \`edit\`: unknown field \`${key}\``);
+  }
+  return out;
+}

@@ -152,12 +152,19 @@ export class Page {
   async screenshot(file, selector) {
     mkdirSync(path.dirname(file), { recursive: true });
     const params = { format: "png" };
+    let tall = false;
     if (selector) {
-      const rect = await this.evaluate(`(() => { const r = document.querySelector(${JSON.stringify(selector)}).getBoundingClientRect(); return { x: r.x + scrollX, y: r.y + scrollY, width: r.width, height: r.height }; })()`);
-      params.clip = { ...rect, scale: 1 };
+      const rect = await this.evaluate(`(() => { const r = document.querySelector(${JSON.stringify(selector)}).getBoundingClientRect(); return { x: r.x + scrollX, y: r.y + scrollY, width: r.width, height: r.height, viewport: innerHeight }; })()`);
+      // An element taller than the window: the window grows for the shot, so all of it is drawn.
+      if (rect.y + rect.height > rect.viewport) {
+        tall = true;
+        await this.send("Emulation.setDeviceMetricsOverride", { width: 1280, height: Math.ceil(rect.y + rect.height), deviceScaleFactor: 1, mobile: false });
+      }
+      params.clip = { x: rect.x, y: rect.y, width: rect.width, height: rect.height, scale: 1 };
       params.captureBeyondViewport = true;
     }
     const { data } = await this.send("Page.captureScreenshot", params);
+    if (tall) await this.send("Emulation.clearDeviceMetricsOverride");
     const png = Buffer.from(data, "base64");
     assert.equal(png.subarray(1, 4).toString(), "PNG");
     writeFileSync(file, png);

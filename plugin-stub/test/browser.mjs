@@ -154,14 +154,17 @@ export class Page {
     const params = { format: "png" };
     let tall = false;
     if (selector) {
-      const rect = await this.evaluate(`(() => { const r = document.querySelector(${JSON.stringify(selector)}).getBoundingClientRect(); return { x: r.x + scrollX, y: r.y + scrollY, width: r.width, height: r.height, viewport: innerHeight }; })()`);
-      // An element taller than the window: the window grows for the shot, so all of it is drawn.
+      // Scrolled into view (the Control UI scrolls an inner pane, not the document), measured,
+      // and when taller than the window the window grows for the shot so all of it is drawn.
+      const measure = () => this.evaluate(`(() => { const e = document.querySelector(${JSON.stringify(selector)}); e.scrollIntoView({ block: "start" }); const r = e.getBoundingClientRect(); return { x: r.x, y: r.y, width: r.width, height: r.height, viewport: innerHeight }; })()`);
+      let rect = await measure();
       if (rect.y + rect.height > rect.viewport) {
         tall = true;
-        await this.send("Emulation.setDeviceMetricsOverride", { width: 1280, height: Math.ceil(rect.y + rect.height), deviceScaleFactor: 1, mobile: false });
+        await this.send("Emulation.setDeviceMetricsOverride", { width: 1280, height: Math.ceil(rect.y + rect.height + 40), deviceScaleFactor: 1, mobile: false });
+        await this.evaluate("new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))");
+        rect = await measure();
       }
       params.clip = { x: rect.x, y: rect.y, width: rect.width, height: rect.height, scale: 1 };
-      params.captureBeyondViewport = true;
     }
     const { data } = await this.send("Page.captureScreenshot", params);
     if (tall) await this.send("Emulation.clearDeviceMetricsOverride");

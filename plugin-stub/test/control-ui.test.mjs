@@ -92,6 +92,7 @@ describe("the KnowHub tab in the Control UI, in Chromium (openclaw@2026.9.6)", {
     const injected = await heldByTask(daemon, "Speed up the build");
     assert.match(await page.evaluate(`${cardOf(injected.id)}.innerText`), /Suspected prompt injection/);
     await shot("review-light");
+    await shot("review-card-light", `.khub article[data-id="${twin.id}"]`);
   });
 
   test("stored markup, script and terminal escapes show as text and run nothing; Chinese shows as written", { timeout: 60_000 }, async () => {

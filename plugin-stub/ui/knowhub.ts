@@ -40,9 +40,11 @@ function mountApp(container, host) {
 
   function showBanner(state, message) {
     const title = state === "slow" ? "The KnowHub daemon is not answering in time." : state === "untrusted" ? "The KnowHub socket is not yours; nothing was sent to it." : "The KnowHub daemon is not running.";
+    // The gateway's message may already say how to start the daemon; the banner says it once.
+    const cause = message.replace(/;\s*start it with[\s\S]*$/i, "");
     replace(banner,
       el("strong", { text: title }),
-      el("p", { text: message }),
+      el("p", { className: "khub-muted", text: cause }),
       el("p", {}, "Start it with ", el("code", { text: "kbctl service install" }), " (systemd or launchd), or run ", el("code", { text: "knowhubd" }), " in a terminal; ", el("code", { text: "kbctl status" }), " says what is wrong."),
       button("Try again", () => show(current?.name ?? "review")));
     banner.hidden = false;

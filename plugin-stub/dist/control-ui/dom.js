@@ -62,7 +62,7 @@ export function facts(pairs, className = "khub-facts") {
   const list = el("dl", { className });
   for (const [label, value] of pairs) {
     if (value === undefined || value === null || value === "") continue;
-    list.append(el("dt", { text: label }), el("dd", {}, value));
+    list.append(el("div", {}, el("dt", { text: label }), el("dd", {}, value)));
   }
   return list;
 }

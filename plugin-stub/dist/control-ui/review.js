@@ -77,7 +77,7 @@ export function reviewView(app) {
     rejectMany.textContent = `Reject selected (${selected.size})`;
     selectAll.checked = items.length > 0 && selected.size === items.length;
     selectAll.disabled = items.length === 0;
-    empty.textContent = failure ? `The review queue could not be read: ${failure}` : items.length === 0 ? "Nothing is waiting for review." : !writable ? "Your connection can read but not write: approving and rejecting need the operator.write scope." : "";
+    empty.textContent = failure ? (/start it with/i.test(failure) ? "The review queue cannot be read until the daemon answers." : `The review queue could not be read: ${failure}`) : items.length === 0 ? "Nothing is waiting for review." : !writable ? "Your connection can read but not write: approving and rejecting need the operator.write scope." : "";
     empty.hidden = empty.textContent === "";
     replace(list, items.map((item) => card(item, writable)));
   }

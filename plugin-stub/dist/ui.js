@@ -76,7 +76,11 @@ export function uiHandlers(client) {
     "knowhub.ui.overview": async () => {
       try {
         const status = await call("status", {});
-        const jobs = await call("extract.jobs", { limit: 20 }).catch((error) => ({ error: describe(error) }));
+        const jobs = await call("extract.jobs", { limit: 20 }).catch((error) => {
+          // A daemon that stops answering between the two calls is down or slow, not "up".
+          if (daemonState(error) !== "error") throw error;
+          return { error: describe(error) };
+        });
         return { daemon: "up", status, jobs };
       } catch (error) {
         return { daemon: daemonState(error), message: describe(error), hint: START_HINT, socket: client.socketPath };

@@ -334,4 +334,17 @@ describe("the KnowHub tab in the Control UI, in Chromium (openclaw@2026.9.6)", {
     }
     assert.equal((await daemon.call("kb.get", { experience_id: held.id })).result.status, "pending", "nobody approved it");
   });
+
+  test("with custom plugin UI off (OpenClaw's default) the tab says how to turn it on, and runs none of KnowHub's code", { timeout: 90_000 }, async () => {
+    const config = home.config();
+    config.gateway.controlUi.experimental.customPlugins = false;
+    home.writeConfig(config);
+    // The gateway applies the change without a restart; the page shows OpenClaw's notice instead.
+    await until(async () => {
+      await page.goto(`http://127.0.0.1:${gateway.port}/plugin?plugin=knowhub&id=knowhub#token=${gateway.token}`);
+      return page.waitFor("/Custom plugin UI is off/.test(document.body.innerText)", 8_000).then(() => true, () => false);
+    }, 60_000, "the notice");
+    assert.equal(await page.evaluate("Boolean(document.querySelector('.khub'))"), false);
+    assert.match(await page.evaluate("document.body.innerText"), /Enable Custom plugin UI in Labs/);
+  });
 });

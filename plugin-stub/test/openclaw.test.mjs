@@ -10,6 +10,7 @@ import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
 
 import { HOOKS } from "../hooks.ts";
+import { BROWSER_SOURCES, BROWSER_STYLES, SOURCES } from "../scripts/build.mjs";
 import { Daemon, STUB_DIR, tempDir } from "./helpers.mjs";
 import { OpenClawHome, checkEnvironment } from "./openclaw-home.mjs";
 
@@ -59,8 +60,9 @@ describe("openclaw@2026.9.6", { concurrency: 2 }, () => {
     const copy = tempDir("pstub-ts-");
     const tsHome = new OpenClawHome("pstub-octs-");
     try {
-      for (const name of ["index.ts", "client.ts", "extraction.ts", "hooks.ts", "tools.ts", "package.json", "openclaw.plugin.json"]) {
-        cpSync(path.join(STUB_DIR, name), path.join(copy, name));
+      // Every TypeScript module, and the Control UI's page that the manifest declares.
+      for (const name of [...SOURCES, ...BROWSER_SOURCES, ...BROWSER_STYLES, "package.json", "openclaw.plugin.json", "dist/control-ui"]) {
+        cpSync(path.join(STUB_DIR, name), path.join(copy, name), { recursive: true });
       }
       // An explicit local load path, as `install -l` writes it (minus the install record).
       tsHome.writeConfig({ plugins: { load: { paths: [copy] } } });

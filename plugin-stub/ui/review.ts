@@ -47,6 +47,7 @@ export function reviewView(app) {
     } catch (error) {
       app.failed(error);
       items = [];
+      app.setPendingCount(0);
       render(errorText(error));
     }
   }

@@ -48,6 +48,7 @@ export function reviewView(app) {
     } catch (error) {
       app.failed(error);
       items = [];
+      app.setPendingCount(0);
       render(errorText(error));
     }
   }

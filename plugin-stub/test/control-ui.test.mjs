@@ -144,6 +144,7 @@ describe("the KnowHub tab in the Control UI, in Chromium (openclaw@2026.9.6)", {
     const deploy = await heldByTask(daemon, "Deploy the docs site with the staging script");
     await click(`${cardOf(deploy.id)}.querySelector('button[aria-label^="Reject"]')`);
     await page.waitFor(`!${cardOf(deploy.id)} && /Rejected 1 experience\\./.test(document.querySelector('.khub-live').textContent)`, 20_000, "the rejection");
+    assert.equal(await page.evaluate("Boolean(document.activeElement.closest('.khub article.khub-card'))"), true, "the keyboard goes on at the next card");
     assert.equal(await heldByTask(daemon, deploy.task), undefined);
     assert.equal((await daemon.call("kb.get", { experience_id: deploy.id })).result.status, "rejected");
     assert.ok(!searchIds(daemon.socket, "deploy docs staging script").includes(deploy.id));
@@ -167,8 +168,14 @@ describe("the KnowHub tab in the Control UI, in Chromium (openclaw@2026.9.6)", {
     for (const item of [port, disk]) assert.equal((await daemon.call("kb.get", { experience_id: item.id })).result.status, "active");
 
     const reindex = await heldByTask(daemon, "Rebuild the search index after changing the embedding model");
-    await click(`[...${cardOf(reindex.id)}.querySelectorAll('button')].find((b) => b.textContent.startsWith('Edit'))`);
-    await page.waitFor(`${cardOf(reindex.id)}.querySelector('form textarea[name=result]')`, 5_000, "the edit form");
+    const openEdit = async () => {
+      await click(`[...${cardOf(reindex.id)}.querySelectorAll('button')].find((b) => b.textContent.startsWith('Edit'))`);
+      await page.waitFor(`${cardOf(reindex.id)}.querySelector('form textarea[name=result]')`, 5_000, "the edit form");
+    };
+    await openEdit();
+    await page.press("Escape");
+    await page.waitFor(`!${cardOf(reindex.id)}.querySelector('form') && ${cardOf(reindex.id)}.contains(document.activeElement)`, 5_000, "Escape to close the form");
+    await openEdit();
     const edit = async (result) => {
       await page.evaluate(`(() => { const f = ${cardOf(reindex.id)}.querySelector('form'); f.elements.result.value = ${JSON.stringify(result)}; f.elements.score.value = '5'; f.requestSubmit(); return true; })()`);
     };

@@ -53,8 +53,19 @@ export function reviewView(app) {
     }
   }
 
+  /** After a card leaves, the keyboard goes on at the card that took its place (or the toolbar). */
+  function keepFocusAt(id) {
+    const position = items.findIndex((item) => item.id === id);
+    return () => {
+      const cards = list.querySelectorAll("article.khub-card");
+      const next = cards[Math.min(position, cards.length - 1)];
+      (next?.querySelector("button:not([disabled])") ?? selectAll).focus();
+    };
+  }
+
   async function act(action, ids, extra = {}) {
     if (ids.length === 0) return app.say("Select at least one experience first.");
+    const refocus = keepFocusAt(ids[0]);
     try {
       const answer = await app.request(`knowhub.ui.${action}`, { ids, ...extra });
       const changed = answer?.changed?.length ?? 0;
@@ -63,6 +74,7 @@ export function reviewView(app) {
       app.say(`${verb} ${changed} experience${changed === 1 ? "" : "s"}${merged ? `, ${merged} merged into the stored one` : ""}.`);
       for (const id of ids) selected.delete(id);
       await refresh();
+      refocus();
       return true;
     } catch (error) {
       app.say(`Could not ${action}: ${errorText(error)}`, true);
@@ -125,7 +137,18 @@ export function reviewView(app) {
         el("div", { className: "khub-field" }, el("label", { for: score.id, text: "Rating" }), score),
         el("div", { className: "khub-actions" },
           el("button", { type: "submit", className: "khub-button khub-primary" }, "Save and approve"),
-          button("Cancel", () => { form.replaceWith(held); actions.hidden = false; })));
+          button("Cancel", () => cancel())));
+      const cancel = () => {
+        form.replaceWith(held);
+        actions.hidden = false;
+        actions.querySelector("button")?.focus();
+      };
+      form.addEventListener("keydown", (event) => {
+        if (event.key === "Escape") {
+          event.preventDefault();
+          cancel();
+        }
+      });
       form.addEventListener("submit", async (event) => {
         event.preventDefault();
         const data = new FormData(form);
@@ -137,7 +160,9 @@ export function reviewView(app) {
         try {
           await app.request("knowhub.ui.approve", { ids: [item.id], edit });
           app.say("Approved the edited experience.");
+          const refocus = keepFocusAt(item.id);
           await refresh();
+          refocus();
         } catch (error) {
           // The edited text passes the write gate again; say why it was refused and keep the form.
           note.textContent = `Not approved: ${errorText(error)}`;

@@ -395,6 +395,40 @@ fn a_stalled_sync_and_a_removed_member_say_so_and_heal() {
     assert!(healed.is_some(), "{}", hub_status(&alice));
     honest_share_arrives(&alice, &bob, "dave let go of the lock");
 
+    // Held again, with a `hub.sync` waiting on the stalled round: SIGTERM stops alice at once,
+    // not after the minute the call may wait.
+    let holder = std::thread::spawn(move || {
+        std::process::Command::new(psql_bin())
+            .args([
+                "-X",
+                "-q",
+                "-c",
+                &format!(
+                    "BEGIN; SELECT knowhub.share('{TEAM}', 'HOLD2', 'm', NULL, NULL, 'held again', 'r', 'r', 3::smallint, NULL, NULL, 0, \
+                     extract(epoch FROM now()) * 1000, extract(epoch FROM now()) * 1000); SELECT pg_sleep(12); COMMIT;"
+                ),
+            ])
+            .arg(format!("host=127.0.0.1 port={port} user=dave dbname=postgres sslmode=require"))
+            .env("PGPASSWORD", "dave-pw")
+            .output()
+            .expect("psql runs")
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    alice.submit("a second share while dave holds the lock", "r", "r", 3);
+    let socket = alice.socket.clone();
+    let waiting = std::thread::spawn(move || common::kbctl_with_socket(&socket, &["hub", "sync"]));
+    std::thread::sleep(Duration::from_secs(1));
+    let mut alice = alice;
+    let stopping = Instant::now();
+    let exit = alice.terminate();
+    let took = stopping.elapsed();
+    assert!(exit.success(), "{exit}");
+    assert!(took < Duration::from_secs(5), "SIGTERM took {took:?} with a hub.sync waiting");
+    eprintln!("SIGTERM with a hub.sync waiting on a stalled round: stopped in {took:?}");
+    let answered = waiting.join().expect("kbctl");
+    assert!(!answered.status.success(), "{}", stdout(&answered));
+    holder.join().expect("dave's session");
+
     // Bob is taken off the team: his status says so.
     postgres.sql(&format!("DELETE FROM knowhub.members WHERE team = '{TEAM}' AND member = 'bob'"));
     let _ = bob.call("hub.sync", json!({}));
@@ -410,4 +444,44 @@ fn psql_bin() -> std::path::PathBuf {
         .ok()
         .and_then(|versions| versions.filter_map(Result::ok).map(|entry| entry.path().join("bin/psql")).find(|path| path.exists()));
     found.unwrap_or_else(|| "psql".into())
+}
+
+#[test]
+fn a_hub_made_by_the_first_schema_is_upgraded_in_place_and_keeps_its_rows() {
+    let postgres = TestPostgres::start();
+    let mut admin = kb_hub::ConnectOptions::parse(&postgres.url("postgres"), Some(common::postgres::ADMIN_PASSWORD))
+        .expect("url")
+        .connect()
+        .expect("the admin connects");
+    assert_eq!(kb_hub::schema::migrate_to(&mut admin, 1).expect("version 1"), (0, 1));
+    drop(admin);
+    postgres.sql(&format!(
+        "CREATE ROLE alice LOGIN PASSWORD 'alice-pw'; GRANT knowhub_member TO alice; \
+         CREATE ROLE bob LOGIN PASSWORD 'bob-pw'; GRANT knowhub_member TO bob; \
+         INSERT INTO knowhub.members VALUES ('{TEAM}', 'alice'), ('{TEAM}', 'bob');"
+    ));
+    // What a daemon of the first version pushed: a plain insert, allowed then.
+    postgres
+        .sql_as(
+            "alice",
+            "alice-pw",
+            &format!(
+                "INSERT INTO knowhub.experiences (team, id, machine, task, resource, result, score, created_at, updated_at, hub_seq) \
+                 VALUES ('{TEAM}', 'OLD1', 'alice-old-machine', 'rebuild the search cluster from snapshots', 's3 snapshots', \
+                 'back in 20 minutes', 4, now(), now(), 0)"
+            ),
+        )
+        .expect("a version-1 push");
+    let printed = init_hub(&postgres, TEAM, &[]);
+    assert!(printed.contains("upgraded the hub schema") && printed.contains("from version 1 to 2"), "{printed}");
+    assert_eq!(postgres.sql("SELECT version FROM knowhub.schema_version"), "2");
+    let bob = member(&postgres, "bob", "");
+    let found = within(Duration::from_secs(10), || finds(&bob, "search cluster snapshots", "rebuild the search cluster from snapshots").is_some());
+    assert!(found.is_some(), "the row written before the upgrade never arrived: {}", hub_status(&bob));
+    let alice = member(&postgres, "alice", "");
+    honest_share_arrives(&alice, &bob, "the upgrade");
+    // The old row keeps its author; the old way of writing is closed now.
+    assert_eq!(postgres.sql("SELECT author FROM knowhub.experiences WHERE id = 'OLD1'"), "alice");
+    let old_way = postgres.sql_as("alice", "alice-pw", &format!("UPDATE knowhub.experiences SET task = 'x' WHERE team = '{TEAM}'"));
+    assert!(old_way.is_err_and(|error| error.contains("permission denied")));
 }

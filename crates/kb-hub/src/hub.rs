@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use postgres::Client;
 use postgres::fallible_iterator::FallibleIterator;
+use postgres::types::ToSql;
 
 use crate::connect::ConnectOptions;
 use crate::{Doing, Error, Result, schema};
@@ -241,11 +242,10 @@ impl Hub {
     /// The team's changes after `after`, in hub order, within `limits`. A row that cannot be
     /// read comes back as [`Skipped`] with the reason; the rows after it come all the same.
     pub fn pull(&mut self, after: i64, limits: PullLimits) -> Result<Page> {
-        let rows = self
-            .client
-            .query(PULL, &[&self.team, &after, &self.machine, &limits.rows, &limits.row_bytes, &limits.page_bytes])
-            .doing("pulling from the hub")?;
-        Ok(page(&rows, limits))
+        let params: [&(dyn ToSql + Sync); 6] =
+            [&self.team, &after, &self.machine, &limits.rows, &limits.row_bytes, &limits.page_bytes];
+        let rows = self.client.query_raw(PULL, params.iter().copied()).doing("pulling from the hub")?;
+        page(rows, limits).doing("pulling from the hub")
     }
 
     /// The current state of given rows (`(author, id)`), within `limits`: for changes held
@@ -253,23 +253,10 @@ impl Hub {
     pub fn fetch(&mut self, keys: &[(String, String)], limits: PullLimits) -> Result<Page> {
         let authors: Vec<&str> = keys.iter().map(|(author, _)| author.as_str()).collect();
         let ids: Vec<&str> = keys.iter().map(|(_, id)| id.as_str()).collect();
-        let rows = self
-            .client
-            .query(
-                FETCH,
-                &[
-                    &self.team,
-                    &i64::MIN,
-                    &self.machine,
-                    &limits.rows,
-                    &limits.row_bytes,
-                    &limits.page_bytes,
-                    &authors,
-                    &ids,
-                ],
-            )
-            .doing("fetching held changes from the hub")?;
-        Ok(page(&rows, limits))
+        let params: [&(dyn ToSql + Sync); 8] =
+            [&self.team, &i64::MIN, &self.machine, &limits.rows, &limits.row_bytes, &limits.page_bytes, &authors, &ids];
+        let rows = self.client.query_raw(FETCH, params.iter().copied()).doing("fetching held changes from the hub")?;
+        page(rows, limits).doing("fetching held changes from the hub")
     }
 
 
@@ -361,13 +348,14 @@ impl Hub {
     }
 }
 
-/// Decodes the rows of [`PULL`] or [`FETCH`], each on its own.
-fn page(rows: &[postgres::Row], limits: PullLimits) -> Page {
+/// Decodes the rows of [`PULL`] or [`FETCH`] as they stream in, each on its own: a page holds
+/// one copy of its text.
+fn page(mut rows: postgres::RowIter<'_>, limits: PullLimits) -> std::result::Result<Page, postgres::Error> {
     let mut page = Page::default();
-    for row in rows {
+    while let Some(row) = rows.next()? {
         let Ok(cursor) = row.try_get::<_, i64>(0) else { continue };
         page.up_to = Some(page.up_to.map_or(cursor, |up_to: i64| up_to.max(cursor)));
-        match decode(row, cursor, limits.row_bytes) {
+        match decode(&row, cursor, limits.row_bytes) {
             Ok((pulled, bytes)) => {
                 page.bytes += bytes;
                 page.rows.push(pulled);
@@ -375,7 +363,7 @@ fn page(rows: &[postgres::Row], limits: PullLimits) -> Page {
             Err(skipped) => page.skipped.push(skipped),
         }
     }
-    page
+    Ok(page)
 }
 
 /// A channel name the schema makes: `knowhub_` and hex digits (it is spliced into `LISTEN`).

@@ -256,6 +256,11 @@ const MIGRATIONS: &[&str] = &[r#"
 /// migration, under an advisory lock so that two admins running it at once do not collide.
 /// Returns the versions before and after.
 pub fn migrate(client: &mut postgres::Client) -> Result<(i32, i32)> {
+    migrate_to(client, SCHEMA_VERSION)
+}
+
+/// [`migrate`], up to `target` only: for tests of the upgrade from an older hub.
+pub fn migrate_to(client: &mut postgres::Client, target: i32) -> Result<(i32, i32)> {
     let mut tx = client.transaction().doing("starting the migration")?;
     tx.execute("SELECT pg_advisory_xact_lock(hashtext('knowhub.migrate'))", &[]).doing("locking the migration")?;
     tx.batch_execute(
@@ -269,13 +274,13 @@ pub fn migrate(client: &mut postgres::Client) -> Result<(i32, i32)> {
     if found > SCHEMA_VERSION {
         return Err(Error::SchemaTooNew { found, known: SCHEMA_VERSION });
     }
-    for (index, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+    for (index, sql) in MIGRATIONS.iter().enumerate().take(target.max(0) as usize).skip(found as usize) {
         tx.batch_execute(sql).doing("applying a hub migration")?;
         tx.execute("UPDATE knowhub.schema_version SET version = $1", &[&(index as i32 + 1)])
             .doing("recording the schema version")?;
     }
     tx.commit().doing("committing the migration")?;
-    Ok((found, SCHEMA_VERSION))
+    Ok((found, target.clamp(found, SCHEMA_VERSION)))
 }
 
 /// The schema version the hub holds; an error naming `kbctl hub init` when there is none.

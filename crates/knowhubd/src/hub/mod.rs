@@ -78,6 +78,11 @@ impl HubSync {
         rounds.1 >= wanted
     }
 
+    /// Wakes every `wait_for` so that it looks again (the daemon is stopping).
+    pub fn wake_waiters(&self) {
+        self.round_done.notify_all();
+    }
+
     fn requested(&self) -> u64 {
         self.rounds.lock().unwrap_or_else(PoisonError::into_inner).0
     }

@@ -86,9 +86,10 @@ fn size_of(row: &Pulled) -> u64 {
 }
 
 /// A row as this daemon would write it: the author's identity, the row's claims as theirs.
-fn proposed(row: &Pulled) -> NewExperience {
-    let shared = &row.shared;
-    let agent_id = shared.agent_id.as_deref().map(|claimed| {
+/// Takes the row's text (a page holds one copy of it).
+fn proposed(row: &mut Pulled) -> NewExperience {
+    let shared = &mut row.shared;
+    let agent_id = shared.agent_id.take().map(|claimed| {
         let mut agent = format!("{}/", row.author);
         for c in claimed.chars() {
             if agent.chars().count() >= MAX_AGENT_CHARS {
@@ -99,12 +100,12 @@ fn proposed(row: &Pulled) -> NewExperience {
         agent
     });
     NewExperience {
-        task: shared.task.clone(),
-        resource: shared.resource.clone(),
-        result: shared.result.clone(),
+        task: std::mem::take(&mut shared.task),
+        resource: std::mem::take(&mut shared.resource),
+        result: std::mem::take(&mut shared.result),
         score: Some(i64::from(shared.score)),
-        content: shared.content.clone(),
-        content_type: shared.content_type.clone(),
+        content: shared.content.take(),
+        content_type: shared.content_type.take(),
         agent_id,
         submitted_by: Some(row.author.clone()),
         session_key: None,
@@ -141,9 +142,10 @@ fn apply(
     let mut held = Vec::new();
     let mut used: HashMap<String, (u64, u64)> = HashMap::new();
     let mut charged: HashMap<String, (u64, u64)> = HashMap::new();
-    let mut gated: Vec<Option<Gated>> = Vec::with_capacity(page.rows.len());
-    let mut take = Vec::with_capacity(page.rows.len());
-    for row in &page.rows {
+    let mut rows = page.rows;
+    let mut gated: Vec<Option<Gated>> = Vec::with_capacity(rows.len());
+    let mut take = Vec::with_capacity(rows.len());
+    for row in &mut rows {
         if row.own || row.deleted {
             gated.push(None);
             take.push(!row.own);
@@ -198,8 +200,7 @@ fn apply(
     if !held.is_empty() {
         tracing::warn!(held = held.len(), "hub: changes over a member's daily allowance were held back");
     }
-    let items: Vec<Incoming<'_>> = page
-        .rows
+    let items: Vec<Incoming<'_>> = rows
         .iter()
         .zip(&gated)
         .zip(&take)

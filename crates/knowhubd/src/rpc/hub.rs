@@ -36,6 +36,9 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
                 if app.hub.wait_for(round, Duration::from_millis(200)) {
                     break;
                 }
+                if app.is_stopping() {
+                    return Err(unavailable("knowhubd is stopping; the sync goes on at its next start"));
+                }
                 if let Some(crashed) = app.health.reports().into_iter().find(|report| report.name == "hub" && report.state == State::Failed) {
                     let why = crashed.reason.unwrap_or_default();
                     return Err(unavailable(format!("the hub sync service {why}; it restarts by itself (see `kbctl status`)")));

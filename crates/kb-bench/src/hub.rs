@@ -52,12 +52,12 @@ async fn call(daemon: &BenchDaemon, method: &str, params: Value) -> anyhow::Resu
     client.call_value(method, params).await.with_context(|| format!("{method} failed"))
 }
 
-async fn hub_status(daemon: &BenchDaemon) -> anyhow::Result<Value> {
+pub(crate) async fn hub_status(daemon: &BenchDaemon) -> anyhow::Result<Value> {
     Ok(call(daemon, kb_proto::method::STATUS, json!({})).await?["hub"].clone())
 }
 
 /// Waits until `done(hub status)`, polling every 20 ms, up to `limit`; the time it took.
-async fn until(
+pub(crate) async fn until(
     daemon: &BenchDaemon,
     limit: Duration,
     what: &str,
@@ -72,6 +72,36 @@ async fn until(
         anyhow::ensure!(started.elapsed() < limit, "{what} did not happen within {limit:?}: {status}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// Sync lag: each of `samples` submits to A, one at a time, until B's first search finds it.
+pub(crate) async fn measure_lag(a: &BenchDaemon, b: &BenchDaemon, samples: usize, tag: &str) -> anyhow::Result<LatencySummary> {
+    let started = Instant::now();
+    let mut searcher = Client::connect(b.socket()).await?;
+    let mut submitter = Client::connect(a.socket()).await?;
+    let mut lags = Vec::with_capacity(samples);
+    for index in 0..samples {
+        let token = format!("{tag}{index}x{}", started.elapsed().as_micros());
+        submitter
+            .call_value(
+                kb_proto::method::SUBMIT,
+                json!({"task": format!("measure the sync lag {token}"), "resource": "kb-bench", "result": "found", "score": 3}),
+            )
+            .await?;
+        let acknowledged = Instant::now();
+        loop {
+            let answer = searcher
+                .call_value(kb_proto::method::SEARCH, json!({"query": token, "mode": "bm25", "min_score": 1}))
+                .await?;
+            if answer["count"].as_u64().unwrap_or(0) > 0 {
+                lags.push(acknowledged.elapsed());
+                break;
+            }
+            anyhow::ensure!(acknowledged.elapsed() < Duration::from_secs(30), "submit {index} never reached B");
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+    Ok(LatencySummary::of(&lags))
 }
 
 /// CPU time of the PostgreSQL server: the postmaster and its live children (backends,
@@ -149,31 +179,7 @@ pub async fn run(binary: &Path, args: &HubArgs) -> anyhow::Result<()> {
     for daemon in [&a, &b] {
         until(daemon, Duration::from_secs(30), "connecting", |status| status["state"] == "connected").await?;
     }
-    let mut lags = Vec::with_capacity(args.lag_samples);
-    let mut searcher = Client::connect(b.socket()).await?;
-    let mut submitter = Client::connect(a.socket()).await?;
-    for index in 0..args.lag_samples {
-        let token = format!("lagprobe{index}x{}", started.elapsed().as_micros());
-        submitter
-            .call_value(
-                kb_proto::method::SUBMIT,
-                json!({"task": format!("measure the sync lag {token}"), "resource": "kb-bench", "result": "found", "score": 3}),
-            )
-            .await?;
-        let acknowledged = Instant::now();
-        loop {
-            let answer = searcher
-                .call_value(kb_proto::method::SEARCH, json!({"query": token, "mode": "bm25", "min_score": 1}))
-                .await?;
-            if answer["count"].as_u64().unwrap_or(0) > 0 {
-                lags.push(acknowledged.elapsed());
-                break;
-            }
-            anyhow::ensure!(acknowledged.elapsed() < Duration::from_secs(30), "submit {index} never reached B");
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
-    }
-    let lag = LatencySummary::of(&lags);
+    let lag = measure_lag(&a, &b, args.lag_samples, "lagprobe").await?;
     println!(
         "  sync lag, A's acknowledgement to B's first successful search ({} submits, one at a time): p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms",
         lag.n_samples,
@@ -182,7 +188,11 @@ pub async fn run(binary: &Path, args: &HubArgs) -> anyhow::Result<()> {
         lag.max_us / 1000.0
     );
 
+    // 1b. The attacks of a hostile member and an outsider, measured against the lag above.
+    crate::hub_attack::run(binary, &postgres, &a, &b, &lag, args.lag_samples).await?;
+
     // 2. A large import: pushed by A, pulled and indexed by B while B answers searches.
+    let mut searcher = Client::connect(b.socket()).await?;
     let queries: Vec<String> = crate::generate::queries(200, 7).into_iter().map(|query| query.text).collect();
     let mut before = Vec::new();
     for query in &queries {

@@ -5,9 +5,10 @@
 //! - [`connect`]: the connection URL (`sslmode` and `sslrootcert` as libpq reads them) and TLS
 //!   through rustls.
 //! - [`schema`]: the hub's versioned migrations and the SQL a team admin runs to add members.
-//! - [`Hub`]: push (idempotent upserts and tombstones keyed by experience id, one transaction a
-//!   batch), pull (rows after a hub sequence number that is assigned in commit order), and
-//!   `LISTEN`/`NOTIFY` wake-ups.
+//! - [`Hub`]: push (idempotent upserts and tombstones through the schema's functions, one
+//!   transaction a batch), pull (rows after a hub sequence number that is assigned in commit
+//!   order, each decoded on its own so that no row stops the ones after it, within a byte
+//!   budget), and `LISTEN`/`NOTIFY` wake-ups on the team's private channel.
 
 pub mod connect;
 mod hub;
@@ -15,7 +16,7 @@ pub mod schema;
 pub mod testing;
 
 pub use connect::{ConnectOptions, SslMode};
-pub use hub::{Change, Hub, Pulled, Shared};
+pub use hub::{Change, Hub, Page, PullLimits, Pulled, Shared, Skipped};
 
 /// What went wrong talking to the hub; its message names the hub and what to do.
 #[derive(Debug, thiserror::Error)]
@@ -32,6 +33,8 @@ pub enum Error {
     NoSchema { target: String },
     #[error("the hub's schema is version {found}, newer than this build knows ({known}): upgrade knowhubd")]
     SchemaTooNew { found: i32, known: i32 },
+    #[error("role {role} is not a member of team {team:?} on {target} (any more): the team's admin adds it with `kbctl hub init --member {role}`'s SQL")]
+    NotMember { role: String, team: String, target: String },
     #[error("{doing}: {message}")]
     Query { doing: &'static str, message: String },
 }

@@ -207,14 +207,20 @@ impl TestPostgres {
         String::from_utf8_lossy(&output.stdout).trim().to_owned()
     }
 
-    /// Runs SQL as `user` (with `password`) over TCP and TLS; the output or the error text.
-    pub fn sql_as(&self, user: &str, password: &str, sql: &str) -> Result<String, String> {
-        let output = Command::new(self.bin.join("psql"))
+    /// A `psql` logging in as `user` (with `password`) over TCP and TLS, running `sql`: to
+    /// spawn, for a session held open while something else is measured.
+    pub fn psql_as(&self, user: &str, password: &str, sql: &str) -> Command {
+        let mut command = Command::new(self.bin.join("psql"));
+        command
             .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql])
             .arg(format!("host=127.0.0.1 port={} user={user} dbname=postgres sslmode=require", self.port))
-            .env("PGPASSWORD", password)
-            .output()
-            .expect("psql runs");
+            .env("PGPASSWORD", password);
+        command
+    }
+
+    /// Runs SQL as `user` (with `password`) over TCP and TLS; the output or the error text.
+    pub fn sql_as(&self, user: &str, password: &str, sql: &str) -> Result<String, String> {
+        let output = self.psql_as(user, password, sql).output().expect("psql runs");
         if output.status.success() {
             Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
         } else {

@@ -45,4 +45,8 @@ pub mod method {
     pub const EXTRACT_RETRY: &str = "extract.retry";
     /// Syncs with the team hub now (push the outbox, pull what is new) and answers when done.
     pub const HUB_SYNC: &str = "hub.sync";
+    /// Teammates' experiences deleted here and kept hidden from later syncs.
+    pub const HUB_HIDDEN: &str = "hub.hidden";
+    /// Shows a hidden teammate's experience again (fetched at the next sync).
+    pub const HUB_UNHIDE: &str = "hub.unhide";
 }

@@ -47,7 +47,63 @@ pub struct Applied {
     pub deleted: usize,
     /// Same id as an experience of this store's own: kept local, the conflict recorded.
     pub conflicts: usize,
+    /// Deleted here before: stays hidden here, whatever its origin did.
+    pub hidden: usize,
 }
+
+/// A row of the hub that could not be taken, and why (shown by `status`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SkipRecord {
+    pub author: Option<String>,
+    pub hub_id: Option<String>,
+    pub hub_seq: i64,
+    pub reason: String,
+    /// When it was skipped (Unix ms); ignored when recording.
+    pub at_ms: i64,
+}
+
+/// A teammate's change held back here (over its author's daily limit, or unhidden), to be
+/// fetched from the hub again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Held {
+    pub author: String,
+    pub hub_id: String,
+    pub hub_seq: i64,
+    pub why: String,
+}
+
+/// A teammate's experience deleted here, hidden for good until unhidden.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hidden {
+    pub author: String,
+    pub hub_id: String,
+    pub task: String,
+    pub at_ms: i64,
+}
+
+/// One pulled page, applied in one transaction with what it moves the cursor to.
+#[derive(Debug, Default)]
+pub struct PullBatch<'a> {
+    pub items: Vec<Incoming<'a>>,
+    pub skipped: Vec<SkipRecord>,
+    /// Held back now.
+    pub held: Vec<Held>,
+    /// Held before and fetched again now (applied, or skipped, in `items` and `skipped`).
+    pub released: Vec<(String, String)>,
+    /// Per author: rows and bytes this batch takes from today's allowance.
+    pub charged: Vec<(String, u64, u64)>,
+    /// The hub change number this batch reaches; the cursor never moves back.
+    pub up_to: Option<i64>,
+    pub now_ms: i64,
+}
+
+/// The UTC day a time falls on, as the per-member allowance counts days.
+pub fn hub_day(now_ms: i64) -> i64 {
+    now_ms.div_euclid(86_400_000)
+}
+
+/// How many skipped rows are kept for `status`.
+const SKIPPED_KEPT: i64 = 1_000;
 
 /// Where a teammate's experience came from, as `kbctl show` prints it.
 #[derive(Debug, Clone, PartialEq)]
@@ -196,7 +252,7 @@ impl Store {
             .conn
             .prepare_cached(
                 "SELECT hub_id, merged, author, machine, hub_seq, conflict FROM hub_origins \
-                 WHERE experience_id = ?1 ORDER BY hub_seq",
+                 WHERE experience_id = ?1 ORDER BY hub_seq, author",
             )
             .doing("preparing the origin lookup")?;
         statement
@@ -216,30 +272,179 @@ impl Store {
     }
 
     /// Applies pulled changes, in hub order, and records `up_to` as pulled, in one
-    /// transaction: a crash leaves either all of it or none, and the next pull starts where
-    /// this one did. Nothing applied here enters the outbox. Returns what happened, the
-    /// store's sequence number after, and the ids of experiences created.
+    /// transaction (see [`Store::apply_pull`]).
     pub fn apply_pulled(
         &mut self,
         items: &[Incoming<'_>],
         up_to: i64,
         now_ms: i64,
     ) -> Result<(Applied, u64, HashSet<String>)> {
+        let batch = PullBatch { items: items.to_vec(), up_to: Some(up_to), now_ms, ..PullBatch::default() };
+        self.apply_pull(&batch)
+    }
+
+    /// Applies a pulled batch in one transaction: its changes in hub order, the rows skipped
+    /// and held back, the allowance it used, and the cursor it reaches. A crash leaves either
+    /// all of it or none, and the next pull starts where this one did. Nothing applied here
+    /// enters the outbox. Returns what happened, the store's sequence number after, and the ids
+    /// of experiences created.
+    pub fn apply_pull(&mut self, batch: &PullBatch<'_>) -> Result<(Applied, u64, HashSet<String>)> {
         let tx = self.conn.transaction().doing("starting a pull")?;
         tx.execute("INSERT OR REPLACE INTO hub_state (key, value) VALUES ('applying', '1')", [])
             .doing("marking a pull")?;
         let mut seq = read_seq(&tx)?;
         let mut applied = Applied::default();
         let mut created = HashSet::new();
-        for item in items {
-            apply_one(&tx, &mut seq, item, now_ms, &mut applied, &mut created)?;
+        for (author, hub_id) in &batch.released {
+            tx.execute("DELETE FROM hub_held WHERE author = ?1 AND hub_id = ?2", params![author, hub_id])
+                .doing("releasing a held change")?;
         }
+        for item in &batch.items {
+            apply_one(&tx, &mut seq, item, batch.now_ms, &mut applied, &mut created)?;
+        }
+        for skipped in &batch.skipped {
+            tx.execute(
+                "INSERT INTO hub_skipped (author, hub_id, hub_seq, reason, at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![skipped.author, skipped.hub_id, skipped.hub_seq, skipped.reason, batch.now_ms],
+            )
+            .doing("recording a skipped change")?;
+        }
+        if !batch.skipped.is_empty() {
+            tx.execute(
+                "INSERT INTO hub_state (key, value) VALUES ('skipped_total', ?1) \
+                 ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + ?1 AS TEXT)",
+                [batch.skipped.len() as i64],
+            )
+            .doing("counting skipped changes")?;
+            tx.execute("DELETE FROM hub_skipped WHERE id <= (SELECT max(id) FROM hub_skipped) - ?1", [SKIPPED_KEPT])
+                .doing("trimming the skipped log")?;
+        }
+        for held in &batch.held {
+            tx.execute(
+                "INSERT OR REPLACE INTO hub_held (author, hub_id, hub_seq, why) VALUES (?1, ?2, ?3, ?4)",
+                params![held.author, held.hub_id, held.hub_seq, held.why],
+            )
+            .doing("holding a change back")?;
+        }
+        let day = hub_day(batch.now_ms);
+        for (author, rows, bytes) in &batch.charged {
+            tx.execute(
+                "INSERT INTO hub_quota (author, day, rows, bytes) VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT (author, day) DO UPDATE SET rows = rows + ?3, bytes = bytes + ?4",
+                params![author, day, *rows as i64, *bytes as i64],
+            )
+            .doing("counting a member's allowance")?;
+        }
+        tx.execute("DELETE FROM hub_quota WHERE day < ?1", [day - 1]).doing("forgetting old allowances")?;
         tx.execute("DELETE FROM hub_state WHERE key = 'applying'", []).doing("ending a pull")?;
-        tx.execute("INSERT OR REPLACE INTO hub_state (key, value) VALUES ('pulled_seq', ?1)", [up_to.to_string()])
+        if let Some(up_to) = batch.up_to {
+            tx.execute(
+                "INSERT INTO hub_state (key, value) VALUES ('pulled_seq', ?1) ON CONFLICT (key) DO UPDATE \
+                 SET value = CAST(max(CAST(value AS INTEGER), CAST(?1 AS INTEGER)) AS TEXT)",
+                [up_to.to_string()],
+            )
             .doing("recording the pulled sequence number")?;
+        }
         write_seq(&tx, seq)?;
         tx.commit().doing("committing a pull")?;
         Ok((applied, seq, created))
+    }
+
+    /// Rows and bytes `author`'s changes took from today's allowance here.
+    pub fn hub_quota_used(&self, author: &str, now_ms: i64) -> Result<(u64, u64)> {
+        self.conn
+            .query_row(
+                "SELECT rows, bytes FROM hub_quota WHERE author = ?1 AND day = ?2",
+                params![author, hub_day(now_ms)],
+                |row| Ok((row.get::<_, i64>(0)?.max(0) as u64, row.get::<_, i64>(1)?.max(0) as u64)),
+            )
+            .optional()
+            .doing("reading a member's allowance")
+            .map(Option::unwrap_or_default)
+    }
+
+    /// Up to `limit` held-back changes, oldest first.
+    pub fn hub_held(&self, limit: usize) -> Result<Vec<Held>> {
+        let mut statement = self
+            .conn
+            .prepare_cached("SELECT author, hub_id, hub_seq, why FROM hub_held ORDER BY hub_seq LIMIT ?1")
+            .doing("preparing the held read")?;
+        statement
+            .query_map([limit as i64], |row| {
+                Ok(Held { author: row.get(0)?, hub_id: row.get(1)?, hub_seq: row.get(2)?, why: row.get(3)? })
+            })
+            .doing("reading held changes")?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .doing("reading held changes")
+    }
+
+    /// Held-back changes per author.
+    pub fn hub_held_counts(&self) -> Result<Vec<(String, u64)>> {
+        let mut statement = self
+            .conn
+            .prepare_cached("SELECT author, count(*) FROM hub_held GROUP BY author ORDER BY author")
+            .doing("preparing the held count")?;
+        statement
+            .query_map([], |row| Ok((row.get(0)?, row.get::<_, i64>(1)? as u64)))
+            .doing("counting held changes")?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .doing("counting held changes")
+    }
+
+    /// Changes skipped since the store was made, and the newest `limit` of them.
+    pub fn hub_skipped(&self, limit: usize) -> Result<(u64, Vec<SkipRecord>)> {
+        let total = self.hub_value("skipped_total")?.and_then(|value| value.parse().ok()).unwrap_or(0);
+        let mut statement = self
+            .conn
+            .prepare_cached("SELECT author, hub_id, hub_seq, reason, at FROM hub_skipped ORDER BY id DESC LIMIT ?1")
+            .doing("preparing the skipped read")?;
+        let recent = statement
+            .query_map([limit as i64], |row| {
+                Ok(SkipRecord {
+                    author: row.get(0)?,
+                    hub_id: row.get(1)?,
+                    hub_seq: row.get(2)?,
+                    reason: row.get(3)?,
+                    at_ms: row.get(4)?,
+                })
+            })
+            .doing("reading skipped changes")?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .doing("reading skipped changes")?;
+        Ok((total, recent))
+    }
+
+    /// The teammates' experiences hidden here.
+    pub fn hub_hidden(&self) -> Result<Vec<Hidden>> {
+        let mut statement = self
+            .conn
+            .prepare_cached("SELECT author, hub_id, task, at FROM hub_hidden ORDER BY at, author, hub_id")
+            .doing("preparing the hidden read")?;
+        statement
+            .query_map([], |row| Ok(Hidden { author: row.get(0)?, hub_id: row.get(1)?, task: row.get(2)?, at_ms: row.get(3)? }))
+            .doing("reading hidden experiences")?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .doing("reading hidden experiences")
+    }
+
+    /// Shows a hidden teammate's experience again: it is fetched from the hub at the next
+    /// sync. Whether it was hidden.
+    pub fn hub_unhide(&mut self, author: &str, hub_id: &str) -> Result<bool> {
+        let tx = self.conn.transaction().doing("starting an unhide")?;
+        let removed = tx
+            .execute("DELETE FROM hub_hidden WHERE author = ?1 AND hub_id = ?2", params![author, hub_id])
+            .doing("unhiding")?;
+        if removed > 0 {
+            tx.execute("DELETE FROM hub_origins WHERE author = ?1 AND hub_id = ?2", params![author, hub_id])
+                .doing("forgetting a hidden origin")?;
+            tx.execute(
+                "INSERT OR REPLACE INTO hub_held (author, hub_id, hub_seq, why) VALUES (?1, ?2, 0, 'unhidden')",
+                params![author, hub_id],
+            )
+            .doing("queueing an unhidden change")?;
+        }
+        tx.commit().doing("committing an unhide")?;
+        Ok(removed > 0)
     }
 
     fn hub_value(&self, key: &str) -> Result<Option<String>> {
@@ -264,10 +469,20 @@ fn apply_one(
     applied: &mut Applied,
     created: &mut HashSet<String>,
 ) -> Result<()> {
+    let hidden = tx
+        .query_row("SELECT 1 FROM hub_hidden WHERE author = ?1 AND hub_id = ?2", [item.author, item.hub_id], |_| Ok(()))
+        .optional()
+        .doing("looking up a hidden experience")?;
+    if hidden.is_some() {
+        applied.hidden += 1;
+        return Ok(());
+    }
     let known: Option<Known> = tx
-        .query_row("SELECT experience_id, merged FROM hub_origins WHERE hub_id = ?1", [item.hub_id], |row| {
-            Ok(Known { experience_id: row.get(0)?, merged: row.get::<_, i64>(1)? != 0 })
-        })
+        .query_row(
+            "SELECT experience_id, merged FROM hub_origins WHERE author = ?1 AND hub_id = ?2",
+            [item.author, item.hub_id],
+            |row| Ok(Known { experience_id: row.get(0)?, merged: row.get::<_, i64>(1)? != 0 }),
+        )
         .optional()
         .doing("looking up an origin")?;
     let local_exists = |id: &str| -> Result<bool> {
@@ -279,7 +494,8 @@ fn apply_one(
     let Some(gated) = item.gated else {
         // Withdrawn at its origin.
         let Some(known) = known else { return Ok(()) };
-        tx.execute("DELETE FROM hub_origins WHERE hub_id = ?1", [item.hub_id]).doing("forgetting an origin")?;
+        tx.execute("DELETE FROM hub_origins WHERE author = ?1 AND hub_id = ?2", [item.author, item.hub_id])
+            .doing("forgetting an origin")?;
         if known.merged {
             // It only counted towards another experience: that one stays, counted once less.
             tx.execute(
@@ -291,16 +507,17 @@ fn apply_one(
             return Ok(());
         }
         // Another teammate's copy merged into it takes it over, so what they still share stays.
-        let heir: Option<String> = tx
+        let heir: Option<(String, String)> = tx
             .query_row(
-                "SELECT hub_id FROM hub_origins WHERE experience_id = ?1 AND merged = 1 ORDER BY hub_seq LIMIT 1",
+                "SELECT author, hub_id FROM hub_origins WHERE experience_id = ?1 AND merged = 1 ORDER BY hub_seq LIMIT 1",
                 [&known.experience_id],
-                |row| row.get(0),
+                |row| Ok((row.get(0)?, row.get(1)?)),
             )
             .optional()
             .doing("looking up other copies")?;
-        if let Some(heir) = heir {
-            tx.execute("UPDATE hub_origins SET merged = 0 WHERE hub_id = ?1", [&heir]).doing("handing over a copy")?;
+        if let Some((heir_author, heir)) = heir {
+            tx.execute("UPDATE hub_origins SET merged = 0 WHERE author = ?1 AND hub_id = ?2", [&heir_author, &heir])
+                .doing("handing over a copy")?;
             tx.execute(
                 "UPDATE experiences SET merge_count = max(merge_count - 1, 0) WHERE id = ?1",
                 [&known.experience_id],
@@ -406,9 +623,13 @@ fn apply_one(
         applied.conflicts += 1;
         return Ok(());
     }
-    // A teammate's experience keeps its id here when it is one this store can hold; a
+    // A teammate's experience keeps its id here when it is one this store can hold and no
+    // experience here has it yet (two members may use one id, each in their own namespace); a
     // confirmation's id (`<id>.<machine>`), or anything malformed, gets a new one.
-    let id = ExperienceId::parse(item.hub_id).filter(|id| id.as_str() == item.hub_id);
+    let id = match ExperienceId::parse(item.hub_id).filter(|id| id.as_str() == item.hub_id) {
+        Some(id) if !local_exists(id.as_str())? => Some(id),
+        _ => None,
+    };
     let write = WriteItem { gated, vector: None, similar_to: None, carried: &[], id: id.as_ref() };
     let outcome = write_in(tx, seq, &[write], now_ms)?.pop().expect("one outcome per item");
     record_origin(outcome.id.as_str(), outcome.merged, None)?;

@@ -20,7 +20,7 @@ mod write;
 
 pub use error::{Error, Result};
 pub use extraction::{Enqueued, ExtractionStats, Job, JobResult, JobSummary, NewJob, ProposalInfo, ProposalMeta};
-pub use hub::{Applied, Incoming, Origin, OutboxDepth, Outgoing};
+pub use hub::{Applied, Held, Hidden, Incoming, Origin, OutboxDepth, Outgoing, PullBatch, SkipRecord, hub_day};
 pub use migrations::SCHEMA_VERSION;
 pub use read::{Changes, Counts, ExportRow, IndexRow, ListFilter, StoredContent, Variant};
 pub use store::Store;

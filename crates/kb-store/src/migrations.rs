@@ -214,6 +214,70 @@ const MIGRATIONS: &[&str] = &[
         INSERT OR REPLACE INTO hub_outbox (experience_id) VALUES (NEW.experience_id);
     END;
     "#,
+    // Version 6: a hub no teammate can steer. A teammate's experience is known by its author
+    // and its id together (each member writes in a namespace of their own on the hub). What
+    // could not be taken from the hub is logged (`hub_skipped`, the newest 1,000); what a member
+    // shared over their daily limit is held back (`hub_held`) and fetched again when the day's
+    // allowance allows (`hub_quota`); a teammate's experience deleted here is hidden here for
+    // good (`hub_hidden`), whatever its origin does later, until `kbctl hub unhide`.
+    r#"
+    CREATE TABLE hub_origins_v6 (
+        author        TEXT NOT NULL,
+        hub_id        TEXT NOT NULL,
+        experience_id TEXT NOT NULL,
+        merged        INTEGER NOT NULL,
+        machine       TEXT NOT NULL,
+        hub_seq       INTEGER NOT NULL,
+        conflict      TEXT,
+        PRIMARY KEY (author, hub_id)
+    ) STRICT;
+    INSERT INTO hub_origins_v6 (author, hub_id, experience_id, merged, machine, hub_seq, conflict)
+        SELECT author, hub_id, experience_id, merged, machine, hub_seq, conflict FROM hub_origins;
+    DROP TABLE hub_origins;
+    ALTER TABLE hub_origins_v6 RENAME TO hub_origins;
+    CREATE INDEX hub_origins_experience ON hub_origins (experience_id);
+
+    CREATE TABLE hub_skipped (
+        id      INTEGER PRIMARY KEY AUTOINCREMENT,
+        author  TEXT,
+        hub_id  TEXT,
+        hub_seq INTEGER NOT NULL,
+        reason  TEXT NOT NULL,
+        at      INTEGER NOT NULL
+    ) STRICT;
+
+    CREATE TABLE hub_held (
+        author  TEXT NOT NULL,
+        hub_id  TEXT NOT NULL,
+        hub_seq INTEGER NOT NULL,
+        why     TEXT NOT NULL,
+        PRIMARY KEY (author, hub_id)
+    ) STRICT;
+
+    CREATE TABLE hub_quota (
+        author TEXT NOT NULL,
+        day    INTEGER NOT NULL,
+        rows   INTEGER NOT NULL,
+        bytes  INTEGER NOT NULL,
+        PRIMARY KEY (author, day)
+    ) STRICT;
+
+    CREATE TABLE hub_hidden (
+        author TEXT NOT NULL,
+        hub_id TEXT NOT NULL,
+        task   TEXT NOT NULL,
+        at     INTEGER NOT NULL,
+        PRIMARY KEY (author, hub_id)
+    ) STRICT;
+
+    CREATE TRIGGER hub_hide_on_delete AFTER DELETE ON experiences
+        WHEN OLD.source = 'hub' AND NOT EXISTS (SELECT 1 FROM hub_state WHERE key = 'applying')
+    BEGIN
+        INSERT OR REPLACE INTO hub_hidden (author, hub_id, task, at)
+            SELECT author, hub_id, OLD.task, CAST(strftime('%s', 'now') AS INTEGER) * 1000
+            FROM hub_origins WHERE experience_id = OLD.id;
+    END;
+    "#,
 ];
 
 /// The schema version this build writes.

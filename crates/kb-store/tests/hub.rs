@@ -167,3 +167,78 @@ fn a_submit_merging_into_a_teammates_experience_queues_a_confirmation() {
     let id = created.into_iter().next().unwrap();
     assert!(ExperienceId::parse(&id).is_some() && id != confirmation_id);
 }
+
+#[test]
+fn skipped_held_and_hidden_changes_are_kept_with_the_cursor_and_the_cursor_never_moves_back() {
+    use kb_store::{Held, PullBatch, SkipRecord};
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("kb.sqlite")).unwrap();
+    let skip = |n: i64| SkipRecord {
+        author: Some("dave".to_owned()),
+        hub_id: Some(format!("BAD{n}")),
+        hub_seq: n,
+        reason: format!("reason {n}"),
+        at_ms: 0,
+    };
+    for page in 0..3 {
+        let batch = PullBatch {
+            skipped: (page * 3..page * 3 + 3).map(skip).collect(),
+            up_to: Some(page * 3 + 3),
+            now_ms: 1_000,
+            ..PullBatch::default()
+        };
+        store.apply_pull(&batch).unwrap();
+    }
+    let (total, recent) = store.hub_skipped(5).unwrap();
+    assert_eq!(total, 9);
+    assert_eq!(recent.iter().map(|skip| skip.hub_seq).collect::<Vec<_>>(), vec![8, 7, 6, 5, 4]);
+    assert_eq!(store.hub_pulled_seq().unwrap(), 9);
+
+    // A fetch of held changes (no cursor) or an older page never moves the cursor back.
+    store.apply_pull(&PullBatch { up_to: Some(2), now_ms: 1_000, ..PullBatch::default() }).unwrap();
+    assert_eq!(store.hub_pulled_seq().unwrap(), 9);
+
+    // Held back, counted per author, released by a later batch; the allowance counts per day.
+    let held = Held { author: "dave".to_owned(), hub_id: "J1".to_owned(), hub_seq: 10, why: "over".to_owned() };
+    let batch = PullBatch {
+        held: vec![held.clone()],
+        charged: vec![("dave".to_owned(), 50, 5_000)],
+        now_ms: 1_000,
+        ..PullBatch::default()
+    };
+    store.apply_pull(&batch).unwrap();
+    assert_eq!(store.hub_held(10).unwrap(), vec![held]);
+    assert_eq!(store.hub_held_counts().unwrap(), vec![("dave".to_owned(), 1)]);
+    assert_eq!(store.hub_quota_used("dave", 2_000).unwrap(), (50, 5_000));
+    assert_eq!(store.hub_quota_used("dave", 86_400_000 + 1).unwrap(), (0, 0), "a new day, a new allowance");
+    let release = PullBatch { released: vec![("dave".to_owned(), "J1".to_owned())], now_ms: 1_000, ..PullBatch::default() };
+    store.apply_pull(&release).unwrap();
+    assert!(store.hub_held(10).unwrap().is_empty());
+
+    // A teammate's experience deleted here stays hidden when its origin changes it; unhidden,
+    // it is queued to be fetched again.
+    let theirs = experience("rotate the etcd certificates", Source::Hub);
+    let hub_id = ExperienceId::generate(5).to_string();
+    store.apply_pulled(&[incoming(&hub_id, 20, "bob", Some(&theirs))], 20, 5).unwrap();
+    // Someone else's row with the same id is another experience: ids are per author.
+    let daves = experience("rotate the etcd certificates by hand", Source::Hub);
+    let (applied, _, created) = store.apply_pulled(&[incoming(&hub_id, 21, "dave", Some(&daves))], 21, 5).unwrap();
+    assert_eq!(applied.inserted, 1);
+    assert!(!created.contains(&hub_id), "dave's row gets an id of its own here: {created:?}");
+    assert_eq!(store.get(&hub_id).unwrap().unwrap().task, "rotate the etcd certificates");
+
+    store.delete(&[hub_id.as_str()]).unwrap();
+    let hidden = store.hub_hidden().unwrap();
+    assert_eq!(hidden.len(), 1);
+    assert_eq!((hidden[0].author.as_str(), hidden[0].hub_id.as_str()), ("bob", hub_id.as_str()));
+    let changed = experience("rotate the etcd certificates every 90 days", Source::Hub);
+    let (applied, _, _) = store.apply_pulled(&[incoming(&hub_id, 22, "bob", Some(&changed))], 22, 6).unwrap();
+    assert_eq!(applied.hidden, 1);
+    assert!(store.get(&hub_id).unwrap().is_none());
+    assert!(store.hub_unhide("bob", &hub_id).unwrap());
+    assert!(!store.hub_unhide("bob", &hub_id).unwrap());
+    assert!(store.hub_hidden().unwrap().is_empty());
+    assert_eq!(store.hub_held(10).unwrap()[0].why, "unhidden");
+    let (applied, _, _) = store.apply_pulled(&[incoming(&hub_id, 23, "bob", Some(&changed))], 23, 7).unwrap();
+    assert_eq!((applied.inserted, applied.hidden), (1, 0), "unhidden, it arrives again");
+}

@@ -24,6 +24,15 @@ pub enum HubAction {
     Status,
     /// Push what waits and pull what is new now; exit non-zero if the hub cannot be reached.
     Sync,
+    /// Teammates' experiences you deleted here: kept hidden from later syncs.
+    Hidden,
+    /// Show a hidden teammate's experience again (it arrives with the next sync).
+    Unhide {
+        /// Who shared it (their login on the hub, as `kbctl hub hidden` prints it).
+        author: String,
+        /// Its id on the hub.
+        id: String,
+    },
     /// As the team's admin: create or upgrade the hub's schema in PostgreSQL, then print the
     /// SQL that adds each member (a login role, granted knowhub_member, listed in the team).
     /// Connects directly, not through the daemon.
@@ -158,7 +167,7 @@ pub enum Command {
         #[arg(long)]
         reason: Option<String>,
     },
-    /// The team hub: `status`, `sync`, and `init` (for the team's admin).
+    /// The team hub: `status`, `sync`, `hidden`, `unhide`, and `init` (for the team's admin).
     Hub {
         #[command(subcommand)]
         action: HubAction,

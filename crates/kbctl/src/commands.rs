@@ -80,6 +80,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Hub { action: HubAction::Status } => hub::status(&mut client, json).await,
         Command::Hub { action: HubAction::Sync } => hub::sync(&mut client, json).await,
+        Command::Hub { action: HubAction::Hidden } => hub::hidden(&mut client, json).await,
+        Command::Hub { action: HubAction::Unhide { author, id } } => hub::unhide(&mut client, &author, &id, json).await,
         Command::Hub { action: HubAction::Init { .. } } => unreachable!("run by main, outside the runtime"),
         Command::Extraction { action: None, state, limit } => {
             extraction::jobs(&mut client, state.as_deref(), limit, json).await

@@ -32,6 +32,8 @@ pub struct App {
     pub hub: HubSync,
     /// Every background service's state, reported by the services themselves.
     pub health: Arc<Health>,
+    /// Set when the daemon begins to stop: requests that wait on a service give up.
+    stopping: std::sync::atomic::AtomicBool,
 }
 
 impl App {
@@ -45,7 +47,19 @@ impl App {
             hub: HubSync::new(config.hub.clone()),
             config,
             health: Arc::new(Health::default()),
+            stopping: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// The daemon is stopping: a request waiting for a service (`hub.sync`) answers now
+    /// rather than holding the stop up.
+    pub fn begin_stopping(&self) {
+        self.stopping.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.hub.wake_waiters();
+    }
+
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Writes what is kept in memory between flushes: recall counters and changed sessions.

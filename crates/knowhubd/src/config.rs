@@ -188,6 +188,10 @@ pub struct HubConfig {
     pub poll_seconds: u64,
     /// Changes per push or pull transaction.
     pub batch: usize,
+    /// What one teammate's changes may bring into this store per day (UTC): more is held back,
+    /// counted in `status`, and fetched again once a later day's allowance allows.
+    pub member_rows_per_day: u64,
+    pub member_bytes_per_day: u64,
 }
 
 impl Default for HubConfig {
@@ -201,6 +205,8 @@ impl Default for HubConfig {
             share_sources: ["tool", "cli", "extraction", "import"].map(str::to_owned).to_vec(),
             poll_seconds: 30,
             batch: 500,
+            member_rows_per_day: 5_000,
+            member_bytes_per_day: 100_000_000,
         }
     }
 }
@@ -300,6 +306,8 @@ impl Config {
         }
         anyhow::ensure!((1..=86_400).contains(&hub.poll_seconds), "hub.poll_seconds must be from 1 to 86400");
         anyhow::ensure!((1..=10_000).contains(&hub.batch), "hub.batch must be from 1 to 10000");
+        anyhow::ensure!(hub.member_rows_per_day >= 1, "hub.member_rows_per_day must be at least 1");
+        anyhow::ensure!(hub.member_bytes_per_day >= 10_000, "hub.member_bytes_per_day must be at least 10000");
         Ok(config)
     }
 

@@ -243,6 +243,7 @@ pub async fn serve_with_limits(
     }
 
     tracing::info!(open_connections = registry.len(), "shutting down: draining connections");
+    app.begin_stopping();
     let _ = stopping_sender.send(true);
     let _ = server_handle.stop();
     let drained = tokio::time::timeout(DRAIN_TIMEOUT, async { while connections.join_next().await.is_some() {} }).await;

@@ -234,6 +234,75 @@ pub struct HubStatus {
     pub team_experiences: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<LastError>,
+    /// The login this daemon shares as (who the team sees).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// Set when no sync round has completed for longer than a few poll intervals: since when
+    /// (RFC 3339). `healthy` is false then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stalled_since: Option<String>,
+    /// Teammates' rows that could not be taken (bad values, too big, refused by the gate),
+    /// since the store was made; the newest of them, and rows numbered out of sequence on the
+    /// hub now.
+    #[serde(default)]
+    pub skipped: u64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped_recent: Vec<HubSkipped>,
+    /// Teammates' changes held back, per author (over their daily limit here, or unhidden and
+    /// not fetched yet); fetched when the day's allowance allows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held: Vec<HubHeld>,
+    /// Teammates' experiences deleted here and kept hidden (`kbctl hub hidden`).
+    #[serde(default)]
+    pub hidden: u64,
+}
+
+/// A teammate's row that could not be taken from the hub.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HubSkipped {
+    pub hub_seq: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    pub reason: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
+}
+
+/// Changes of one teammate held back here.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HubHeld {
+    pub author: String,
+    pub changes: u64,
+}
+
+/// A teammate's experience hidden here (`hub.hidden`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HubHidden {
+    pub author: String,
+    pub id: String,
+    pub task: String,
+    pub at: String,
+}
+
+/// `hub.hidden`'s answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HubHiddenResult {
+    pub hidden: Vec<HubHidden>,
+}
+
+/// `hub.unhide`'s parameters: the experience as the hub knows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HubUnhideParams {
+    pub author: String,
+    pub id: String,
+}
+
+/// `hub.unhide`'s answer: whether it was hidden (it is fetched again at the next sync).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HubUnhideResult {
+    pub unhidden: bool,
 }
 
 /// What `hub.sync` did.

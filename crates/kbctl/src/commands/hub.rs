@@ -17,7 +17,7 @@ pub(super) async fn status(client: &mut Client, json: bool) -> anyhow::Result<Ex
     } else {
         output::line(hub_text(&status.hub))?;
     }
-    Ok(if status.hub.state == "error" { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(if status.hub.state == "error" || status.hub.stalled_since.is_some() { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
 pub(super) async fn sync(client: &mut Client, json: bool) -> anyhow::Result<ExitCode> {
@@ -53,10 +53,65 @@ fn hub_text(hub: &wire::HubStatus) -> String {
         hub.pulled,
         hub.team_experiences,
     );
+    if let Some(role) = &hub.role {
+        text.push_str(&format!("\nshares as: {role}"));
+    }
+    if let Some(since) = &hub.stalled_since {
+        text.push_str(&format!("\nSTALLED: no sync round has completed since {since}"));
+    }
+    if hub.hidden > 0 {
+        text.push_str(&format!("\nhidden here: {} teammates' experiences you deleted (kbctl hub hidden)", hub.hidden));
+    }
+    for held in &hub.held {
+        text.push_str(&format!(
+            "\nheld back: {} changes of {} (over their daily allowance here; fetched when it allows)",
+            held.changes, held.author
+        ));
+    }
+    if hub.skipped > 0 {
+        text.push_str(&format!("\nskipped: {} teammates' rows could not be taken; the newest:", hub.skipped));
+        for skip in &hub.skipped_recent {
+            text.push_str(&format!(
+                "\n  hub change {} by {} (id {}): {}",
+                skip.hub_seq,
+                skip.author.as_deref().unwrap_or("?"),
+                skip.id.as_deref().unwrap_or("?"),
+                skip.reason
+            ));
+        }
+    }
     if let Some(error) = &hub.last_error {
         text.push_str(&format!("\nlast error ({}): {}", error.at, error.message));
     }
     text
+}
+
+pub(super) async fn hidden(client: &mut Client, json: bool) -> anyhow::Result<ExitCode> {
+    let result: wire::HubHiddenResult = call(client, method::HUB_HIDDEN, &json!({})).await?;
+    if json {
+        output::json(&result)?;
+    } else if result.hidden.is_empty() {
+        output::line("no teammate's experience is hidden here")?;
+    } else {
+        for hidden in &result.hidden {
+            output::line(format!("{} {}  deleted here {}  {}", hidden.author, hidden.id, hidden.at, hidden.task))?;
+        }
+        output::line("(kbctl hub unhide AUTHOR ID shows one again)")?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(super) async fn unhide(client: &mut Client, author: &str, id: &str, json: bool) -> anyhow::Result<ExitCode> {
+    let result: wire::HubUnhideResult =
+        call(client, method::HUB_UNHIDE, &json!({"author": author, "id": id})).await?;
+    if json {
+        output::json(&result)?;
+    } else if result.unhidden {
+        output::line(format!("{author}'s {id} is shown again; it arrives with the next sync"))?;
+    } else {
+        output::line(format!("{author}'s {id} was not hidden"))?;
+    }
+    Ok(if result.unhidden { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 /// `kbctl hub init`: the schema, then the SQL for each member. Blocking (the PostgreSQL

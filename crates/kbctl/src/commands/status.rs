@@ -21,7 +21,13 @@ pub(super) async fn status(client: &mut Client, json: bool) -> anyhow::Result<Ex
     }
     if !status.healthy {
         let failing: Vec<&wire::ServiceStatus> = status.services.iter().filter(|service| service.unhealthy).collect();
-        if status.index.state != "ready" || failing.is_empty() {
+        if let Some(since) = &status.hub.stalled_since {
+            problems.push(format!(
+                "the hub sync has not completed a round since {since}{}",
+                status.hub.last_error.as_ref().map(|error| format!(": {}", error.message)).unwrap_or_default()
+            ));
+        }
+        if status.index.state != "ready" || (failing.is_empty() && status.hub.stalled_since.is_none()) {
             problems.push(format!(
                 "the search index is {}{}",
                 status.index.state,
@@ -108,7 +114,14 @@ fn hub_line(hub: &wire::HubStatus) -> String {
     if let Some(lag) = hub.lag_s {
         line.push_str(&format!(", synced {lag}s ago"));
     }
-    if hub.state == "error"
+    if hub.skipped > 0 {
+        line.push_str(&format!(", {} teammates' rows skipped", hub.skipped));
+    }
+    let held: u64 = hub.held.iter().map(|held| held.changes).sum();
+    if held > 0 {
+        line.push_str(&format!(", {held} held back"));
+    }
+    if (hub.state == "error" || hub.state == "stalled")
         && let Some(error) = &hub.last_error
     {
         line.push_str(&format!(": {}", error.message));

@@ -1,4 +1,5 @@
-//! `hub.sync`: a sync round with the team's hub now, waited for.
+//! `hub.sync`: a sync round with the team's hub now, waited for; `hub.hidden` and
+//! `hub.unhide`: the teammates' experiences deleted here, kept hidden from later syncs.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -35,6 +36,9 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
                 if app.hub.wait_for(round, Duration::from_millis(200)) {
                     break;
                 }
+                if app.is_stopping() {
+                    return Err(unavailable("knowhubd is stopping; the sync goes on at its next start"));
+                }
                 if let Some(crashed) = app.health.reports().into_iter().find(|report| report.name == "hub" && report.state == State::Failed) {
                     let why = crashed.reason.unwrap_or_default();
                     return Err(unavailable(format!("the hub sync service {why}; it restarts by itself (see `kbctl status`)")));
@@ -52,6 +56,25 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
                 pulled: pulled - pulled_before,
                 hub,
             })
+        })
+        .expect("method names are unique");
+    module
+        .register_blocking_method(method::HUB_HIDDEN, |_params, app, _| {
+            crate::hub::hidden(&app.engine).map_err(|error| to_rpc_error(&app.engine, error))
+        })
+        .expect("method names are unique");
+    module
+        .register_blocking_method(method::HUB_UNHIDE, |params, app, _| {
+            let params: wire::HubUnhideParams = params.parse()?;
+            let unhidden = app
+                .engine
+                .lock_writer()
+                .hub_unhide(&params.author, &params.id)
+                .map_err(|error| to_rpc_error(&app.engine, error.into()))?;
+            if unhidden {
+                app.hub.request();
+            }
+            Ok::<_, ErrorObjectOwned>(wire::HubUnhideResult { unhidden })
         })
         .expect("method names are unique");
 }

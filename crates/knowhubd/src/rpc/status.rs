@@ -75,6 +75,8 @@ fn status(app: &App, socket: &std::path::Path) -> RpcResult<wire::StatusResult> 
     let reports = app.health.reports();
     let unhealthy = app.health.unhealthy(UNHEALTHY_GRACE);
     let extraction = extraction_status(app).map_err(|error| to_rpc_error(engine, error))?;
+    let hub = hub_status(app, &reports).map_err(|error| to_rpc_error(engine, error))?;
+    let hub_stalled = hub.stalled_since.is_some();
     let latency = |figures: kb_engine::stats::LatencyFigures| wire::LatencySummary {
         count: figures.count,
         p50_ms: millis(figures.p50),
@@ -104,7 +106,7 @@ fn status(app: &App, socket: &std::path::Path) -> RpcResult<wire::StatusResult> 
         embedder: embedder_status(engine, counts.active),
         queue_depth: extraction.queued,
         extraction,
-        hub: hub_status(app, &reports).map_err(|error| to_rpc_error(engine, error))?,
+        hub,
         latencies: wire::Latencies {
             search: latency(engine.search_latency.figures()),
             submit: latency(engine.submit_latency.figures()),
@@ -125,7 +127,7 @@ fn status(app: &App, socket: &std::path::Path) -> RpcResult<wire::StatusResult> 
             }
         },
         last_error: last_error(engine, &reports).map(|(at, message)| wire::LastError { at: rfc3339_time(at), message }),
-        healthy: index_state == IndexState::Ready && unhealthy.is_empty(),
+        healthy: index_state == IndexState::Ready && unhealthy.is_empty() && !hub_stalled,
         services: reports.iter().map(service_status).collect(),
     })
 }
@@ -158,9 +160,24 @@ fn service_status(report: &Report) -> wire::ServiceStatus {
 }
 
 /// The hub's part of `status`: the sync thread's own view, unless its service crashed, which
-/// that view cannot know (it would still say `connected`).
+/// that view cannot know (it would still say `connected`), or it has not completed a round for
+/// long (a hub that hangs, a lock held on it).
 fn hub_status(app: &App, reports: &[Report]) -> Result<wire::HubStatus, EngineError> {
     let mut hub = crate::hub::status(&app.engine, &app.hub)?;
+    if let Some(since) = hub.stalled_since.clone() {
+        // An error already says why; otherwise the round is hanging.
+        if hub.state != "error" {
+            hub.state = "stalled".to_owned();
+        }
+        if hub.last_error.is_none() {
+            hub.last_error = Some(wire::LastError {
+                at: since.clone(),
+                message: format!(
+                    "no sync round has completed since {since}: the hub is not answering in time (a long query, or a lock held on it)"
+                ),
+            });
+        }
+    }
     if let Some(report) = reports.iter().find(|report| report.name == "hub" && report.state == State::Failed) {
         hub.state = "error".to_owned();
         hub.last_error = Some(wire::LastError {

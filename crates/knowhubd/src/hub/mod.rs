@@ -3,17 +3,20 @@
 //! by `hub.sync`, with a periodic pull as the safety net. The hub being down, slow or refusing
 //! never touches local submits and searches: they do not wait for this thread.
 
+mod pull;
+mod push;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
-use kb_core::{GatePolicy, NewExperience, PrivacyMode, Source, Status};
-use kb_hub::{Change, Shared};
-use kb_store::{Incoming, Outgoing, Store};
+use kb_hub::Skipped;
+use kb_proto::wire;
+use kb_store::Store;
 
 use crate::config::HubConfig;
 use crate::supervisor::Service;
-use kb_engine::engine::{Engine, now_ms};
+use kb_engine::engine::Engine;
 
 /// How long the thread waits for a notification before it looks at the outbox again: the
 /// delay between a local write and its push.
@@ -41,6 +44,13 @@ pub struct State {
     pub last_sync: Option<SystemTime>,
     pub last_error: Option<(SystemTime, String)>,
     pub behind: u64,
+    /// When the sync thread started: a sync that never completed is stalled since then.
+    pub started: Option<SystemTime>,
+    /// The login the hub knows this daemon as.
+    pub role: Option<String>,
+    /// Rows of the team numbered out of sequence on the hub, at the last round: how many, and
+    /// the first few.
+    pub impossible: (u64, Vec<Skipped>),
 }
 
 impl HubSync {
@@ -66,6 +76,11 @@ impl HubSync {
             .wait_timeout_while(rounds, timeout, |rounds| rounds.1 < wanted)
             .unwrap_or_else(PoisonError::into_inner);
         rounds.1 >= wanted
+    }
+
+    /// Wakes every `wait_for` so that it looks again (the daemon is stopping).
+    pub fn wake_waiters(&self) {
+        self.round_done.notify_all();
     }
 
     fn requested(&self) -> u64 {
@@ -94,6 +109,10 @@ impl HubSync {
 
     fn update(&self, change: impl FnOnce(&mut State)) {
         change(&mut self.state.lock().unwrap_or_else(PoisonError::into_inner));
+    }
+
+    fn count_pulled(&self, n: u64) {
+        self.pulled.fetch_add(n, Ordering::Relaxed);
     }
 
     pub fn totals(&self) -> (u64, u64) {
@@ -141,6 +160,7 @@ pub fn run(engine: &Engine, hub_sync: &HubSync, service: &Service) -> anyhow::Re
     hub_sync.update(|state| {
         state.connection = "connecting";
         state.target = Some(settings.options.target.clone());
+        state.started = Some(SystemTime::now());
     });
     let prepared = (|| -> anyhow::Result<(String, Store)> {
         let mut store = engine.lock_writer();
@@ -170,7 +190,9 @@ pub fn run(engine: &Engine, hub_sync: &HubSync, service: &Service) -> anyhow::Re
             Some(hub) => hub,
             None => match kb_hub::Hub::open(&settings.options, &settings.team, &machine) {
                 Ok(opened) => {
-                    tracing::info!(target = %settings.options.target, team = %settings.team, "hub: connected");
+                    tracing::info!(target = %settings.options.target, team = %settings.team, role = %opened.role(), "hub: connected");
+                    let role = opened.role().to_owned();
+                    hub_sync.update(|state| state.role = Some(role));
                     backoff = Duration::from_secs(1);
                     hub.insert(opened)
                 }
@@ -261,8 +283,8 @@ fn failed(hub_sync: &HubSync, service: &Service, message: String) {
     });
 }
 
-/// One round: the whole outbox pushed, then every change of the team pulled. Returns how many
-/// teammates' changes are still behind.
+/// One round: membership checked, the whole outbox pushed, then every change of the team
+/// pulled. Returns how many teammates' changes are still behind.
 fn sync_round(
     engine: &Engine,
     hub_sync: &HubSync,
@@ -272,186 +294,67 @@ fn sync_round(
     machine: &str,
     stop: &AtomicBool,
 ) -> anyhow::Result<u64> {
+    hub.check_member()?;
     if settings.config.share {
-        push(engine, hub_sync, hub, reader, settings, machine, stop)?;
+        push::push(engine, hub_sync, hub, reader, settings, machine, stop)?;
     }
-    pull(engine, hub_sync, hub, reader, settings, stop)?;
+    pull::pull(engine, hub_sync, hub, reader, settings, stop)?;
+    let impossible = hub.impossible()?;
+    if impossible.0 > 0 {
+        tracing::warn!(rows = impossible.0, "hub: rows numbered out of sequence on the hub are skipped");
+    }
+    hub_sync.update(|state| state.impossible = impossible);
     let behind = hub.behind(reader.hub_pulled_seq()?)?;
     Ok(behind.max(0) as u64)
 }
 
-fn push(
-    engine: &Engine,
-    hub_sync: &HubSync,
-    hub: &mut kb_hub::Hub,
-    reader: &Store,
-    settings: &Settings,
-    machine: &str,
-    stop: &AtomicBool,
-) -> anyhow::Result<()> {
-    // Shared text is redacted as in strict mode, whatever this store's privacy mode.
-    let strict = GatePolicy { privacy: PrivacyMode::Strict, limits: engine.policy().limits.clone() };
-    while !stop.load(Ordering::Relaxed) {
-        let batch = reader.hub_outbox(settings.config.batch)?;
-        if batch.is_empty() {
-            break;
-        }
-        let changes: Vec<Change> =
-            batch.iter().map(|entry| to_change(entry, &settings.config, &strict, machine)).collect();
-        let refused = hub.push(&changes)?;
-        let mut store = engine.lock_writer();
-        for (index, reason) in &refused {
-            tracing::warn!(id = %batch[*index].experience_id, %reason, "hub: the hub refused a change");
-            store.hub_refused(batch[*index].outbox_id, reason)?;
-        }
-        let pushed: Vec<i64> = batch
-            .iter()
-            .enumerate()
-            .filter(|(index, _)| !refused.iter().any(|(refused, _)| refused == index))
-            .map(|(_, entry)| entry.outbox_id)
-            .collect();
-        store.hub_pushed(&pushed)?;
-        drop(store);
-        hub_sync.pushed.fetch_add(pushed.len() as u64, Ordering::Relaxed);
-    }
-    Ok(())
+/// How long without a completed round before `status` calls the sync stalled: a few poll
+/// intervals, and never less than 10 s.
+fn stall_after(config: &HubConfig) -> Duration {
+    Duration::from_secs((config.poll_seconds * 3).max(10))
 }
 
-/// What the team gets of an outbox entry: its current state, redacted, or a withdrawal when it
-/// is gone or not to be shared (any more).
-fn to_change(entry: &Outgoing, config: &HubConfig, strict: &GatePolicy, machine: &str) -> Change {
-    // A confirmation is this store's own row for a teammate's experience, under an id of its own.
-    let id =
-        if entry.confirmation { format!("{}.{machine}", entry.experience_id) } else { entry.experience_id.clone() };
-    let withdraw = || Change::Delete(id.clone());
-    let Some((experience, content)) = &entry.current else { return withdraw() };
-    let shareable = experience.status == Status::Active
-        && experience.flags.is_empty()
-        && if entry.confirmation {
-            experience.source == Source::Hub
-        } else {
-            experience.source != Source::Hub
-                && config.share_sources.iter().any(|source| source == experience.source.as_str())
-        };
-    if !shareable {
-        return withdraw();
-    }
-    let new = NewExperience {
-        task: experience.task.clone(),
-        resource: experience.resource.clone(),
-        result: experience.result.clone(),
-        score: Some(i64::from(experience.score)),
-        content: content.clone(),
-        content_type: experience.content_type.clone(),
-        agent_id: experience.agent_id.clone(),
-        submitted_by: experience.submitted_by.clone(),
-        session_key: None,
-        source: Some(experience.source),
-        confidence: None,
-    };
-    match kb_core::gate(new, strict) {
-        // Redaction can only remove; a text that now reads as an injection stays home.
-        Ok(gated) if gated.status == Status::Active => Change::Upsert(Box::new(Shared {
-            id: id.clone(),
-            machine: machine.to_owned(),
-            // A confirmation vouches for the teammate's text; who vouches is its author on the hub.
-            submitted_by: if entry.confirmation { None } else { gated.experience.submitted_by },
-            agent_id: gated.experience.agent_id,
-            task: gated.experience.task,
-            resource: gated.experience.resource,
-            result: gated.experience.result,
-            score: gated.score,
-            content: gated.experience.content,
-            content_type: gated.experience.content_type,
-            merge_count: if entry.confirmation { 0 } else { experience.merge_count },
-            created_at_ms: experience.created_at_ms,
-            updated_at_ms: experience.updated_at_ms,
-        })),
-        _ => withdraw(),
-    }
-}
-
-fn pull(
-    engine: &Engine,
-    hub_sync: &HubSync,
-    hub: &mut kb_hub::Hub,
-    reader: &Store,
-    settings: &Settings,
-    stop: &AtomicBool,
-) -> anyhow::Result<()> {
-    while !stop.load(Ordering::Relaxed) {
-        let after = reader.hub_pulled_seq()?;
-        let rows = hub.pull(after, settings.config.batch as i64)?;
-        let Some(up_to) = rows.last().map(|row| row.hub_seq) else { break };
-        // The local gate decides, as for any write: this daemon's redaction, limits and
-        // quarantine. A row it refuses is skipped (and logged), never half-stored.
-        let gated: Vec<Option<kb_core::Gated>> = rows
-            .iter()
-            .map(|row| {
-                if row.own || row.deleted {
-                    return None;
-                }
-                let shared = &row.shared;
-                let new = NewExperience {
-                    task: shared.task.clone(),
-                    resource: shared.resource.clone(),
-                    result: shared.result.clone(),
-                    score: Some(i64::from(shared.score)),
-                    content: shared.content.clone(),
-                    content_type: shared.content_type.clone(),
-                    agent_id: shared.agent_id.clone(),
-                    submitted_by: shared.submitted_by.clone().or_else(|| Some(row.author.clone())),
-                    session_key: None,
-                    source: Some(Source::Hub),
-                    confidence: None,
-                };
-                match kb_core::gate(new, engine.policy()) {
-                    Ok(gated) => Some(gated),
-                    Err(error) => {
-                        tracing::warn!(id = %shared.id, author = %row.author, "hub: a teammate's experience was refused by the gate: {error}");
-                        None
-                    }
-                }
-            })
-            .collect();
-        let incoming: Vec<Incoming<'_>> = rows
-            .iter()
-            .zip(&gated)
-            .filter(|(row, gated)| !row.own && (row.deleted || gated.is_some()))
-            .map(|(row, gated)| Incoming {
-                hub_id: &row.shared.id,
-                hub_seq: row.hub_seq,
-                author: &row.author,
-                machine: &row.shared.machine,
-                gated: gated.as_ref(),
-            })
-            .collect();
-        let mut store = engine.lock_writer();
-        let (applied, _, created) = store.apply_pulled(&incoming, up_to, now_ms())?;
-        engine.after_write(&mut store, &created);
-        drop(store);
-        let n = applied.inserted + applied.updated + applied.merged + applied.deleted;
-        hub_sync.pulled.fetch_add(n as u64, Ordering::Relaxed);
-        if n > 0 || applied.conflicts > 0 {
-            tracing::info!(?applied, up_to, "hub: pulled the team's changes");
-        }
-    }
-    Ok(())
-}
+/// The newest skipped rows `status` lists.
+const SKIPPED_SHOWN: usize = 10;
 
 /// The hub's part of `status`.
-pub fn status(
-    engine: &Engine,
-    hub_sync: &HubSync,
-) -> Result<kb_proto::wire::HubStatus, kb_engine::engine::EngineError> {
+pub fn status(engine: &Engine, hub_sync: &HubSync) -> Result<wire::HubStatus, kb_engine::engine::EngineError> {
     let config = &hub_sync.config;
     let state = hub_sync.state();
     let reader = engine.reader();
     let depth = reader.hub_outbox_depth()?;
     let (pushed, pulled) = hub_sync.totals();
     let at = |time: SystemTime| humantime::format_rfc3339_seconds(time).to_string();
-    Ok(kb_proto::wire::HubStatus {
-        state: if config.url.is_none() {
+    let at_ms = |ms: i64| at(SystemTime::UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64));
+    let on = config.url.is_some();
+    // Stalled: nothing completed for a few poll intervals (a hub that hangs, a lock held, a
+    // thread that died), said with since when.
+    let stalled_since = (on && state.connection != "")
+        .then(|| state.last_sync.or(state.started))
+        .flatten()
+        .filter(|since| since.elapsed().is_ok_and(|elapsed| elapsed > stall_after(config)));
+    let (skipped_total, skipped) = reader.hub_skipped(SKIPPED_SHOWN)?;
+    let mut skipped_recent: Vec<wire::HubSkipped> = state
+        .impossible
+        .1
+        .iter()
+        .map(|skip| wire::HubSkipped {
+            hub_seq: skip.hub_seq,
+            author: skip.author.clone(),
+            id: skip.id.clone(),
+            reason: skip.reason.clone(),
+            at: None,
+        })
+        .collect();
+    skipped_recent.extend(skipped.into_iter().map(|skip| wire::HubSkipped {
+        hub_seq: skip.hub_seq,
+        author: skip.author,
+        id: skip.hub_id,
+        reason: skip.reason,
+        at: Some(at_ms(skip.at_ms)),
+    }));
+    Ok(wire::HubStatus {
+        state: if !on {
             "off"
         } else if state.connection.is_empty() {
             "connecting"
@@ -460,7 +363,7 @@ pub fn status(
         }
         .to_owned(),
         target: state.target,
-        team: config.team.clone().filter(|_| config.url.is_some()),
+        team: config.team.clone().filter(|_| on),
         tls: config
             .url
             .as_deref()
@@ -475,6 +378,31 @@ pub fn status(
         pushed,
         pulled,
         team_experiences: reader.team_experiences()?,
-        last_error: state.last_error.map(|(time, message)| kb_proto::wire::LastError { at: at(time), message }),
+        last_error: state.last_error.map(|(time, message)| wire::LastError { at: at(time), message }),
+        role: state.role,
+        stalled_since: stalled_since.map(at),
+        skipped: skipped_total + state.impossible.0,
+        skipped_recent,
+        held: reader
+            .hub_held_counts()?
+            .into_iter()
+            .map(|(author, changes)| wire::HubHeld { author, changes })
+            .collect(),
+        hidden: reader.hub_hidden()?.len() as u64,
+    })
+}
+
+/// `hub.hidden`: the teammates' experiences deleted here.
+pub fn hidden(engine: &Engine) -> Result<wire::HubHiddenResult, kb_engine::engine::EngineError> {
+    let at = |ms: i64| {
+        humantime::format_rfc3339_seconds(SystemTime::UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64)).to_string()
+    };
+    Ok(wire::HubHiddenResult {
+        hidden: engine
+            .reader()
+            .hub_hidden()?
+            .into_iter()
+            .map(|hidden| wire::HubHidden { author: hidden.author, id: hidden.hub_id, task: hidden.task, at: at(hidden.at_ms) })
+            .collect(),
     })
 }

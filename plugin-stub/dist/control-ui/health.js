@@ -127,8 +127,17 @@ export function healthView(app) {
         ["To push", on ? `${h.outbox ?? 0} waiting, ${h.refused ?? 0} refused by the hub (skipped until they change)` : ""],
         ["To pull", on ? `${h.behind ?? 0} teammates' changes not applied yet` : ""],
         ["Since start", on ? `${h.pushed ?? 0} pushed, ${h.pulled ?? 0} pulled` : ""],
+        ["Shares as", on && h.role ? visible(h.role) : ""],
+        ["Stalled", h.stalled_since ? `no sync round has completed since ${when(h.stalled_since)}` : ""],
+        ["Held back", (h.held ?? []).map((held) => `${held.changes} changes of ${visible(held.author)} (over their daily allowance here)`).join("; ")],
+        ["Hidden here", h.hidden ? `${h.hidden} teammates' experiences you deleted (kbctl hub hidden)` : ""],
+        ["Skipped", h.skipped ? `${h.skipped} teammates' rows could not be taken` : ""],
         ["Last error", h.last_error ? `${visible(h.last_error.message)} (${when(h.last_error.at)})` : ""],
       ]),
+      (h.skipped_recent ?? []).length
+        ? el("ul", { className: "khub-services", "aria-label": "Skipped rows" }, (h.skipped_recent ?? []).map((skip) =>
+          el("li", { text: `hub change ${skip.hub_seq} by ${visible(skip.author ?? "?")} (id ${visible(skip.id ?? "?")}): ${visible(skip.reason)}` })))
+        : null,
       on ? el("div", { className: "khub-actions" }, button("Sync now", async () => {
         try {
           const answer = await app.request("knowhub.ui.sync", {});

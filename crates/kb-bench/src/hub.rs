@@ -4,6 +4,8 @@
 //! while a large pull is indexed (next to the same searches before it), and a simulated team
 //! converging, with the hub's CPU time and size.
 
+mod attack;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -52,12 +54,12 @@ async fn call(daemon: &BenchDaemon, method: &str, params: Value) -> anyhow::Resu
     client.call_value(method, params).await.with_context(|| format!("{method} failed"))
 }
 
-pub(crate) async fn hub_status(daemon: &BenchDaemon) -> anyhow::Result<Value> {
+async fn hub_status(daemon: &BenchDaemon) -> anyhow::Result<Value> {
     Ok(call(daemon, kb_proto::method::STATUS, json!({})).await?["hub"].clone())
 }
 
 /// Waits until `done(hub status)`, polling every 20 ms, up to `limit`; the time it took.
-pub(crate) async fn until(
+async fn until(
     daemon: &BenchDaemon,
     limit: Duration,
     what: &str,
@@ -75,7 +77,7 @@ pub(crate) async fn until(
 }
 
 /// Sync lag: each of `samples` submits to A, one at a time, until B's first search finds it.
-pub(crate) async fn measure_lag(a: &BenchDaemon, b: &BenchDaemon, samples: usize, tag: &str) -> anyhow::Result<LatencySummary> {
+async fn measure_lag(a: &BenchDaemon, b: &BenchDaemon, samples: usize, tag: &str) -> anyhow::Result<LatencySummary> {
     let started = Instant::now();
     let mut searcher = Client::connect(b.socket()).await?;
     let mut submitter = Client::connect(a.socket()).await?;
@@ -189,7 +191,7 @@ pub async fn run(binary: &Path, args: &HubArgs) -> anyhow::Result<()> {
     );
 
     // 1b. The attacks of a hostile member and an outsider, measured against the lag above.
-    crate::hub_attack::run(binary, &postgres, &a, &b, &lag, args.lag_samples).await?;
+    attack::run(binary, &postgres, &a, &b, &lag, args.lag_samples).await?;
 
     // 2. A large import: pushed by A, pulled and indexed by B while B answers searches.
     let mut searcher = Client::connect(b.socket()).await?;

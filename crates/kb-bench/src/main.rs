@@ -11,7 +11,6 @@ mod gate;
 mod generate;
 mod hostile;
 mod hub;
-mod hub_attack;
 mod hybrid;
 mod load;
 mod okapi;

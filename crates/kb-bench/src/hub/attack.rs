@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use kb_hub::testing::TestPostgres;
 
 use crate::daemon::BenchDaemon;
-use crate::hub::{hub_status, measure_lag, until};
+use super::{hub_status, measure_lag, until};
 use crate::report::mebibytes_from_kib;
 use crate::stats::LatencySummary;
 

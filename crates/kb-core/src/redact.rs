@@ -16,6 +16,7 @@
 //! The table is in `rules.rs`, as data; the checks that look at a match in its context are in
 //! `spans.rs`. This file compiles the table and applies it.
 
+pub mod forms;
 mod rules;
 mod spans;
 

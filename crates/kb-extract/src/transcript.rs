@@ -70,6 +70,20 @@ impl Turn {
     }
 }
 
+/// Redacts every text of `turns` (strict privacy mode) before they are queued or sent; returns
+/// how many secrets were replaced.
+pub fn redact_turns(turns: &mut [Turn]) -> usize {
+    let mut n_redacted = 0;
+    for turn in turns {
+        turn.map_texts(|text| {
+            let (redacted, found) = kb_core::redact::redact(text);
+            n_redacted += found.iter().map(|redaction| redaction.count).sum::<usize>();
+            (!found.is_empty()).then(|| redacted.into_owned())
+        });
+    }
+    n_redacted
+}
+
 /// Tool Search's wrapper tools: the real tool is named in their arguments.
 const WRAPPERS: [&str; 2] = ["tool_call", "tool_search_code"];
 /// The custom entry type of a tool called through Tool Search.

@@ -99,6 +99,10 @@ fn ordinary_encoded_text_is_left_alone() {
         r#"{"password": "", "token": null, "api_key": "${API_KEY}", "secret": "<your secret>"}"#,
         r#"{"text": "\u5bc6\u7801\u5fc5\u987b\u81f3\u5c11\u5305\u542b 12 \u4e2a\u5b57\u7b26"}"#,
         "utm_source=newsletter&utm_medium=email%20blast&ref=%2Fdocs%2Finstall",
+        // An escape's digits are not the start of an address (`%20` + `0.0.0.0`), and the
+        // backslash of an escaped quote does not make a word look generated.
+        "text=listen%20on%200.0.0.0%3A8080",
+        r#"{"arguments":"{"command":"mysql -p prompts for the password interactively","t":1}"}"#,
     ] {
         let (redacted, found) = redact(text);
         assert_eq!(redacted, text, "falsely redacted: {found:?}");

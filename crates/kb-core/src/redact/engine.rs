@@ -15,6 +15,7 @@ use std::sync::LazyLock;
 use regex::{Regex, RegexSet, RegexSetBuilder};
 
 use super::rules::{RULES, Rule};
+use super::views;
 
 /// A span of the text to replace, and the rule that first replaced any of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,7 +133,8 @@ impl<'a> Shown<'a> {
     }
 }
 
-/// The spans one rule replaces in `text`, in order, not overlapping.
+/// The spans one rule replaces in `text`, in order, not overlapping. A match that starts inside
+/// an escape (`200.0.0.1` in `on%200.0.0.1`) misreads it: the decoded view reads it right.
 fn rule_spans(rule: &Rule, regex: &Regex, text: &str) -> Vec<Range<usize>> {
     let mut spans: Vec<Range<usize>> = Vec::new();
     let mut covered_up_to = 0;
@@ -140,7 +142,7 @@ fn rule_spans(rule: &Rule, regex: &Regex, text: &str) -> Vec<Range<usize>> {
         let Some(span) = (rule.span)(text, &caps) else { continue };
         // A span may reach past the regex match (a PEM block runs on to its END line), so a later
         // match inside text already taken is skipped.
-        if span.start < covered_up_to || span.is_empty() {
+        if span.start < covered_up_to || span.is_empty() || views::starts_inside_escape(text, span.start) {
             continue;
         }
         covered_up_to = span.end;

@@ -141,6 +141,22 @@ impl View {
     }
 }
 
+/// Whether `idx` is inside an escape that decodes (after its `%`, its `\u`, its first byte),
+/// so that a match starting there misreads the escape's digits as text.
+pub(super) fn starts_inside_escape(text: &str, idx: usize) -> bool {
+    let bytes = text.as_bytes();
+    // `%XX` begins at most 2 bytes before, `\uXXXX` at most 5, a percent-encoded character's
+    // later bytes at most 11; whichever begins there must also reach past `idx`.
+    (1..=11).filter_map(|back| idx.checked_sub(back)).any(|start| {
+        let decoded = match bytes[start] {
+            b'%' => percent_char_at(bytes, start),
+            b'\\' => json_escape_at(bytes, start),
+            _ => None,
+        };
+        decoded.is_some_and(|(_, len)| start + len > idx)
+    })
+}
+
 fn hex_value(byte: u8) -> Option<u32> {
     (byte as char).to_digit(16)
 }

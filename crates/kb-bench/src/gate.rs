@@ -5,6 +5,7 @@
 mod forms;
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::Instant;
 
 use anyhow::Context;
@@ -104,6 +105,8 @@ pub struct GateReport {
     metadata_missed: Vec<String>,
     /// Catalogue secrets leaked per path and per form the text travels in.
     by_path_and_form: forms::Table,
+    /// Ordinary texts (benign sets, search corpora) that redaction changes, per form.
+    benign_changed: forms::Benign,
     benign_redacted: usize,
     benign_total: usize,
     benign_redacted_texts: Vec<String>,
@@ -178,6 +181,7 @@ pub fn run(iterations: usize, json: bool) -> anyhow::Result<()> {
         metadata_total: 0,
         metadata_missed: Vec::new(),
         by_path_and_form: forms::Table::new(),
+        benign_changed: forms::Benign::new(),
         benign_redacted: 0,
         benign_total: redaction_benign.len(),
         benign_redacted_texts: Vec::new(),
@@ -247,6 +251,11 @@ pub fn run(iterations: usize, json: bool) -> anyhow::Result<()> {
     }
 
     report.by_path_and_form = forms::run(&catalogue, &policy)?;
+    let text_of = |texts: &[Text]| texts.iter().map(|text| text.text.clone()).collect::<Vec<_>>();
+    report.benign_changed = forms::benign(
+        &[("redaction benign", text_of(&redaction_benign)), ("injection benign (all rounds)", text_of(&injection_benign))],
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("data"),
+    )?;
 
     for benign in &redaction_benign {
         let gated = gate(submission(&benign.text), &policy)?;
@@ -362,6 +371,7 @@ fn print_report(report: &GateReport, n_formats: usize, iterations: usize, n_text
         println!("  MISSED in metadata {format}");
     }
     forms::print(&report.by_path_and_form);
+    forms::print_benign(&report.benign_changed);
     println!(
         "benign texts redacted wrongly: {} of {} ({:.1}%)",
         report.benign_redacted,

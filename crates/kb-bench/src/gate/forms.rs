@@ -1,8 +1,10 @@
 //! `kb-bench gate`'s table of catalogue secrets leaked per path and per form (plain, JSON,
 //! nested JSON, `\u`-escaped, URL-encoded, tool arguments): the same code the daemon runs on each
-//! path, in this process. The goal is 0 everywhere.
+//! path, in this process. The goal is 0 everywhere. And the other side: how many ordinary texts
+//! of the project's benign sets and search corpora redaction changes, in each form.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use kb_core::redact::forms::{Form, survives};
 use kb_core::{GatePolicy, NewExperience, gate};
@@ -132,5 +134,65 @@ pub fn print(table: &Table) {
                 println!("  LEAKED {path} / {form}: {leak}");
             }
         }
+    }
+}
+
+/// Ordinary texts changed by redaction, by set, then by form (`changed`, `total`).
+pub type Benign = BTreeMap<String, BTreeMap<&'static str, (usize, usize)>>;
+
+/// The project's sets of ordinary text: the benign sets of the gate (`sets`, name and texts) and
+/// the search corpora of `data/` (every string field of each row but its id).
+pub fn benign(sets: &[(&str, Vec<String>)], corpora_dir: &Path) -> anyhow::Result<Benign> {
+    let mut all: Vec<(String, Vec<String>)> =
+        sets.iter().map(|(name, texts)| ((*name).to_owned(), texts.clone())).collect();
+    for corpus in ["english-experiences", "debian-en", "debian-zh", "cmrc-trial-chunks", "conv-en"] {
+        let path = corpora_dir.join(corpus).join("corpus.jsonl");
+        let Ok(data) = std::fs::read_to_string(&path) else { continue };
+        let mut texts = Vec::new();
+        for line in data.lines().filter(|line| !line.trim().is_empty()) {
+            let row: Value = serde_json::from_str(line)?;
+            let fields: Vec<&str> = row
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(name, _)| name.as_str() != "id")
+                .filter_map(|(_, value)| value.as_str())
+                .collect();
+            texts.push(fields.join("\n"));
+        }
+        all.push((format!("corpus {corpus}"), texts));
+    }
+    let mut benign = Benign::new();
+    for (name, texts) in all {
+        let by_form = benign.entry(name).or_default();
+        for text in &texts {
+            for form in Form::ALL {
+                let encoded = form.encode(text);
+                let (redacted, _) = kb_core::redact::redact(&encoded);
+                let count = by_form.entry(form.name()).or_default();
+                count.1 += 1;
+                if redacted != encoded {
+                    count.0 += 1;
+                }
+            }
+        }
+    }
+    Ok(benign)
+}
+
+pub fn print_benign(benign: &Benign) {
+    println!("ordinary texts changed by redaction, per set and form:");
+    print!("  {:<30}", "set");
+    for form in Form::ALL {
+        print!(" {:>15}", form.name());
+    }
+    println!();
+    for (name, by_form) in benign {
+        print!("  {name:<30}");
+        for form in Form::ALL {
+            let (changed, total) = by_form.get(form.name()).copied().unwrap_or_default();
+            print!(" {:>15}", format!("{changed} of {total}"));
+        }
+        println!();
     }
 }

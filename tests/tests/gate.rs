@@ -1,10 +1,12 @@
 //! End-to-end tests of the write gate through the daemon: what a submitter's metadata looks
-//! like once stored and searched (hostile-conditions issue, item 5).
+//! like once stored and searched (hostile-conditions issue, item 5), and the redaction catalogue
+//! in every form a text travels in through `kb.submit` and `kb.import` (issue 24, point 1).
 
 mod common;
 
 use common::TestDaemon;
-use serde_json::json;
+use kb_core::redact::forms::{Form, survives};
+use serde_json::{Value, json};
 
 /// Regression: `submitted_by`, `agent_id` and `session_key` were stored verbatim and
 /// `agent_id` came back in every search hit, whatever secret or address they held.
@@ -34,4 +36,137 @@ fn secrets_in_metadata_are_redacted_before_they_are_stored_or_shown() {
     let found_text = found.to_string();
     assert_eq!(found["results"][0]["id"], id, "{found}");
     assert!(!found_text.contains(token) && !found_text.contains("alice.smith"), "{found}");
+}
+
+/// One entry of the redaction catalogue (`crates/kb-core/tests/data`).
+struct Entry {
+    format: String,
+    text: String,
+    secrets: Vec<String>,
+}
+
+fn catalogue() -> Vec<Entry> {
+    include_str!("../../crates/kb-core/tests/data/redaction_catalogue.jsonl")
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| {
+            let entry: Value = serde_json::from_str(line).expect("catalogue line");
+            Entry {
+                format: entry["format"].as_str().expect("format").to_owned(),
+                text: entry["text"].as_str().expect("text").to_owned(),
+                secrets: entry["secrets"].as_array().expect("secrets").iter().map(|s| s.as_str().unwrap().to_owned()).collect(),
+            }
+        })
+        .collect()
+}
+
+/// Every catalogue entry in every form, as submit parameters: the form's text as the result
+/// (when it fits its 8,000 characters) and as the content, with the secrets it holds.
+fn every_form_as_submits() -> Vec<(String, Value, Vec<String>)> {
+    let mut items = Vec::new();
+    for entry in catalogue() {
+        for form in Form::ALL {
+            let encoded = form.encode(&entry.text);
+            let result = if encoded.chars().count() <= 8_000 { encoded.clone() } else { "see content".to_owned() };
+            let params = json!({
+                "task": format!("redaction check {} {}", entry.format, form.name()),
+                "resource": "catalogue", "result": result, "content": encoded, "score": 3,
+            });
+            items.push((format!("{} / {}", entry.format, form.name()), params, entry.secrets.clone()));
+        }
+    }
+    items
+}
+
+/// Every string in `value` (an answer), decoded from the wire's JSON.
+fn strings_in(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::String(text) => out.push(text.clone()),
+        Value::Array(items) => items.iter().for_each(|item| strings_in(item, out)),
+        Value::Object(fields) => fields.values().for_each(|field| strings_in(field, out)),
+        _ => {}
+    }
+}
+
+/// What the daemon stored (`kb.export`: every field and the content), each experience's
+/// strings joined, by id.
+fn stored_by_id(daemon: &TestDaemon) -> std::collections::HashMap<String, String> {
+    let mut stored = std::collections::HashMap::new();
+    let mut after_id: Option<String> = None;
+    loop {
+        let mut params = json!({"limit": 500});
+        if let Some(after_id) = &after_id {
+            params["after_id"] = json!(after_id);
+        }
+        let page = daemon.ok("kb.export", params);
+        for item in page["items"].as_array().expect("items") {
+            let mut strings = Vec::new();
+            strings_in(item, &mut strings);
+            stored.insert(item["id"].as_str().expect("id").to_owned(), strings.join("\n"));
+        }
+        match page["next_after_id"].as_str() {
+            Some(next) => after_id = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    stored
+}
+
+/// The labels of the items whose secrets survive, whole or in part, in any form, in the
+/// experience stored for them (`ids[i]` for item i).
+fn leaks_in_store(daemon: &TestDaemon, items: &[(String, Value, Vec<String>)], ids: &[String]) -> Vec<String> {
+    let stored = stored_by_id(daemon);
+    items
+        .iter()
+        .zip(ids)
+        .filter(|((_, _, secrets), id)| {
+            let text = stored.get(*id).map_or("", String::as_str);
+            secrets.iter().any(|secret| survives(text, secret))
+        })
+        .map(|((label, _, _), _)| label.clone())
+        .collect()
+}
+
+/// Issue 24: JSON given as content stored up to 15 of 85 held-out secrets, and `\uXXXX` hid the
+/// Chinese ones. Every catalogue format in every form (plain, JSON, nested JSON, `\u`-escaped,
+/// URL-encoded, a tool call's arguments) through `kb.submit` and through `kb.import`: nothing
+/// survives in what is stored.
+#[test]
+fn every_catalogued_secret_in_every_form_is_redacted_through_submit_and_import() {
+    let items = every_form_as_submits();
+    assert!(items.len() >= 6 * 180, "{} items", items.len());
+
+    let submitted = TestDaemon::start();
+    // Sixteen clients at once, as agents submit: the daemon commits them in shared transactions.
+    let ids: Vec<String> = std::thread::scope(|scope| {
+        let shares: Vec<_> = items
+            .chunks(items.len().div_ceil(16))
+            .map(|share| {
+                let submitted = &submitted;
+                scope.spawn(move || {
+                    share
+                        .iter()
+                        .map(|(label, params, _)| {
+                            let answer = submitted.ok("kb.submit", params.clone());
+                            answer["id"].as_str().unwrap_or_else(|| panic!("{label}: {answer}")).to_owned()
+                        })
+                        .collect::<Vec<String>>()
+                })
+            })
+            .collect();
+        shares.into_iter().flat_map(|share| share.join().expect("submitter")).collect()
+    });
+    let leaked = leaks_in_store(&submitted, &items, &ids);
+    assert!(leaked.is_empty(), "kb.submit stored {} of {}:\n{}", leaked.len(), items.len(), leaked.join("\n"));
+
+    let imported = TestDaemon::start();
+    let mut ids = Vec::new();
+    for batch in items.chunks(200) {
+        let params: Vec<Value> = batch.iter().map(|(_, params, _)| params.clone()).collect();
+        let answer = imported.ok("kb.import", json!({"items": params}));
+        assert_eq!(answer["rejected"], json!([]), "{answer}");
+        ids.extend(answer["ids"].as_array().expect("ids").iter().map(|id| id.as_str().expect("an id").to_owned()));
+    }
+    let leaked = leaks_in_store(&imported, &items, &ids);
+    assert!(leaked.is_empty(), "kb.import stored {} of {}:\n{}", leaked.len(), items.len(), leaked.join("\n"));
 }

@@ -1,10 +1,12 @@
 //! End-to-end tests of the write gate through the daemon: what a submitter's metadata looks
 //! like once stored and searched (hostile-conditions issue, item 5), and the redaction catalogue
-//! in every form a text travels in through `kb.submit` and `kb.import` (issue 24, point 1).
+//! in every form a text travels in through `kb.submit`, `kb.import` and extraction to a recording
+//! endpoint (issue 24, point 1).
 
 mod common;
 
 use common::TestDaemon;
+use common::llm::{Reply, ScriptedLlm};
 use kb_core::redact::forms::{Form, survives};
 use serde_json::{Value, json};
 
@@ -169,4 +171,85 @@ fn every_catalogued_secret_in_every_form_is_redacted_through_submit_and_import()
     }
     let leaked = leaks_in_store(&imported, &items, &ids);
     assert!(leaked.is_empty(), "kb.import stored {} of {}:\n{}", leaked.len(), items.len(), leaked.join("\n"));
+}
+
+/// Issue 24: a tool call's arguments went to the extraction endpoint as JSON, whose escapes hid
+/// 14 of 85 held-out secrets from redaction. Every catalogue format in every form, in a user
+/// message, a tool call's arguments and a tool's output of a session, through `agent_end` in
+/// strict mode to a recording endpoint: nothing it received holds a secret.
+#[test]
+fn every_catalogued_secret_in_every_form_and_place_of_a_conversation_is_redacted_before_extraction() {
+    let llm = ScriptedLlm::start();
+    let home = tempfile::Builder::new().prefix("kh-gate-ex-").tempdir().expect("temp dir");
+    let config = llm.config("max_input_tokens = 10000000\ndaily_token_cap = 1000000000");
+    std::fs::write(home.path().join("config.toml"), config).expect("config");
+    let daemon = TestDaemon::start_in(home);
+    let catalogue = catalogue();
+    llm.script((0..Form::ALL.len()).map(|_| Reply::proposals(json!([]), 100)));
+
+    // One session per form; each entry's user message starts with a marker that finds its turns.
+    let mut cases: Vec<(String, Vec<String>)> = Vec::new();
+    for (form_idx, form) in Form::ALL.into_iter().enumerate() {
+        let mut messages = Vec::new();
+        for (entry_idx, entry) in catalogue.iter().enumerate() {
+            let marker = format!("case {form_idx}-{entry_idx}\n");
+            let encoded = form.encode(&entry.text);
+            let arguments = match form {
+                Form::ToolArguments => json!({"command": entry.text, "cwd": "/srv/app", "env": {"NOTE": entry.text}}),
+                _ => json!({"command": encoded}),
+            };
+            let at = 10 * entry_idx as i64;
+            let call_id = format!("c{entry_idx}");
+            messages.extend([
+                json!({"role": "user", "content": format!("{marker}{encoded}"), "timestamp": at}),
+                json!({"role": "assistant", "timestamp": at + 1, "content": [
+                    {"type": "toolCall", "id": call_id, "name": "exec", "arguments": arguments}]}),
+                json!({"role": "toolResult", "toolCallId": call_id, "toolName": "exec", "isError": true,
+                       "timestamp": at + 2, "content": [{"type": "text", "text": encoded}]}),
+            ]);
+            cases.push((format!("{} / {}", entry.format, form.name()), entry.secrets.clone()));
+        }
+        daemon.ok(
+            "hook.event",
+            json!({"hook": "agent_end", "event": {"messages": messages, "success": true},
+                   "ctx": {"sessionKey": format!("agent:main:form-{form_idx}"), "agentId": "main"},
+                   "config": {"enableServerExtraction": true, "privacyMode": "strict", "requireApproval": true,
+                              "extractionTrigger": "agent_end", "reminderMode": "off", "autoRecall": false}}),
+        );
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while llm.requests().len() < Form::ALL.len() {
+        assert!(std::time::Instant::now() < deadline, "{} requests\n{}", llm.requests().len(), daemon.log_text());
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+
+    // What the endpoint received, decoded from its JSON, cut at the markers into each case's turns.
+    let mut sent = String::new();
+    for request in llm.requests() {
+        let mut strings = Vec::new();
+        strings_in(&request.body["messages"], &mut strings);
+        sent.push_str(&strings.join("\n"));
+        sent.push('\n');
+    }
+    let mut starts: Vec<(usize, usize)> = Vec::new();
+    for (case_idx, form_idx, entry_idx) in
+        (0..Form::ALL.len()).flat_map(|form| (0..catalogue.len()).map(move |entry| (form, entry))).enumerate().map(
+            |(case_idx, (form, entry))| (case_idx, form, entry),
+        )
+    {
+        let marker = format!("case {form_idx}-{entry_idx}\n");
+        let at = sent.find(&marker).unwrap_or_else(|| panic!("{} was not sent", cases[case_idx].0));
+        starts.push((at, case_idx));
+    }
+    starts.sort_unstable();
+    let mut leaked = Vec::new();
+    for (position, &(start, case_idx)) in starts.iter().enumerate() {
+        let end = starts.get(position + 1).map_or(sent.len(), |&(next, _)| next);
+        let (label, secrets) = &cases[case_idx];
+        let turns = &sent[start..end];
+        if secrets.iter().any(|secret| survives(turns, secret)) {
+            leaked.push(format!("{label}: {turns:?}"));
+        }
+    }
+    assert!(leaked.is_empty(), "the endpoint received {} of {}:\n{}", leaked.len(), cases.len(), leaked.join("\n"));
 }

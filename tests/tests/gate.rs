@@ -1,12 +1,15 @@
 //! End-to-end tests of the write gate through the daemon: what a submitter's metadata looks
 //! like once stored and searched (hostile-conditions issue, item 5), and the redaction catalogue
-//! in every form a text travels in through `kb.submit`, `kb.import` and extraction to a recording
-//! endpoint (issue 24, point 1).
+//! in every form a text travels in through `kb.submit`, `kb.import`, extraction to a recording
+//! endpoint and the push to the team hub (issue 24, point 1).
 
 mod common;
 
+use std::time::Duration;
+
 use common::TestDaemon;
 use common::llm::{Reply, ScriptedLlm};
+use common::postgres::{TestPostgres, init_hub, within};
 use kb_core::redact::forms::{Form, survives};
 use serde_json::{Value, json};
 
@@ -217,10 +220,10 @@ fn every_catalogued_secret_in_every_form_and_place_of_a_conversation_is_redacted
                               "extractionTrigger": "agent_end", "reminderMode": "off", "autoRecall": false}}),
         );
     }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
     while llm.requests().len() < Form::ALL.len() {
         assert!(std::time::Instant::now() < deadline, "{} requests\n{}", llm.requests().len(), daemon.log_text());
-        std::thread::sleep(std::time::Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(100));
     }
 
     // What the endpoint received, decoded from its JSON, cut at the markers into each case's turns.
@@ -252,4 +255,59 @@ fn every_catalogued_secret_in_every_form_and_place_of_a_conversation_is_redacted
         }
     }
     assert!(leaked.is_empty(), "the endpoint received {} of {}:\n{}", leaked.len(), cases.len(), leaked.join("\n"));
+}
+
+/// What is shared with the team is redacted as in strict mode whatever the sharer's own mode:
+/// every catalogue format in every form, stored as it is by a daemon in relaxed mode, is
+/// redacted in the rows the hub's PostgreSQL holds.
+#[test]
+fn every_catalogued_secret_in_every_form_is_redacted_before_it_reaches_the_team_hub() {
+    let postgres = TestPostgres::start();
+    init_hub(&postgres, "platform", &["alice"]);
+    let home = tempfile::Builder::new().prefix("kh-gate-hub-").tempdir().expect("temp dir");
+    let password = home.path().join("hub.password");
+    std::fs::write(&password, "alice-pw\n").expect("password file");
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "[embedding]\nenabled = false\n[privacy]\nmode = \"relaxed\"\n[hub]\nurl = \"{}\"\npassword_file = \"{}\"\nteam = \"platform\"\npoll_seconds = 2\n",
+            postgres.url("alice"),
+            password.display()
+        ),
+    )
+    .expect("config");
+    let alice = TestDaemon::start_in(home);
+
+    let items = every_form_as_submits();
+    let mut ids = Vec::new();
+    for batch in items.chunks(200) {
+        let params: Vec<Value> = batch.iter().map(|(_, params, _)| params.clone()).collect();
+        let answer = alice.ok("kb.import", json!({"items": params}));
+        ids.extend(answer["ids"].as_array().expect("ids").iter().map(|id| id.as_str().expect("an id").to_owned()));
+    }
+    // Relaxed: stored as given, so what the hub gets is the push's own redaction.
+    assert!(!leaks_in_store(&alice, &items, &ids).is_empty(), "relaxed mode redacted the store");
+    let shared = || postgres.sql("SELECT count(*) FROM knowhub.experiences").parse::<usize>().unwrap_or(0);
+    let pushed = within(Duration::from_secs(120), || shared() >= items.len() * 95 / 100 && {
+        let before = shared();
+        std::thread::sleep(Duration::from_millis(500));
+        shared() == before
+    });
+    assert!(pushed.is_some(), "{} of {} shared\n{}", shared(), items.len(), alice.log_text());
+
+    let rows: Value = serde_json::from_str(&postgres.sql(
+        "SELECT json_object_agg(id, json_build_array(task, resource, result, content, submitted_by, agent_id, content_type)) \
+         FROM knowhub.experiences",
+    ))
+    .expect("rows as JSON");
+    let mut leaked = Vec::new();
+    for ((label, _, secrets), id) in items.iter().zip(&ids) {
+        let mut strings = Vec::new();
+        strings_in(&rows[id.as_str()], &mut strings);
+        let row = strings.join("\n");
+        if secrets.iter().any(|secret| survives(&row, secret)) {
+            leaked.push(format!("{label}: {row:?}"));
+        }
+    }
+    assert!(leaked.is_empty(), "the hub holds {} of {}:\n{}", leaked.len(), items.len(), leaked.join("\n"));
 }

@@ -59,7 +59,12 @@ fn catalogue() -> Vec<Entry> {
             Entry {
                 format: entry["format"].as_str().expect("format").to_owned(),
                 text: entry["text"].as_str().expect("text").to_owned(),
-                secrets: entry["secrets"].as_array().expect("secrets").iter().map(|s| s.as_str().unwrap().to_owned()).collect(),
+                secrets: entry["secrets"]
+                    .as_array()
+                    .expect("secrets")
+                    .iter()
+                    .map(|s| s.as_str().unwrap().to_owned())
+                    .collect(),
             }
         })
         .collect()
@@ -235,10 +240,10 @@ fn every_catalogued_secret_in_every_form_and_place_of_a_conversation_is_redacted
         sent.push('\n');
     }
     let mut starts: Vec<(usize, usize)> = Vec::new();
-    for (case_idx, form_idx, entry_idx) in
-        (0..Form::ALL.len()).flat_map(|form| (0..catalogue.len()).map(move |entry| (form, entry))).enumerate().map(
-            |(case_idx, (form, entry))| (case_idx, form, entry),
-        )
+    for (case_idx, form_idx, entry_idx) in (0..Form::ALL.len())
+        .flat_map(|form| (0..catalogue.len()).map(move |entry| (form, entry)))
+        .enumerate()
+        .map(|(case_idx, (form, entry))| (case_idx, form, entry))
     {
         let marker = format!("case {form_idx}-{entry_idx}\n");
         let at = sent.find(&marker).unwrap_or_else(|| panic!("{} was not sent", cases[case_idx].0));
@@ -288,10 +293,12 @@ fn every_catalogued_secret_in_every_form_is_redacted_before_it_reaches_the_team_
     // Relaxed: stored as given, so what the hub gets is the push's own redaction.
     assert!(!leaks_in_store(&alice, &items, &ids).is_empty(), "relaxed mode redacted the store");
     let shared = || postgres.sql("SELECT count(*) FROM knowhub.experiences").parse::<usize>().unwrap_or(0);
-    let pushed = within(Duration::from_secs(120), || shared() >= items.len() * 95 / 100 && {
-        let before = shared();
-        std::thread::sleep(Duration::from_millis(500));
-        shared() == before
+    let pushed = within(Duration::from_secs(120), || {
+        shared() >= items.len() * 95 / 100 && {
+            let before = shared();
+            std::thread::sleep(Duration::from_millis(500));
+            shared() == before
+        }
     });
     assert!(pushed.is_some(), "{} of {} shared\n{}", shared(), items.len(), alice.log_text());
 

@@ -253,7 +253,10 @@ pub fn run(iterations: usize, json: bool) -> anyhow::Result<()> {
     report.by_path_and_form = forms::run(&catalogue, &policy)?;
     let text_of = |texts: &[Text]| texts.iter().map(|text| text.text.clone()).collect::<Vec<_>>();
     report.benign_changed = forms::benign(
-        &[("redaction benign", text_of(&redaction_benign)), ("injection benign (all rounds)", text_of(&injection_benign))],
+        &[
+            ("redaction benign", text_of(&redaction_benign)),
+            ("injection benign (all rounds)", text_of(&injection_benign)),
+        ],
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("data"),
     )?;
 

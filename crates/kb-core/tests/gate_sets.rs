@@ -108,7 +108,7 @@ fn secrets_in_metadata_fields_are_redacted() {
 fn every_catalogued_secret_is_redacted_in_every_form_and_every_field() {
     let mut leaked = Vec::new();
     let mut n_checked = 0;
-    for (entry_idx, entry) in catalogue().iter().enumerate() {
+    for entry in &catalogue() {
         for form in Form::ALL {
             let encoded = form.encode(&entry.text);
             let one_line: String = encoded.replace(['\n', '\r', '\t'], " ");
@@ -141,10 +141,14 @@ fn every_catalogued_secret_is_redacted_in_every_form_and_every_field() {
                 }
                 let (again, found_again) = redact(&stored);
                 assert_eq!(again, stored, "{} / {}: a second pass changed the text", entry.format, form.name());
-                assert!(found_again.is_empty(), "{} / {}: a second pass found {found_again:?}", entry.format, form.name());
+                assert!(
+                    found_again.is_empty(),
+                    "{} / {}: a second pass found {found_again:?}",
+                    entry.format,
+                    form.name()
+                );
             }
         }
-        let _ = entry_idx;
     }
     assert!(n_checked >= 6_000, "only {n_checked} texts checked");
     assert!(leaked.is_empty(), "{} leaks:\n{}", leaked.len(), leaked.join("\n"));

@@ -18,10 +18,7 @@ fn check(input: &str, expected: &str) {
 
 #[test]
 fn passphrases_on_command_lines_and_ppk_private_lines_are_redacted() {
-    check(
-        "ssh-keygen -t ed25519 -N 'Tr0ub4dor&3' -f ~/.ssh/id",
-        "ssh-keygen -t ed25519 -N '[SECRET]' -f ~/.ssh/id",
-    );
+    check("ssh-keygen -t ed25519 -N 'Tr0ub4dor&3' -f ~/.ssh/id", "ssh-keygen -t ed25519 -N '[SECRET]' -f ~/.ssh/id");
     check("ssh-keygen -p -f k -P 0ldPass1 -N n3wPass2", "ssh-keygen -p -f k -P [SECRET] -N [SECRET]");
     check("ssh-keygen -q -N s3cretpw -f /tmp/k", "ssh-keygen -q -N [SECRET] -f /tmp/k");
     check("zip -r -P Zp4ss99 logs.zip logs/", "zip -r -P [SECRET] logs.zip logs/");
@@ -58,7 +55,10 @@ fn passphrases_on_command_lines_and_ppk_private_lines_are_redacted() {
 #[test]
 fn secrets_are_found_through_json_escapes_and_replaced_in_their_encoding() {
     // Line-anchored and word-anchored rules behind `\n`.
-    check(r#"{"cmd": "echo ok\nexport DB_PASSWORD=hunter2x\nls"}"#, r#"{"cmd": "echo ok\nexport DB_PASSWORD=[SECRET]\nls"}"#);
+    check(
+        r#"{"cmd": "echo ok\nexport DB_PASSWORD=hunter2x\nls"}"#,
+        r#"{"cmd": "echo ok\nexport DB_PASSWORD=[SECRET]\nls"}"#,
+    );
     check(r#"{"f": "[database]\npwd = Abc123xyz789"}"#, r#"{"f": "[database]\npwd = [SECRET]"}"#);
     check(r#"{"t": "admin_password = \"zeiBuqWQl4d8Dc3K\""}"#, r#"{"t": "admin_password = \"[SECRET]\""}"#);
     check(r#"{"line": "localhost:5432:*:postgres:TlqSGRAbTl0T"}"#, r#"{"line": "localhost:5432:*:postgres:[SECRET]"}"#);
@@ -68,7 +68,10 @@ fn secrets_are_found_through_json_escapes_and_replaced_in_their_encoding() {
         r#"{"arguments":"{\"command\":\"curl -H \\\"Authorization: Bearer [TOKEN]\\\" x\"}"}"#,
     );
     // Chinese rules behind `\uXXXX`: 密码是 escaped.
-    check(r#"{"t": "\u6570\u636e\u5e93\u7684\u5bc6\u7801\u662fDb2pass9"}"#, r#"{"t": "\u6570\u636e\u5e93\u7684\u5bc6\u7801\u662f[SECRET]"}"#);
+    check(
+        r#"{"t": "\u6570\u636e\u5e93\u7684\u5bc6\u7801\u662fDb2pass9"}"#,
+        r#"{"t": "\u6570\u636e\u5e93\u7684\u5bc6\u7801\u662f[SECRET]"}"#,
+    );
     // Percent-encoded.
     check("q=token%3D%20Tk3nAbCdEf9GhIj%26x%3D1", "q=token%3D%20[SECRET]%26x%3D1");
     check("text=ghp_16C7e42F292c6912E7710c838347Ae178B4a%20ok", "text=[TOKEN]%20ok");
@@ -84,7 +87,10 @@ fn a_secret_split_by_escapes_goes_whole() {
     // Started in plain text, continued after an escape.
     check(r"use sk-abcdefghij\u006b0123456789ABCDEFG end", "use [API_KEY] end");
     // Mixed: percent-encoding inside a JSON string, and a JSON escape percent-encoded.
-    check(r#"{"url": "https://x/cb?access_token%3Dabc123DEF456ghi%26state%3D1"}"#, r#"{"url": "https://x/cb?access_token%3D[SECRET]%26state%3D1"}"#);
+    check(
+        r#"{"url": "https://x/cb?access_token%3Dabc123DEF456ghi%26state%3D1"}"#,
+        r#"{"url": "https://x/cb?access_token%3D[SECRET]%26state%3D1"}"#,
+    );
     check("q=password%5Cu003dHunter2xyz", "q=password%5Cu003d[SECRET]");
 }
 
@@ -118,7 +124,12 @@ fn every_form_of_a_secret_is_redacted_and_the_json_stays_valid_json() {
         "数据库的密码是Db2pass9，别外传",
         "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n-----END OPENSSH PRIVATE KEY-----",
     ];
-    let secrets = ["ghp_16C7e42F292c6912E7710c838347Ae178B4a", "livxhI0E39lfyYwl", "Db2pass9", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ"];
+    let secrets = [
+        "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+        "livxhI0E39lfyYwl",
+        "Db2pass9",
+        "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ",
+    ];
     for (text, secret) in texts.iter().zip(secrets) {
         for form in Form::ALL {
             let encoded = form.encode(text);

@@ -46,8 +46,7 @@ pub(super) fn find(text: &str) -> Vec<Found> {
             continue;
         }
         let shown = Shown::of(&found);
-        let mapped: Vec<Found> =
-            spans.into_iter().map(|span| Found { range: shown.to_text(span), rule_idx }).collect();
+        let mapped: Vec<Found> = spans.into_iter().map(|span| Found { range: shown.to_text(span), rule_idx }).collect();
         found.extend(mapped);
         found = merge(found);
         current = Cow::Owned(rewrite(text, &found));

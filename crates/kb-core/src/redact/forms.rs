@@ -122,13 +122,8 @@ pub fn survives(stored: &str, secret: &str) -> bool {
         return false;
     }
     let window = (chars.len().div_ceil(2)).max(8).min(chars.len());
-    let encoders: [fn(&str) -> String; 5] = [
-        |text| text.to_owned(),
-        json_escape,
-        |text| json_escape(&json_escape(text)),
-        unicode_escape,
-        url_encode,
-    ];
+    let encoders: [fn(&str) -> String; 5] =
+        [|text| text.to_owned(), json_escape, |text| json_escape(&json_escape(text)), unicode_escape, url_encode];
     chars.windows(window).any(|part| {
         let part: String = part.iter().collect();
         encoders.iter().any(|encode| {

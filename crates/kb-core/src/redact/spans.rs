@@ -177,8 +177,7 @@ pub(super) fn secret_value(_text: &str, caps: &Captures<'_>) -> Option<Range<usi
     // An unquoted value at the end of a sentence or inside brackets should not take the closing
     // punctuation with it: `{password: hunter2}` keeps its `}`.
     // Nor the backslash of an escaped closing quote (`\"` in JSON-escaped text).
-    let kept =
-        if quoted { value.as_str() } else { value.as_str().trim_end_matches(['.', ')', ']', '}', '>', '\\']) };
+    let kept = if quoted { value.as_str() } else { value.as_str().trim_end_matches(['.', ')', ']', '}', '>', '\\']) };
     // The untrimmed value too: trimming `getToken()` to `getToken(` hides the call.
     if is_reference_not_secret(kept) || is_reference_not_secret(value.as_str()) || kept.contains('[') {
         return None;

@@ -181,7 +181,7 @@ pub fn run(iterations: usize, json: bool) -> anyhow::Result<()> {
         metadata_total: 0,
         metadata_missed: Vec::new(),
         by_path_and_form: forms::Table::new(),
-        benign_changed: forms::Benign::new(),
+        benign_changed: forms::Benign::default(),
         benign_redacted: 0,
         benign_total: redaction_benign.len(),
         benign_redacted_texts: Vec::new(),

@@ -137,8 +137,13 @@ pub fn print(table: &Table) {
     }
 }
 
-/// Ordinary texts changed by redaction, by set, then by form (`changed`, `total`).
-pub type Benign = BTreeMap<String, BTreeMap<&'static str, (usize, usize)>>;
+/// Ordinary texts changed by redaction, by set, then by form (`changed`, `total`), and the first
+/// few changed in plain form (`set: text -> redacted`), to be read.
+#[derive(Debug, Default, Serialize)]
+pub struct Benign {
+    pub by_set: BTreeMap<String, BTreeMap<&'static str, (usize, usize)>>,
+    pub examples: Vec<String>,
+}
 
 /// The project's sets of ordinary text: the benign sets of the gate (`sets`, name and texts) and
 /// the search corpora of `data/` (every string field of each row but its id).
@@ -162,9 +167,10 @@ pub fn benign(sets: &[(&str, Vec<String>)], corpora_dir: &Path) -> anyhow::Resul
         }
         all.push((format!("corpus {corpus}"), texts));
     }
-    let mut benign = Benign::new();
+    let mut benign = Benign::default();
     for (name, texts) in all {
-        let by_form = benign.entry(name).or_default();
+        let by_form = benign.by_set.entry(name.clone()).or_default();
+        let mut n_examples = 0;
         for text in &texts {
             for form in Form::ALL {
                 let encoded = form.encode(text);
@@ -173,6 +179,11 @@ pub fn benign(sets: &[(&str, Vec<String>)], corpora_dir: &Path) -> anyhow::Resul
                 count.1 += 1;
                 if redacted != encoded {
                     count.0 += 1;
+                    if form == Form::Plain && n_examples < 5 {
+                        n_examples += 1;
+                        let excerpt = |text: &str| text.chars().take(160).collect::<String>();
+                        benign.examples.push(format!("{name}: {:?} -> {:?}", excerpt(text), excerpt(&redacted)));
+                    }
                 }
             }
         }
@@ -187,12 +198,15 @@ pub fn print_benign(benign: &Benign) {
         print!(" {:>15}", form.name());
     }
     println!();
-    for (name, by_form) in benign {
+    for (name, by_form) in &benign.by_set {
         print!("  {name:<30}");
         for form in Form::ALL {
             let (changed, total) = by_form.get(form.name()).copied().unwrap_or_default();
             print!(" {:>15}", format!("{changed} of {total}"));
         }
         println!();
+    }
+    for example in &benign.examples {
+        println!("  CHANGED {example}");
     }
 }

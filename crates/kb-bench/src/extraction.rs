@@ -48,12 +48,7 @@ pub async fn run(binary: &Path, events: usize, json_output: bool) -> anyhow::Res
         let turns = kb_extract::parse_messages(&messages);
         let assessment = kb_extract::assess(&turns);
         let mut redacted = turns.clone();
-        for turn in &mut redacted {
-            turn.map_texts(|text| {
-                let (clean, found) = kb_core::redact::redact(text);
-                (!found.is_empty()).then(|| clean.into_owned())
-            });
-        }
+        kb_extract::redact_turns(&mut redacted);
         let rendered = kb_extract::render(&redacted, BUDGET);
         let prepare_us = started.elapsed().as_secs_f64() * 1e6;
         conversations.push(Conversation {

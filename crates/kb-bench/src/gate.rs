@@ -2,7 +2,10 @@
 //! `crates/kb-core/tests/data` (fake secrets in context, benign technical texts, prompt-injection
 //! attacks and benign talk about prompts). Runs the gate in this process; no daemon.
 
+mod forms;
+
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::Instant;
 
 use anyhow::Context;
@@ -100,6 +103,10 @@ pub struct GateReport {
     metadata_caught: usize,
     metadata_total: usize,
     metadata_missed: Vec<String>,
+    /// Catalogue secrets leaked per path and per form the text travels in.
+    by_path_and_form: forms::Table,
+    /// Ordinary texts (benign sets, search corpora) that redaction changes, per form.
+    benign_changed: forms::Benign,
     benign_redacted: usize,
     benign_total: usize,
     benign_redacted_texts: Vec<String>,
@@ -173,6 +180,8 @@ pub fn run(iterations: usize, json: bool) -> anyhow::Result<()> {
         metadata_caught: 0,
         metadata_total: 0,
         metadata_missed: Vec::new(),
+        by_path_and_form: forms::Table::new(),
+        benign_changed: forms::Benign::default(),
         benign_redacted: 0,
         benign_total: redaction_benign.len(),
         benign_redacted_texts: Vec::new(),
@@ -240,6 +249,16 @@ pub fn run(iterations: usize, json: bool) -> anyhow::Result<()> {
             report.metadata_caught += 1;
         }
     }
+
+    report.by_path_and_form = forms::run(&catalogue, &policy)?;
+    let text_of = |texts: &[Text]| texts.iter().map(|text| text.text.clone()).collect::<Vec<_>>();
+    report.benign_changed = forms::benign(
+        &[
+            ("redaction benign", text_of(&redaction_benign)),
+            ("injection benign (all rounds)", text_of(&injection_benign)),
+        ],
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("data"),
+    )?;
 
     for benign in &redaction_benign {
         let gated = gate(submission(&benign.text), &policy)?;
@@ -354,6 +373,8 @@ fn print_report(report: &GateReport, n_formats: usize, iterations: usize, n_text
     for format in &report.metadata_missed {
         println!("  MISSED in metadata {format}");
     }
+    forms::print(&report.by_path_and_form);
+    forms::print_benign(&report.benign_changed);
     println!(
         "benign texts redacted wrongly: {} of {} ({:.1}%)",
         report.benign_redacted,

@@ -7,24 +7,41 @@
 //! looks like an email), JWTs and vendor token formats before the generic `token=…` rule, so each
 //! secret is counted once under its most specific kind.
 //!
-//! Cost: clean text is scanned once by a `RegexSet` of all rules; only the rules that may match
-//! are then run, one after the other, on the text as rewritten so far.
+//! Encodings: text travels JSON-escaped (a tool call's arguments, `kb.submit` with JSON as
+//! content), escaped twice (JSON inside a JSON string), as `\uXXXX` escapes (`ensure_ascii`
+//! turns every Chinese character into one) and percent-encoded (URLs, form bodies). The rules
+//! are written for text as people read it, so after they ran on the text itself they run on its
+//! decoded views (`views.rs`), each level of encoding in turn, and a match in a view replaces the
+//! bytes it came from in the original encoding, widened to whole escapes: a secret split by an
+//! escape, or starting inside one, goes whole.
+//!
+//! Cost: clean text is scanned once by a `RegexSet` of all rules; text with neither a backslash
+//! nor a percent sign has no view to check. Each level of decoding is one linear pass and one
+//! more run of the rules, at most [`MAX_DEPTH`] levels.
 //!
 //! Idempotency: no placeholder can be matched by any rule (placeholders start with `[`, which no
-//! secret pattern accepts as a first character), so redacting redacted text changes nothing.
+//! secret pattern accepts as a first character), and no placeholder holds an escape, so
+//! redacting redacted text changes nothing.
 //!
 //! The table is in `rules.rs`, as data; the checks that look at a match in its context are in
-//! `spans.rs`. This file compiles the table and applies it.
+//! `spans.rs`; `engine.rs` runs the table over one text.
 
+#[cfg(test)]
+mod encoded_tests;
+mod engine;
+pub mod forms;
 mod rules;
 mod spans;
+mod views;
 
 use std::borrow::Cow;
-use std::sync::LazyLock;
 
-use regex::{Regex, RegexSet, RegexSetBuilder};
+use self::engine::Found;
+use self::views::View;
 
-use self::rules::{RULES, Rule};
+/// How many levels of encoding are looked through: JSON in a JSON string in a JSON document,
+/// percent-encoded, is four.
+const MAX_DEPTH: usize = 4;
 
 /// How many matches of one kind of secret were replaced.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,68 +50,62 @@ pub struct Redaction {
     pub count: usize,
 }
 
-/// Replaces secrets and personal data in `text` with placeholders such as `[API_KEY]`.
-/// Returns the text unchanged (borrowed) when nothing matched.
+/// Replaces secrets and personal data in `text`, and in every encoded form inside it, with
+/// placeholders such as `[API_KEY]`. Returns the text unchanged (borrowed) when nothing matched.
 pub fn redact(text: &str) -> (Cow<'_, str>, Vec<Redaction>) {
-    let compiled = &*COMPILED;
-    let candidates = compiled.set.matches(text);
-    if !candidates.matched_any() {
-        return (Cow::Borrowed(text), Vec::new());
-    }
-    let mut current: Cow<'_, str> = Cow::Borrowed(text);
     let mut redactions: Vec<Redaction> = Vec::new();
-    for rule_idx in candidates.iter() {
-        let rule = &RULES[rule_idx];
-        let Some((rewritten, n_replaced)) = apply_rule(rule, &compiled.regexes[rule_idx], &current) else {
-            continue;
+    let found = engine::find(text);
+    count(&found, &mut redactions);
+    let mut current: Cow<'_, str> =
+        if found.is_empty() { Cow::Borrowed(text) } else { Cow::Owned(engine::rewrite(text, &found)) };
+    if !views::may_be_encoded(&current) {
+        return (current, redactions);
+    }
+    // `chain[k]` is the text as redacted so far, decoded k + 1 times.
+    let mut chain: Vec<View> = Vec::new();
+    while chain.len() < MAX_DEPTH {
+        let Some(view) = views::decode(chain.last().map_or(current.as_ref(), |view| view.text.as_str())) else {
+            break;
         };
-        current = Cow::Owned(rewritten);
-        match redactions.iter_mut().find(|existing| existing.kind == rule.kind) {
-            Some(existing) => existing.count += n_replaced,
-            None => redactions.push(Redaction { kind: rule.kind, count: n_replaced }),
+        chain.push(view);
+        let found = engine::find(&chain[chain.len() - 1].text);
+        if found.is_empty() {
+            continue;
+        }
+        count(&found, &mut redactions);
+        // Back through each level to the original encoding, widened to whole escapes.
+        let in_source: Vec<Found> = found
+            .into_iter()
+            .map(|span| Found {
+                range: chain.iter().rev().fold(span.range, |range, view| view.to_source(range)),
+                rule_idx: span.rule_idx,
+            })
+            .collect();
+        current = Cow::Owned(engine::rewrite(&current, &engine::merge(in_source)));
+        // The views of the rewritten text, as deep as before; the rules have run at those levels.
+        let depth = chain.len();
+        chain.clear();
+        while chain.len() < depth {
+            match views::decode(chain.last().map_or(current.as_ref(), |view| view.text.as_str())) {
+                Some(view) => chain.push(view),
+                None => break,
+            }
+        }
+        if chain.len() < depth {
+            break;
         }
     }
     (current, redactions)
 }
 
-/// Runs one rule over `text`; `None` when it replaced nothing, so the caller can stay borrowed.
-fn apply_rule(rule: &Rule, regex: &Regex, text: &str) -> Option<(String, usize)> {
-    let mut rewritten = String::new();
-    let mut copied_up_to = 0;
-    let mut n_replaced = 0;
-    for caps in regex.captures_iter(text) {
-        let Some(span) = (rule.span)(text, &caps) else { continue };
-        // A span may reach past the regex match (a PEM block runs on to its END line), so a later
-        // match inside text already replaced is skipped.
-        if span.start < copied_up_to {
-            continue;
+fn count(found: &[Found], redactions: &mut Vec<Redaction>) {
+    for span in found {
+        match redactions.iter_mut().find(|existing| existing.kind == span.kind()) {
+            Some(existing) => existing.count += 1,
+            None => redactions.push(Redaction { kind: span.kind(), count: 1 }),
         }
-        rewritten.push_str(&text[copied_up_to..span.start]);
-        rewritten.push_str(rule.placeholder);
-        copied_up_to = span.end;
-        n_replaced += 1;
     }
-    if n_replaced == 0 {
-        return None;
-    }
-    rewritten.push_str(&text[copied_up_to..]);
-    Some((rewritten, n_replaced))
 }
-
-struct Compiled {
-    set: RegexSet,
-    regexes: Vec<Regex>,
-}
-
-static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
-    let patterns = RULES.iter().map(|rule| rule.pattern);
-    Compiled {
-        // The lazy DFA of a set this size needs a larger cache than the default, or it gives up
-        // and falls back to a much slower engine on every text of more than a few kilobytes.
-        set: RegexSetBuilder::new(patterns).dfa_size_limit(64 << 20).build().expect("redaction patterns compile"),
-        regexes: RULES.iter().map(|rule| Regex::new(rule.pattern).expect("redaction pattern compiles")).collect(),
-    }
-});
 
 #[cfg(test)]
 mod tests {

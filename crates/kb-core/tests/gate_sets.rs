@@ -1,8 +1,11 @@
 //! The gate against the sets in `tests/data` (see `tests/data/README.md`): every fake secret of
 //! the catalogue redacted, in the text fields and in the metadata; benign technical texts left
 //! untouched; at least 95% of the attacks held and at most 2% of benign talk about prompts
-//! flagged. `kb-bench gate` prints the same figures with the gate's cost.
+//! flagged. Every secret also in every form a text travels in (JSON, nested JSON, `\u`-escaped,
+//! URL-encoded, a tool call's arguments) and every field. `kb-bench gate` prints the same
+//! figures with the gate's cost.
 
+use kb_core::redact::forms::{Form, survives};
 use kb_core::redact::redact;
 use kb_core::{GatePolicy, NewExperience, Status, gate};
 use serde::Deserialize;
@@ -96,6 +99,89 @@ fn secrets_in_metadata_fields_are_redacted() {
     new.submitted_by = Some("alice.smith@example.com".to_owned());
     let gated = gate(new, &GatePolicy::default()).unwrap();
     assert_eq!(gated.experience.submitted_by.as_deref(), Some("[EMAIL]"));
+}
+
+/// Issue 24: a secret in a tool call's arguments or in JSON given as content reached the
+/// extraction endpoint and the store behind escapes (`\n`, `\uXXXX`) the rules did not see
+/// through.
+#[test]
+fn every_catalogued_secret_is_redacted_in_every_form_and_every_field() {
+    let mut leaked = Vec::new();
+    let mut n_checked = 0;
+    for entry in &catalogue() {
+        for form in Form::ALL {
+            let encoded = form.encode(&entry.text);
+            let one_line: String = encoded.replace(['\n', '\r', '\t'], " ");
+            for field in 0..8 {
+                let mut new = submission("fields");
+                let text = match field {
+                    0 => &mut new.task,
+                    1 => &mut new.resource,
+                    2 => &mut new.result,
+                    3 => new.content.insert(String::new()),
+                    4 => new.submitted_by.insert(String::new()),
+                    5 => new.agent_id.insert(String::new()),
+                    6 => new.session_key.insert(String::new()),
+                    _ => new.content_type.insert(String::new()),
+                };
+                // Metadata is one line of at most 256 characters; task and resource 2,000.
+                let value = if field >= 4 { &one_line } else { &encoded };
+                let limit = [2_000, 2_000, 8_000, 1_000_000, 256, 256, 256, 256][field];
+                if value.chars().count() > limit {
+                    continue;
+                }
+                text.clone_from(value);
+                let gated = gate(new, &GatePolicy::default()).unwrap();
+                let stored = stored_text(&gated.experience);
+                n_checked += 1;
+                for secret in &entry.secrets {
+                    if survives(&stored, secret) {
+                        leaked.push(format!("{} / {} / field {field}: {stored:?}", entry.format, form.name()));
+                    }
+                }
+                let (again, found_again) = redact(&stored);
+                assert_eq!(again, stored, "{} / {}: a second pass changed the text", entry.format, form.name());
+                assert!(
+                    found_again.is_empty(),
+                    "{} / {}: a second pass found {found_again:?}",
+                    entry.format,
+                    form.name()
+                );
+            }
+        }
+    }
+    assert!(n_checked >= 6_000, "only {n_checked} texts checked");
+    assert!(leaked.is_empty(), "{} leaks:\n{}", leaked.len(), leaked.join("\n"));
+}
+
+/// Every text field of a gated experience, to look for surviving secrets.
+fn stored_text(new: &NewExperience) -> String {
+    let mut all = format!("{}\n{}\n{}", new.task, new.resource, new.result);
+    for value in
+        [&new.content, &new.content_type, &new.agent_id, &new.submitted_by, &new.session_key].into_iter().flatten()
+    {
+        all.push('\n');
+        all.push_str(value);
+    }
+    all
+}
+
+/// Redaction's views must not invent secrets in ordinary text: the benign set, in every form
+/// (JSON, escapes, percent-encoding), comes out as it went in.
+#[test]
+fn benign_technical_texts_are_left_alone_in_every_form() {
+    let benign: Vec<Text> = lines(include_str!("data/redaction_benign.jsonl"));
+    let mut wrongly: Vec<String> = Vec::new();
+    for text in &benign {
+        for form in Form::ALL {
+            let encoded = form.encode(&text.text);
+            let (redacted, found) = redact(&encoded);
+            if redacted != encoded {
+                wrongly.push(format!("{}: {encoded:?} -> {redacted:?} ({found:?})", form.name()));
+            }
+        }
+    }
+    assert!(wrongly.is_empty(), "{} redacted wrongly:\n{}", wrongly.len(), wrongly.join("\n"));
 }
 
 #[test]

@@ -15,5 +15,5 @@ pub mod worth;
 
 pub use proposal::{Outcome, Parsed, Proposal, parse_answer};
 pub use render::{Rendered, estimate_tokens, render};
-pub use transcript::{Role, ToolCall, Turn, fingerprint, parse_messages};
+pub use transcript::{Role, ToolCall, Turn, fingerprint, parse_messages, redact_turns};
 pub use worth::{Assessment, assess};

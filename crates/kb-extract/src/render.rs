@@ -105,14 +105,16 @@ fn render_with(turns: &[Turn], (output, arguments, prose): (usize, usize, usize)
                     out.push('\n');
                 }
                 for call in &turn.tool_calls {
-                    out.push_str(&format!("-> calls {} {}\n", call.name, cut(&call.arguments, arguments)));
+                    out.push_str(&format!("-> calls {}", call.name));
+                    push_arguments(&mut out, &cut(&call.arguments, arguments));
                 }
             }
             Role::Tool => {
                 let tool = turn.tool.as_deref().unwrap_or("tool");
                 out.push_str(&format!("#{number} result of {tool}{error}:\n"));
                 for call in &turn.tool_calls {
-                    out.push_str(&format!("(called with {})\n", cut(&call.arguments, arguments)));
+                    out.push_str("(called with");
+                    push_arguments(&mut out, &cut(&call.arguments, arguments));
                 }
                 out.push_str(&cut(&turn.text, output));
                 out.push('\n');
@@ -124,6 +126,18 @@ fn render_with(turns: &[Turn], (output, arguments, prose): (usize, usize, usize)
         out.push('\n');
     }
     out
+}
+
+/// A call's readable arguments after what names the call: indented lines below it.
+fn push_arguments(out: &mut String, arguments: &str) {
+    if !arguments.is_empty() {
+        out.push(':');
+        for line in arguments.lines() {
+            out.push_str("\n    ");
+            out.push_str(line);
+        }
+    }
+    out.push('\n');
 }
 
 /// `text` cut to about `limit` characters: its head and its tail, with what was cut in between.
@@ -153,7 +167,7 @@ mod tests {
         let turns = [
             turn(Role::User, "build it"),
             Turn {
-                tool_calls: vec![ToolCall { name: "exec".into(), arguments: r#"{"command":"make"}"#.into() }],
+                tool_calls: vec![ToolCall { name: "exec".into(), arguments: "command: make".into() }],
                 ..turn(Role::Assistant, "")
             },
             Turn { tool: Some("exec".into()), is_error: true, ..turn(Role::Tool, "make: *** No rule") },
@@ -161,7 +175,7 @@ mod tests {
         let rendered = render(&turns, 1_000);
         assert_eq!(rendered.tokens_raw, rendered.tokens_sent);
         assert!(rendered.text.contains("#1 user:\nbuild it"), "{}", rendered.text);
-        assert!(rendered.text.contains("#2 assistant:\n-> calls exec {\"command\":\"make\"}"), "{}", rendered.text);
+        assert!(rendered.text.contains("#2 assistant:\n-> calls exec:\n    command: make\n"), "{}", rendered.text);
         assert!(rendered.text.contains("#3 result of exec (error):\nmake: *** No rule"), "{}", rendered.text);
     }
 

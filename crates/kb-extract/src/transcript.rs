@@ -26,7 +26,9 @@ pub enum Role {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolCall {
     pub name: String,
-    /// The arguments as compact JSON.
+    /// The arguments as a person reads them (`readable_arguments`): `name: value` lines, strings
+    /// unescaped. Raw JSON would hide secrets from redaction behind its escapes and send the LLM
+    /// `\n` and `\"` instead of the command.
     pub arguments: String,
 }
 
@@ -68,6 +70,20 @@ impl Turn {
             apply(tool);
         }
     }
+}
+
+/// Redacts every text of `turns` (strict privacy mode) before they are queued or sent; returns
+/// how many secrets were replaced.
+pub fn redact_turns(turns: &mut [Turn]) -> usize {
+    let mut n_redacted = 0;
+    for turn in turns {
+        turn.map_texts(|text| {
+            let (redacted, found) = kb_core::redact::redact(text);
+            n_redacted += found.iter().map(|redaction| redaction.count).sum::<usize>();
+            (!found.is_empty()).then(|| redacted.into_owned())
+        });
+    }
+    n_redacted
 }
 
 /// Tool Search's wrapper tools: the real tool is named in their arguments.
@@ -216,7 +232,7 @@ fn nested_turn(message: &Value, answered: &HashSet<&str>) -> Option<Turn> {
     Some(Turn {
         role: Role::Tool,
         text: content_text(details.pointer("/result/content")).trim().to_owned(),
-        tool_calls: vec![ToolCall { name: name.to_owned(), arguments: compact(details.get("input")) }],
+        tool_calls: vec![ToolCall { name: name.to_owned(), arguments: readable_arguments(details.get("input")) }],
         tool: Some(name.to_owned()),
         is_error: details.get("isError").and_then(Value::as_bool).unwrap_or(false),
         fingerprint: String::new(),
@@ -228,16 +244,61 @@ fn unwrap_wrapper(name: &str, arguments: Option<&Value>) -> (String, String) {
     if WRAPPERS.contains(&name)
         && let Some(real) = arguments.and_then(|arguments| arguments.get("id")).and_then(Value::as_str)
     {
-        return (real.to_owned(), compact(arguments.and_then(|arguments| arguments.get("args"))));
+        return (real.to_owned(), readable_arguments(arguments.and_then(|arguments| arguments.get("args"))));
     }
-    (name.to_owned(), compact(arguments))
+    (name.to_owned(), readable_arguments(arguments))
 }
 
-fn compact(value: Option<&Value>) -> String {
+/// How deep JSON held in a string is read as JSON (`"body": "{\"a\": 1}"`).
+const MAX_NESTED_JSON: usize = 3;
+
+/// A tool call's arguments as a person reads them: one `name: value` line per field, a nested
+/// field by its path (`env.TOKEN: …`, `files[0]: …`), strings as they are (unescaped; a
+/// multi-line string runs on over the lines after its name), JSON held in a string read as
+/// JSON. What is redacted and sent to the LLM is this, not the raw JSON.
+pub fn readable_arguments(value: Option<&Value>) -> String {
+    let mut out = String::new();
     match value {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(text)) => text.clone(),
-        Some(other) => other.to_string(),
+        None | Some(Value::Null) => {}
+        Some(value) => push_fields(&mut out, "", value, 0),
+    }
+    out.truncate(out.trim_end_matches('\n').len());
+    out
+}
+
+fn push_fields(out: &mut String, path: &str, value: &Value, nested: usize) {
+    let line = |out: &mut String, text: &str| {
+        if !path.is_empty() {
+            out.push_str(path);
+            out.push_str(": ");
+        }
+        out.push_str(text);
+        out.push('\n');
+    };
+    match value {
+        Value::Object(fields) if !fields.is_empty() => {
+            for (name, field) in fields {
+                let path = if path.is_empty() { name.clone() } else { format!("{path}.{name}") };
+                push_fields(out, &path, field, nested);
+            }
+        }
+        Value::Array(items) if !items.is_empty() => {
+            for (index, item) in items.iter().enumerate() {
+                push_fields(out, &format!("{path}[{index}]"), item, nested);
+            }
+        }
+        Value::String(text) => {
+            let trimmed = text.trim_start();
+            let parsed = (nested < MAX_NESTED_JSON && (trimmed.starts_with('{') || trimmed.starts_with('[')))
+                .then(|| serde_json::from_str::<Value>(text).ok())
+                .flatten()
+                .filter(|parsed| parsed.is_object() || parsed.is_array());
+            match parsed {
+                Some(parsed) => push_fields(out, path, &parsed, nested + 1),
+                None => line(out, text),
+            }
+        }
+        other => line(out, &other.to_string()),
     }
 }
 
@@ -344,7 +405,7 @@ mod tests {
         assert_eq!(turns[1].text, "Running the deploy.");
         assert_eq!(
             turns[1].tool_calls,
-            vec![ToolCall { name: "exec".into(), arguments: r#"{"command":"npm run deploy"}"#.into() }]
+            vec![ToolCall { name: "exec".into(), arguments: "command: npm run deploy".into() }]
         );
         assert_eq!((turns[2].role, turns[2].tool.as_deref(), turns[2].is_error), (Role::Tool, Some("exec"), true));
         assert_eq!(turns[3].text, "use sudo\n[image]");
@@ -371,12 +432,37 @@ mod tests {
         ];
         let turns = parse_messages(&messages);
         assert_eq!(turns.len(), 3);
-        assert_eq!(turns[0].tool_calls[0], ToolCall { name: "exec".into(), arguments: r#"{"command":"ls"}"#.into() });
+        assert_eq!(turns[0].tool_calls[0], ToolCall { name: "exec".into(), arguments: "command: ls".into() });
         assert_eq!(turns[1].tool.as_deref(), Some("exec"));
         assert_eq!(
             (turns[2].tool.as_deref(), turns[2].is_error, turns[2].text.as_str()),
             (Some("web_fetch"), true, "404")
         );
+    }
+
+    #[test]
+    fn tool_arguments_are_read_as_name_value_lines_not_json() {
+        let arguments = json!({
+            "command": "cat > .env <<EOF\nDB_PASSWORD=\"p4ss\"\nEOF",
+            "env": {"TOKEN": "abc", "DEBUG": true},
+            "files": ["a.txt", "密码.txt"],
+            "body": "{\"user\": \"x\", \"inner\": \"{\\\"deep\\\": 1}\"}",
+            "empty": {},
+            "none": null
+        });
+        assert_eq!(
+            readable_arguments(Some(&arguments)),
+            // serde_json's objects keep their keys sorted.
+            "body.inner.deep: 1\nbody.user: x\ncommand: cat > .env <<EOF\nDB_PASSWORD=\"p4ss\"\nEOF\nempty: {}\n\
+             env.DEBUG: true\nenv.TOKEN: abc\nfiles[0]: a.txt\nfiles[1]: 密码.txt\nnone: null"
+        );
+        // Chat Completions carries the arguments as a JSON string: read the same way.
+        let messages = vec![json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": "t1", "type": "function", "function": {"name": "exec", "arguments": "{\"command\":\"ls\\n-la\"}"}}]})];
+        assert_eq!(parse_messages(&messages)[0].tool_calls[0].arguments, "command: ls\n-la");
+        // Text that is not JSON stays as it is.
+        assert_eq!(readable_arguments(Some(&json!("{not json"))), "{not json");
+        assert_eq!(readable_arguments(None), "");
     }
 
     #[test]

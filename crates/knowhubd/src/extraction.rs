@@ -155,12 +155,7 @@ pub fn on_conversation(engine: &Engine, extraction: &Extraction, conversation: C
             return Ok(Handed::Skipped(reason));
         }
         if conversation.strict {
-            for turn in &mut new {
-                turn.map_texts(|text| {
-                    let (redacted, found) = kb_core::redact::redact(text);
-                    (!found.is_empty()).then(|| redacted.into_owned())
-                });
-            }
+            kb_extract::redact_turns(&mut new);
         }
         let turns_json = serde_json::to_string(&new)?;
         let job = NewJob {

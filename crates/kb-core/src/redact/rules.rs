@@ -25,10 +25,12 @@ pub(super) struct Rule {
 }
 
 /// A secret's value after its name: double-quoted, single-quoted or bare, in named groups so the
-/// span functions can tell whether trailing punctuation belongs to it.
+/// span functions can tell whether trailing punctuation belongs to it. A bare value ends before
+/// an escaped newline, tab or quote (`\n`, `\"` in JSON-escaped text), as it ends before the
+/// real one: what follows is the next line, which the decoded view shows as such.
 macro_rules! value {
     () => {
-        r#"(?:"(?P<dq>[^"\r\n]{1,200})"|'(?P<sq>[^'\r\n]{1,200})'|(?P<bare>[^\s"'`,;&，。；！？、（）【】「」]+))"#
+        r#"(?:"(?P<dq>[^"\r\n]{1,200})"|'(?P<sq>[^'\r\n]{1,200})'|(?P<bare>(?:[^\s"'`,;&，。；！？、（）【】「」\\]|\\[^nrt"'])+))"#
     };
 }
 
@@ -42,6 +44,13 @@ pub(super) const RULES: &[Rule] = &[
         placeholder: "[PRIVATE_KEY]",
         pattern: r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----",
         span: pem_block,
+    },
+    // A PuTTY `.ppk` key file: the private key is the N base64 lines after `Private-Lines: N`.
+    Rule {
+        kind: "private_key",
+        placeholder: "[PRIVATE_KEY]",
+        pattern: r"(?-u:\b)Private-Lines:[ \t]*([0-9]{1,4})",
+        span: ppk_private_lines,
     },
     // `scheme://user:pass@host`: only the user info goes; scheme and host stay, they are useful.
     Rule {
@@ -296,7 +305,23 @@ pub(super) const RULES: &[Rule] = &[
             r#"|(?-u:\b)(?:docker|podman|nerdctl|buildah|skopeo|oras|az|cf|helm[ \t]+registry)[ \t]+login(?-u:\b)[^\n|;&]*?[ \t]-p[ \t]+"#,
             r#"|(?-u:\b)(?:sqlcmd|bcp|osql)(?-u:\b)[^\n|;&]*?[ \t]-P[ \t]+"#,
             r#"|(?-u:\b)redis-cli(?-u:\b)[^\n|;&]*?[ \t]-a[ \t]+|(?-u:\b)ldap[a-z]+(?-u:\b)[^\n|;&]*?[ \t]-[wy][ \t]+"#,
-            r#"|[ \t]-pass(?:in|out)[ \t]+pass:|(?-u:\b)cargo[ \t]+login[ \t]+)"#,
+            r#"|[ \t]-pass(?:in|out)[ \t]+pass:|(?-u:\b)cargo[ \t]+login[ \t]+"#,
+            // A key's passphrase: `ssh-keygen -N new -P old`, `zip -P`, `7z -p…`, `keytool -storepass`.
+            r#"|(?-u:\b)ssh-keygen(?-u:\b)[^\n|;&]*?[ \t]-[NP][ \t]*|(?-u:\b)(?:zip|unzip|zipcloak)[ \t][^\n|;&]*?-P[ \t]+"#,
+            r#"|(?-u:\b)(?:7z|7za|7zz|rar|unrar)[ \t][^\n|;&]*?[ \t]-p"#,
+            r#"|(?-u:\b)keytool(?-u:\b)[^\n|;&]*?[ \t]-(?:src|dest)?(?:storepass|keypass)[ \t]+)"#,
+            value!(),
+        ),
+        span: cli_value,
+    },
+    // The last of several such flags on one command line (`ssh-keygen -p -P old -N new`,
+    // `keytool -srcstorepass a -deststorepass b`): the rule above takes the first.
+    Rule {
+        kind: "cli_password",
+        placeholder: "[SECRET]",
+        pattern: concat!(
+            r#"(?:(?-u:\b)ssh-keygen(?-u:\b)[^\n|;&]*[ \t]-[NP][ \t]*"#,
+            r#"|(?-u:\b)keytool(?-u:\b)[^\n|;&]*[ \t]-(?:src|dest)?(?:storepass|keypass)[ \t]+)"#,
             value!(),
         ),
         span: cli_value,
@@ -310,11 +335,15 @@ pub(super) const RULES: &[Rule] = &[
         ),
         span: cli_value,
     },
-    // A `.pgpass` line: `host:port:database:user:password`.
+    // A `.pgpass` line: `host:port:database:user:password`, on a line of its own, as a setting's
+    // value or as a quoted string (a JSON value).
     Rule {
         kind: "pgpass",
         placeholder: "[SECRET]",
-        pattern: r"(?m)(?:^|[ \t])[A-Za-z0-9*._-]+:(?:[0-9]{1,5}|\*):[^\s:]+:[^\s:]+:(?P<bare>[^\s]+)[ \t]*$",
+        pattern: concat!(
+            r"(?m)(?:^|[ \t=])[A-Za-z0-9*._-]+:(?:[0-9]{1,5}|\*):[^\s:]+:[^\s:]+:(?P<bare>[^\s]+)[ \t]*$",
+            r#"|["'][A-Za-z0-9*._-]+:(?:[0-9]{1,5}|\*):[^\s:"']+:[^\s:"']+:(?P<dq>[^\s"']+)["']"#,
+        ),
         span: secret_value,
     },
     // HTTP headers that carry a credential: `X-API-Key: …`, `X-Auth-Key: …`, `Private-Token: …`,

@@ -37,6 +37,49 @@ pub(super) fn pem_block(text: &str, caps: &Captures<'_>) -> Option<Range<usize>>
     Some(header.start()..header.end() + body)
 }
 
+/// The base64 lines of a `.ppk` file's private key: as many as `Private-Lines: N` says, each
+/// after a newline (or an escaped `\n`, in JSON), from the first to the last.
+pub(super) fn ppk_private_lines(text: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
+    let header = caps.get(0)?;
+    let n_lines: usize = caps.get(1)?.as_str().parse().ok()?;
+    let bytes = text.as_bytes();
+    let mut idx = header.end();
+    let mut body: Option<Range<usize>> = None;
+    for _ in 0..n_lines {
+        let mut line_start = idx;
+        let mut after_newline = false;
+        loop {
+            let rest = &bytes[line_start..];
+            let skip = if rest.starts_with(b"\r\n") || rest.starts_with(b"\\n") {
+                2
+            } else if rest.starts_with(b"\\r\\n") {
+                4
+            } else if matches!(rest.first(), Some(b'\n' | b'\r' | b' ' | b'\t')) {
+                1
+            } else {
+                break;
+            };
+            after_newline |= skip > 1 || matches!(rest.first(), Some(b'\n' | b'\r'));
+            line_start += skip;
+        }
+        if line_start == idx {
+            break;
+        }
+        let line_len = bytes[line_start..]
+            .iter()
+            .take_while(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'+' | b'/' | b'='))
+            .count();
+        // A line on a line of its own; joined by spaces (a flattened file) only when it is long
+        // enough not to be a word: "Private-Lines: 14 then …" is prose.
+        if line_len == 0 || (!after_newline && line_len < 16) {
+            break;
+        }
+        idx = line_start + line_len;
+        body = Some(body.map_or(line_start, |body| body.start)..idx);
+    }
+    body
+}
+
 pub(super) fn first_group_or_whole(_text: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
     caps.iter().skip(1).flatten().next().or_else(|| caps.get(0)).map(|found| found.range())
 }
@@ -59,6 +102,11 @@ fn is_word_byte(byte: u8) -> bool {
 fn is_reference_not_secret(value: &str) -> bool {
     let Some(first) = value.chars().next() else { return true };
     if matches!(first, '[' | '$' | '<' | '{' | '%' | '*' | '=' | '(' | '.') {
+        return true;
+    }
+    // Backslashes alone are the escape of a quote that opens the value in JSON-escaped text
+    // (`password = \"…\"`): the decoded view sees the quoted value and takes it.
+    if value.bytes().all(|byte| byte == b'\\') {
         return true;
     }
     let lowered = value.to_ascii_lowercase();
@@ -128,7 +176,8 @@ pub(super) fn secret_value(_text: &str, caps: &Captures<'_>) -> Option<Range<usi
     let (value, quoted) = value_group(caps)?;
     // An unquoted value at the end of a sentence or inside brackets should not take the closing
     // punctuation with it: `{password: hunter2}` keeps its `}`.
-    let kept = if quoted { value.as_str() } else { value.as_str().trim_end_matches(['.', ')', ']', '}', '>']) };
+    // Nor the backslash of an escaped closing quote (`\"` in JSON-escaped text).
+    let kept = if quoted { value.as_str() } else { value.as_str().trim_end_matches(['.', ')', ']', '}', '>', '\\']) };
     // The untrimmed value too: trimming `getToken()` to `getToken(` hides the call.
     if is_reference_not_secret(kept) || is_reference_not_secret(value.as_str()) || kept.contains('[') {
         return None;

@@ -428,6 +428,33 @@ add("cli", "sqlcmd_P", f"sqlcmd -S db.example.net -U sa -P {s} -Q 'select 1'", s
 s = rand(ALNUM, 12)
 add("cli", "cf_login_p", f"cf login -a https://api.cf.example -u me -p {s}", s)
 
+# Issue 24: key passphrases and PuTTY private keys, which plain-text redaction missed (kept
+# last, like the two above, so every earlier secret stays the same).
+s = rand(ALNUM + "!@", 16)
+add("keys", "ssh_keygen_N", f"ssh-keygen -t ed25519 -N '{s}' -C deploy@ci -f ~/.ssh/deploy_ed25519", s)
+old, new = rand(ALNUM, 14), rand(ALNUM, 14)
+add("keys", "ssh_keygen_change_passphrase", f"ssh-keygen -p -f ~/.ssh/id_rsa -P {old} -N {new}", old, new)
+s = rand(ALNUM, 12)
+add("keys", "ssh_keygen_glued", f"ssh-keygen -q -t rsa -b 4096 -N{s} -f /tmp/k", s)
+s = rand(ALNUM, 16)
+add("keys", "gpg_passphrase_flag", f"gpg --batch --pinentry-mode loopback --passphrase {s} -d backup.tar.gpg", s)
+s = rand(ALNUM, 12)
+add("keys", "zip_P", f"zip -r -P {s} logs.zip logs/", s)
+s = rand(ALNUM, 12)
+add("keys", "7z_p", f"7z a -p{s} -mhe=on secrets.7z secrets/", s)
+a, b = rand(ALNUM, 12), rand(ALNUM, 12)
+add("keys", "keytool_storepass", f"keytool -importkeystore -srckeystore a.p12 -srcstorepass {a} -destkeystore b.jks -deststorepass {b}", a, b)
+public = base64.b64encode(bytes(rng.randrange(256) for _ in range(51))).decode()
+private = [base64.b64encode(bytes(rng.randrange(256) for _ in range(48))).decode() for _ in range(2)] + [
+    base64.b64encode(bytes(rng.randrange(256) for _ in range(9))).decode()]
+mac = rand(HEX, 64)
+ppk = "\n".join([
+    "PuTTY-User-Key-File-3: ssh-rsa", "Encryption: none", "Comment: deploy@ci", "Public-Lines: 1", public,
+    "Private-Lines: 3", *private, f"Private-MAC: {mac}"])
+add("keys", "putty_ppk", ppk, *private)
+private = base64.b64encode(bytes(rng.randrange(256) for _ in range(32))).decode()
+add("keys", "putty_ppk_one_line", f"cat deploy.ppk\nPublic-Lines: 2\nAAAAC3NzaC1lZDI1NTE5\nAAAAIHf3\nPrivate-Lines: 1\n{private}\nPrivate-MAC: {rand(HEX, 64)}", private)
+
 for entry in entries:
     sys.stdout.write(json.dumps(entry, ensure_ascii=False) + "\n")
 print(f"{len(entries)} entries, {len({e['format'] for e in entries})} formats", file=sys.stderr)

@@ -25,6 +25,9 @@ use crate::turns::{ModelTurns, Priority, Turn};
 mod backlog;
 
 use backlog::Backlog;
+/// The longest pause of the backlog between runs (see [`Semantic::pace_backlog`]).
+const BACKLOG_PAUSE_MAX: Duration = Duration::from_millis(200);
+
 pub use backlog::{
     BACKLOG_BATCH, BACKLOG_RUN_TOKENS, BACKLOG_RUN_TOKENS_WHILE_SEARCHED, BACKLOG_WINDOW, FRESH_LIMIT, runs,
 };
@@ -160,6 +163,9 @@ pub struct SemanticStatus {
     pub backlog: u64,
     pub vectors: u64,
     pub next_retry: Option<Duration>,
+    /// Submits that waited for their vector before committing, and submits that did not.
+    pub submits_embedded_first: u64,
+    pub submits_embedded_after: u64,
 }
 
 /// The active experiences the vector index knows, with what its filters need. Keyed by
@@ -263,6 +269,9 @@ pub struct Semantic {
     backlog_room: Condvar,
     /// Every run of the model takes a turn here: queries first.
     pub turns: ModelTurns,
+    /// Submits that waited for their vector before committing, and submits that did not.
+    pub submits_embedded_first: AtomicU64,
+    pub submits_embedded_after: AtomicU64,
     /// A reindex asked for every experience to be embedded again before the model was loaded:
     /// `attach` queues them all.
     refresh_on_attach: AtomicBool,
@@ -286,6 +295,8 @@ impl Semantic {
             backlog_changed: Condvar::new(),
             backlog_room: Condvar::new(),
             turns: ModelTurns::default(),
+            submits_embedded_first: AtomicU64::new(0),
+            submits_embedded_after: AtomicU64::new(0),
             refresh_on_attach: AtomicBool::new(false),
             next_retry_ms: AtomicU64::new(0),
             started: Instant::now(),
@@ -531,6 +542,17 @@ impl Semantic {
         if self.turns.queries_recent() { BACKLOG_RUN_TOKENS_WHILE_SEARCHED } else { BACKLOG_RUN_TOKENS }
     }
 
+    /// Called after a backlog run that took `run`: while searches or submits come in, the
+    /// backlog pauses as long as its run took, so that it takes at most about one of the two
+    /// cores from them (its runs use both). Measured with `kb-bench hostile --model`: without
+    /// the pause, 50 writers and the backlog's back-to-back runs left searches and submits
+    /// fighting for the CPU (see the README).
+    pub fn pace_backlog(&self, run: Duration) {
+        if self.turns.foreground_recent() {
+            std::thread::sleep(run.min(BACKLOG_PAUSE_MAX));
+        }
+    }
+
     /// The loaded model, when there is one.
     pub fn embedder(&self) -> Option<Arc<dyn Embedder>> {
         self.embedder.read().unwrap_or_else(PoisonError::into_inner).clone()
@@ -679,7 +701,15 @@ impl Semantic {
             }
             _ => None,
         };
-        SemanticStatus { state, disabled: self.choice.off_reason.is_some(), backlog, vectors, next_retry }
+        SemanticStatus {
+            state,
+            disabled: self.choice.off_reason.is_some(),
+            backlog,
+            vectors,
+            next_retry,
+            submits_embedded_first: self.submits_embedded_first.load(Ordering::Relaxed),
+            submits_embedded_after: self.submits_embedded_after.load(Ordering::Relaxed),
+        }
     }
 }
 

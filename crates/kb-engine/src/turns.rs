@@ -28,9 +28,10 @@ const N_PRIORITIES: usize = 3;
 /// While the backlog waits, writes take at most this many turns in a row before it gets one.
 pub const WRITE_TURNS_PER_BACKLOG_TURN: u32 = 8;
 
-/// How long after a query the model counts as asked for by searches: backlog runs are kept
-/// short meanwhile (see `semantic::run_token_budget`).
-const QUERIES_RECENT: Duration = Duration::from_secs(2);
+/// How long after a query (or a submit) the daemon counts as busy with searches (or writes):
+/// backlog runs are kept short and paced meanwhile (see `Semantic::run_token_budget` and
+/// `Semantic::pace_backlog`).
+const RECENT: Duration = Duration::from_secs(2);
 
 #[derive(Debug, Default)]
 struct State {
@@ -41,6 +42,7 @@ struct State {
     /// Turns given, by priority.
     served: [u64; N_PRIORITIES],
     last_query: Option<Instant>,
+    last_write: Option<Instant>,
 }
 
 impl State {
@@ -120,7 +122,18 @@ impl ModelTurns {
 
     /// Whether a query asked for the model lately: searches are being made.
     pub fn queries_recent(&self) -> bool {
-        self.lock().last_query.is_some_and(|last| last.elapsed() < QUERIES_RECENT)
+        self.lock().last_query.is_some_and(|last| last.elapsed() < RECENT)
+    }
+
+    /// A submit came in (whether or not it needs the model).
+    pub fn note_write(&self) {
+        self.lock().last_write = Some(Instant::now());
+    }
+
+    /// Whether searches or submits came in lately: the backlog leaves them CPU.
+    pub fn foreground_recent(&self) -> bool {
+        let state = self.lock();
+        [state.last_query, state.last_write].into_iter().flatten().any(|last| last.elapsed() < RECENT)
     }
 }
 

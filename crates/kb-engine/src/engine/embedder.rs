@@ -191,10 +191,12 @@ impl Engine {
             let run = semantic::runs(rest, budget, |(_, text)| kb_embed::estimated_tokens(text))[0];
             rest = &rest[run.len()..];
             let texts: Vec<&str> = run.iter().map(|(_, text)| text.as_str()).collect();
-            let outcome = {
-                let _turn = self.semantic.backlog_turn();
-                embedder.embed(&texts)
-            };
+            let turn = self.semantic.backlog_turn();
+            let started = Instant::now();
+            let outcome = embedder.embed(&texts);
+            let took = started.elapsed();
+            drop(turn);
+            self.semantic.pace_backlog(took);
             let embedded: Vec<(String, Vec<f32>)> = match outcome {
                 Ok(vectors) => run.iter().map(|(id, _)| id.clone()).zip(vectors).collect(),
                 Err(error) => self.embed_one_by_one(embedder, run, error)?,

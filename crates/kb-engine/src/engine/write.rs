@@ -268,11 +268,13 @@ impl Engine {
         if !self.semantic.state().is_ready() {
             return (None, None);
         }
+        self.semantic.turns.note_write();
         let new = &gated.experience;
         let text = semantic::embedding_text(&new.task, &new.resource, &new.result);
         let twins = if gated.status == Status::Active { self.lexical_twins(&text) } else { None };
         let twins = match twins {
             Some(twins) if twins.is_empty() => {
+                self.semantic.submits_embedded_after.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 if !self.semantic.wait_for_room(ROOM_TIMEOUT) {
                     tracing::debug!("the backlog is full of submits; this one commits without waiting longer");
                 }
@@ -281,6 +283,7 @@ impl Engine {
             Some(twins) => twins,
             None => Vec::new(),
         };
+        self.semantic.submits_embedded_first.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // Twins committed without a vector moments ago are embedded in the same run.
         let unembedded: Vec<&str> =
             twins.iter().map(String::as_str).filter(|id| !self.semantic.has_vector(id)).collect();

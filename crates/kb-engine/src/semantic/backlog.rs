@@ -24,7 +24,7 @@ pub const BACKLOG_WINDOW: usize = 128;
 /// Most submits waiting in the backlog for their vector: past it, a submit waits for room
 /// before it commits (`Semantic::wait_for_room`), so 50 writers cannot grow the backlog (and
 /// the daemon's memory) without bound while the model falls behind; they go at its pace.
-pub const FRESH_LIMIT: usize = 512;
+pub const FRESH_LIMIT: usize = 10_000;
 
 /// Ids of active experiences to embed: those without a vector of the current model, and those a
 /// reindex asked to embed again (`refresh`). Submits committed without their vector (`fresh`)

@@ -34,11 +34,11 @@ pub async fn run(binary: &Path, model: Option<&ModelRun>) -> anyhow::Result<()> 
         let daemon = BenchDaemon::start_with_config(binary, &env, "").await?;
         println!();
         println!(
-            "== hostile: hybrid search alone and under {} submitting clients, model {} ==",
+            "== hostile: hybrid (and BM25) search alone and under {} submitting clients, model {} ==",
             contention::WRITERS,
             model.model_dir.display()
         );
-        let measured = contention::measure(&daemon, "hybrid", true, 25).await?;
+        let measured = contention::measure(&daemon, &["hybrid", "bm25"], true, 25).await?;
         contention::print(&measured);
         daemon.stop().await?;
     }
@@ -56,7 +56,7 @@ pub async fn run(binary: &Path, model: Option<&ModelRun>) -> anyhow::Result<()> 
         );
     }
     println!("== hostile: BM25 search alone and under {} submitting clients, no model ==", contention::WRITERS);
-    let measured = contention::measure(&daemon, "bm25", false, 25).await?;
+    let measured = contention::measure(&daemon, &["bm25"], false, 25).await?;
     contention::print(&measured);
     let pid = daemon.pid()?;
     let rss = || daemon.memory().map(|memory| memory.rss_kib / 1024).unwrap_or(0);

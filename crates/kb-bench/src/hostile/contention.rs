@@ -29,8 +29,8 @@ const EMBED_LIMIT: Duration = Duration::from_secs(300);
 
 /// What one measurement found.
 pub struct Contention {
-    pub alone: LatencySummary,
-    pub under_load: LatencySummary,
+    /// Per search mode measured, in the order asked.
+    pub modes: Vec<ModeLatency>,
     pub submits: LatencySummary,
     pub submits_per_s: f64,
     /// Experiences waiting for a vector when the writers stopped, and how long they took to be
@@ -42,9 +42,17 @@ pub struct Contention {
     pub embedded_after: u64,
 }
 
+/// One search mode's latency alone and under the writers.
+pub struct ModeLatency {
+    pub mode: String,
+    pub alone: LatencySummary,
+    pub under_load: LatencySummary,
+}
+
 /// Seeds the store (and waits for it to be embedded when `daemon` runs a `model`), then
-/// measures `mode` searches alone and under [`WRITERS`] submitting clients.
-pub async fn measure(daemon: &BenchDaemon, mode: &str, model: bool, seed: u64) -> anyhow::Result<Contention> {
+/// measures searches of each of `modes` (taking turns, query by query) alone and under
+/// [`WRITERS`] submitting clients.
+pub async fn measure(daemon: &BenchDaemon, modes: &[&str], model: bool, seed: u64) -> anyhow::Result<Contention> {
     let mut client = Client::connect(daemon.socket()).await?;
     let items = generate::experiences(SEEDED, seed);
     let _: ImportResult =
@@ -53,9 +61,11 @@ pub async fn measure(daemon: &BenchDaemon, mode: &str, model: bool, seed: u64) -
     let queries: Vec<String> =
         generate::queries(SEARCHES + WARMUP, seed ^ 0x5155_4552).into_iter().map(|query| query.text).collect();
     for query in &queries[..WARMUP] {
-        search(&mut client, query, mode).await?;
+        for mode in modes {
+            search(&mut client, query, mode).await?;
+        }
     }
-    let alone = timed_searches(&mut client, &queries[WARMUP..], mode).await?;
+    let alone = timed_searches(&mut client, &queries[WARMUP..], modes).await?;
 
     let stop = Arc::new(AtomicBool::new(false));
     let mut writers = tokio::task::JoinSet::new();
@@ -85,7 +95,7 @@ pub async fn measure(daemon: &BenchDaemon, mode: &str, model: bool, seed: u64) -
     }
     let load_started = Instant::now();
     tokio::time::sleep(HEAD_START).await;
-    let under_load = timed_searches(&mut client, &queries[WARMUP..], mode).await?;
+    let under_load = timed_searches(&mut client, &queries[WARMUP..], modes).await?;
     stop.store(true, Ordering::Relaxed);
     let mut latencies = Vec::new();
     while let Some(joined) = writers.join_next().await {
@@ -101,9 +111,13 @@ pub async fn measure(daemon: &BenchDaemon, mode: &str, model: bool, seed: u64) -
     } else {
         None
     };
+    let modes = modes
+        .iter()
+        .zip(alone.into_iter().zip(under_load))
+        .map(|(mode, (alone, under_load))| ModeLatency { mode: (*mode).to_owned(), alone, under_load })
+        .collect();
     Ok(Contention {
-        alone,
-        under_load,
+        modes,
         submits_per_s: latencies.len() as f64 / load_s,
         submits: LatencySummary::of(&latencies),
         backlog_after,
@@ -117,17 +131,20 @@ pub async fn measure(daemon: &BenchDaemon, mode: &str, model: bool, seed: u64) -
 pub fn print(contention: &Contention) {
     let line = |label: &str, summary: &LatencySummary| {
         println!(
-            "  {label:<34} p50 {:>7.1} ms   p99 {:>7.1} ms   ({} samples)",
+            "  {label:<38} p50 {:>7.1} ms   p99 {:>7.1} ms   ({} samples)",
             summary.p50_us / 1e3,
             summary.p99_us / 1e3,
             summary.n_samples
         );
     };
-    line("search alone", &contention.alone);
-    line(&format!("search under {WRITERS} submitting clients"), &contention.under_load);
+    for mode in &contention.modes {
+        line(&format!("{} search alone", mode.mode), &mode.alone);
+        line(&format!("{} search, {WRITERS} clients submitting", mode.mode), &mode.under_load);
+        let ratio = mode.under_load.p99_us / mode.alone.p99_us.max(1.0);
+        println!("  {} search p99 under load / alone: {ratio:.2}x", mode.mode);
+    }
     line(&format!("submit, {WRITERS} clients"), &contention.submits);
-    let ratio = contention.under_load.p99_us / contention.alone.p99_us.max(1.0);
-    println!("  search p99 under load / alone: {ratio:.2}x; {:.0} submits/s", contention.submits_per_s);
+    println!("  {:.0} submits/s while searches were measured", contention.submits_per_s);
     if let Some(drained) = contention.drained {
         println!(
             "  embedding backlog when the writers stopped: {}; embedded {:.1} s later",
@@ -142,14 +159,21 @@ pub fn print(contention: &Contention) {
     }
 }
 
-async fn timed_searches(client: &mut Client, queries: &[String], mode: &str) -> anyhow::Result<LatencySummary> {
-    let mut times = Vec::with_capacity(queries.len());
+/// Each query searched once in each of `modes`, one after the other: their latencies by mode.
+async fn timed_searches(
+    client: &mut Client,
+    queries: &[String],
+    modes: &[&str],
+) -> anyhow::Result<Vec<LatencySummary>> {
+    let mut times = vec![Vec::with_capacity(queries.len()); modes.len()];
     for query in queries {
-        let started = Instant::now();
-        search(client, query, mode).await?;
-        times.push(started.elapsed());
+        for (mode, times) in modes.iter().zip(&mut times) {
+            let started = Instant::now();
+            search(client, query, mode).await?;
+            times.push(started.elapsed());
+        }
     }
-    Ok(LatencySummary::of(&times))
+    Ok(times.iter().map(|times| LatencySummary::of(times)).collect())
 }
 
 async fn search(client: &mut Client, query: &str, mode: &str) -> anyhow::Result<SearchResult> {

@@ -23,8 +23,10 @@ use crate::config::{EmbeddingConfig, PrecisionConfig};
 use crate::turns::{ModelTurns, Priority, Turn};
 
 mod backlog;
+mod writes;
 
 use backlog::Backlog;
+use writes::WriteGroup;
 /// The backlog's pause after a run, in runs, while searches or submits come in (see
 /// [`Semantic::pace_backlog`]).
 const BACKLOG_PAUSE_PER_RUN: u32 = 1;
@@ -272,6 +274,8 @@ pub struct Semantic {
     backlog_room: Condvar,
     /// Every run of the model takes a turn here: queries first.
     pub turns: ModelTurns,
+    /// Writes waiting for the model before they commit, embedded together.
+    writes: WriteGroup,
     /// Submits that waited for their vector before committing, and submits that did not.
     pub submits_embedded_first: AtomicU64,
     pub submits_embedded_after: AtomicU64,
@@ -298,6 +302,7 @@ impl Semantic {
             backlog_changed: Condvar::new(),
             backlog_room: Condvar::new(),
             turns: ModelTurns::default(),
+            writes: WriteGroup::default(),
             submits_embedded_first: AtomicU64::new(0),
             submits_embedded_after: AtomicU64::new(0),
             refresh_on_attach: AtomicBool::new(false),
@@ -570,11 +575,6 @@ impl Semantic {
         Some((model_id, vectors.pop()?))
     }
 
-    /// [`Semantic::embed_now`] of several texts in one run.
-    pub fn embed_texts_now(&self, texts: &[&str]) -> Option<(String, Vec<Vec<f32>>)> {
-        self.embed_ahead(Priority::Write, |embedder| embedder.embed(texts))
-    }
-
     /// Embeds a search query (with the model's query prefix), ahead of every write and the
     /// backlog. `None` when no model is ready or the model fails (logged: search goes on by BM25).
     pub fn embed_query_now(&self, query: &str) -> Option<(String, Vec<f32>)> {
@@ -588,15 +588,23 @@ impl Semantic {
         priority: Priority,
         embed: impl FnOnce(&dyn Embedder) -> kb_embed::Result<Vec<Vec<f32>>>,
     ) -> Option<(String, Vec<Vec<f32>>)> {
+        if self.embedder().is_none() || !self.state().is_ready() {
+            return None;
+        }
+        let _turn = self.turns.take(priority);
+        self.embed_with_turn(embed)
+    }
+
+    /// Runs `embed` on the loaded model; the caller holds the model's turn.
+    fn embed_with_turn(
+        &self,
+        embed: impl FnOnce(&dyn Embedder) -> kb_embed::Result<Vec<Vec<f32>>>,
+    ) -> Option<(String, Vec<Vec<f32>>)> {
         let embedder = self.embedder()?;
         if !self.state().is_ready() {
             return None;
         }
-        let embedded = {
-            let _turn = self.turns.take(priority);
-            embed(embedder.as_ref())
-        };
-        match embedded {
+        match embed(embedder.as_ref()) {
             Ok(vectors) if !vectors.is_empty() && vectors.iter().all(|vector| !vector.is_empty()) => {
                 Some((embedder.model_id().to_owned(), vectors))
             }
@@ -611,33 +619,6 @@ impl Semantic {
     /// Whether the vector index holds a vector of `id` (of the current model).
     pub fn has_vector(&self, id: &str) -> bool {
         self.loaded.read().unwrap_or_else(PoisonError::into_inner).as_ref().is_some_and(|loaded| loaded.has_vector(id))
-    }
-
-    /// Moves submits committed without their vector ahead of imports and reindexes in the
-    /// backlog.
-    pub fn embed_soon(&self, ids: &[String]) {
-        let mut backlog = self.lock_backlog();
-        for id in ids {
-            backlog.push_fresh(id);
-        }
-    }
-
-    /// Submits waiting in the backlog for their vector.
-    pub fn fresh_waiting(&self) -> usize {
-        self.lock_backlog().fresh_len()
-    }
-
-    /// Waits, at most `timeout`, until fewer than [`FRESH_LIMIT`] submits wait in the backlog
-    /// for their vector: the backpressure that keeps 50 writers from growing it without bound.
-    /// False when it timed out (the model is failing or far behind; the write goes on).
-    pub fn wait_for_room(&self, timeout: Duration) -> bool {
-        let backlog = self.lock_backlog();
-        let (backlog, waited) = self
-            .backlog_room
-            .wait_timeout_while(backlog, timeout, |backlog| backlog.fresh_len() >= FRESH_LIMIT)
-            .unwrap_or_else(PoisonError::into_inner);
-        drop(backlog);
-        !waited.timed_out()
     }
 
     /// The `k` active experiences nearest to `vector` under `filter`, when the vector index

@@ -91,12 +91,28 @@ impl ModelTurns {
 
     /// Waits for the model's turn at `priority`.
     pub fn take(&self, priority: Priority) -> Turn<'_> {
+        self.take_unless(priority, &|| false).expect("a turn nothing else can serve always comes")
+    }
+
+    /// [`ModelTurns::take`], unless `done` turns true while waiting (another's run did the
+    /// work, see `Semantic::embed_texts_now`): then `None`, and the turn is left to the next.
+    pub fn take_unless(&self, priority: Priority, done: &dyn Fn() -> bool) -> Option<Turn<'_>> {
         let mut state = self.lock();
         state.waiting[priority as usize] += 1;
         if priority == Priority::Query {
             state.last_query = Some(Instant::now());
         }
-        while !state.next_is(priority) {
+        loop {
+            if done() {
+                state.waiting[priority as usize] -= 1;
+                drop(state);
+                // A waiter of lower priority may have waited for this one to leave.
+                self.changed.notify_all();
+                return None;
+            }
+            if state.next_is(priority) {
+                break;
+            }
             state = self.changed.wait(state).unwrap_or_else(PoisonError::into_inner);
         }
         state.waiting[priority as usize] -= 1;
@@ -107,7 +123,7 @@ impl ModelTurns {
             Priority::Backlog => state.writes_ahead_of_backlog = 0,
             _ => {}
         }
-        Turn { turns: self }
+        Some(Turn { turns: self })
     }
 
     /// Waiters by priority (query, write, backlog).

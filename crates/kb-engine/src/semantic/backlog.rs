@@ -2,6 +2,10 @@
 //! imports and reindexes, and the runs it is embedded in.
 
 use std::collections::{HashSet, VecDeque};
+use std::sync::PoisonError;
+use std::time::Duration;
+
+use super::Semantic;
 
 /// Most experiences embedded per model run when working off the backlog.
 pub const BACKLOG_BATCH: usize = 16;
@@ -104,6 +108,35 @@ impl Backlog {
             }
         }
         taken
+    }
+}
+
+impl Semantic {
+    /// Moves submits committed without their vector ahead of imports and reindexes in the
+    /// backlog.
+    pub fn embed_soon(&self, ids: &[String]) {
+        let mut backlog = self.lock_backlog();
+        for id in ids {
+            backlog.push_fresh(id);
+        }
+    }
+
+    /// Submits waiting in the backlog for their vector.
+    pub fn fresh_waiting(&self) -> usize {
+        self.lock_backlog().fresh_len()
+    }
+
+    /// Waits, at most `timeout`, until fewer than [`FRESH_LIMIT`] submits wait in the backlog
+    /// for their vector: the backpressure that keeps 50 writers from growing it without bound.
+    /// False when it timed out (the model is failing or far behind; the write goes on).
+    pub fn wait_for_room(&self, timeout: Duration) -> bool {
+        let backlog = self.lock_backlog();
+        let (backlog, waited) = self
+            .backlog_room
+            .wait_timeout_while(backlog, timeout, |backlog| backlog.fresh_len() >= FRESH_LIMIT)
+            .unwrap_or_else(PoisonError::into_inner);
+        drop(backlog);
+        !waited.timed_out()
     }
 }
 

@@ -1,8 +1,12 @@
 //! `kb-bench hostile`: the daemon under hostile load (issue 14): submit latency with 1, 10 and
-//! 50 concurrent clients, the daemon's RSS during a flood of half-sent 60 MiB bodies, and how
-//! long a new client waits for an answer during slow-body and idle-connection floods.
+//! 50 concurrent clients, search latency alone and under 50 submitting clients (issue 25; with
+//! `--model` also hybrid search with the model loaded), the daemon's RSS during a flood of
+//! half-sent 60 MiB bodies, and how long a new client waits for an answer during slow-body and
+//! idle-connection floods.
 
-use std::path::Path;
+mod contention;
+
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -17,7 +21,27 @@ use crate::stats::LatencySummary;
 /// Submits per client at each concurrency.
 const SUBMITS_PER_CLIENT: usize = 40;
 
-pub async fn run(binary: &Path) -> anyhow::Result<()> {
+/// The model `--model` measures with, and the ONNX Runtime library that runs it.
+pub struct ModelRun {
+    pub model_dir: PathBuf,
+    pub onnxruntime: PathBuf,
+}
+
+pub async fn run(binary: &Path, model: Option<&ModelRun>) -> anyhow::Result<()> {
+    if let Some(model) = model {
+        let env = [("KNOWHUB_MODEL_DIR", model.model_dir.as_path()), ("ORT_DYLIB_PATH", model.onnxruntime.as_path())];
+        // The daemon's defaults: an E5 model is loaded with int8 weights.
+        let daemon = BenchDaemon::start_with_config(binary, &env, "").await?;
+        println!();
+        println!(
+            "== hostile: hybrid (and BM25) search alone and under {} submitting clients, model {} ==",
+            contention::WRITERS,
+            model.model_dir.display()
+        );
+        let measured = contention::measure(&daemon, &["hybrid", "bm25"], true, 25).await?;
+        contention::print(&measured);
+        daemon.stop().await?;
+    }
     let home = tempfile::Builder::new().prefix("kb-bench-hostile-").tempdir()?;
     std::fs::write(home.path().join("config.toml"), "[embedding]\nenabled = false\n")?;
     let daemon = BenchDaemon::start_in(binary, home, &[]).await?;
@@ -31,6 +55,9 @@ pub async fn run(binary: &Path) -> anyhow::Result<()> {
             summary.p99_us / 1e3
         );
     }
+    println!("== hostile: BM25 search alone and under {} submitting clients, no model ==", contention::WRITERS);
+    let measured = contention::measure(&daemon, &["bm25"], false, 25).await?;
+    contention::print(&measured);
     let pid = daemon.pid()?;
     let rss = || daemon.memory().map(|memory| memory.rss_kib / 1024).unwrap_or(0);
     println!("== hostile: 16 clients each send half of a 60 MiB body and stall (budget 256 MiB) ==");

@@ -105,11 +105,20 @@ enum Command {
         #[arg(long, default_value_t = 300)]
         events: usize,
     },
-    /// Submit p50/p99 with 1, 10 and 50 clients, RSS during a flood of half-sent 60 MiB bodies,
-    /// and time to answer a new client during slow-body and idle-connection floods.
+    /// Submit p50/p99 with 1, 10 and 50 clients; search p50/p99 alone and under 50 submitting
+    /// clients with their submits' p50/p99 (BM25, and hybrid with `--model`); RSS during a
+    /// flood of half-sent 60 MiB bodies, and time to answer a new client during slow-body and
+    /// idle-connection floods.
     Hostile {
         #[command(flatten)]
         daemon: DaemonArgs,
+        /// Also measure hybrid search alone and under 50 submitting clients with this model
+        /// loaded [default when given without DIR: multilingual-e5-small, as for `hybrid`].
+        #[arg(long, value_name = "DIR", num_args = 0..=1)]
+        model: Option<Option<PathBuf>>,
+        /// The ONNX Runtime library [default: ORT_DYLIB_PATH, else python3's onnxruntime package].
+        #[arg(long, value_name = "FILE")]
+        onnxruntime: Option<PathBuf>,
     },
     /// The team hub on a PostgreSQL started here: sync lag from one member's acknowledgement to
     /// another's first successful search, push and pull throughput for a large import, search
@@ -343,10 +352,23 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         println!("kb-bench: {} ({})", binary.display(), daemon::version_of(&binary));
         return hub::run(&binary, hub).await;
     }
-    if let Command::Hostile { daemon } = &cli.command {
+    if let Command::Hostile { daemon, model, onnxruntime } = &cli.command {
         let binary = daemon::resolve_binary(daemon.daemon.as_deref())?;
         println!("kb-bench: {} ({})", binary.display(), daemon::version_of(&binary));
-        return hostile::run(&binary).await;
+        print_load_average("at the start", daemon::load_average());
+        let model_run = match model {
+            Some(dir) => {
+                let args = ModelArgs { model: dir.clone(), onnxruntime: onnxruntime.clone(), quantize: false };
+                let onnxruntime = args
+                    .onnxruntime()
+                    .map_err(|reason| anyhow::anyhow!("no ONNX Runtime (pass --onnxruntime FILE): {reason}"))?;
+                Some(hostile::ModelRun { model_dir: args.model_dir()?, onnxruntime })
+            }
+            None => None,
+        };
+        hostile::run(&binary, model_run.as_ref()).await?;
+        print_load_average("at the end", daemon::load_average());
+        return Ok(());
     }
     let (mut load_args, mut quality_args, mut hybrid_args, mut activation_args) = (None, None, None, None);
     let (daemon_args, model_args) = match &cli.command {

@@ -11,6 +11,7 @@ pub mod engine;
 pub mod memory;
 pub mod semantic;
 pub mod stats;
+pub mod turns;
 
 pub use config::{EmbeddingConfig, EngineConfig, PrecisionConfig, SearchConfig};
 pub use engine::{Engine, EngineError, EngineResult, IndexState, Pulse};

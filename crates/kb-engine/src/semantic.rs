@@ -1,16 +1,17 @@
 //! Vector search in the daemon: the embedding model, loaded in the background; the in-memory
 //! vector index of active experiences, kept in step with the store; and the backlog of
-//! experiences still to embed, worked off in batches that step aside for queries.
+//! experiences still to embed, worked off in runs that take the model's turn after every waiting
+//! query and write (`crate::turns`).
 //!
 //! Architecture Invariant: the vector index changes only under the engine's writer lock
 //! (`attach`, `sync`, `store_batch`), after the store, so it never shows a vector the store
 //! does not hold. Vectors are derived: when anything goes wrong here, search falls back to BM25
 //! and says why; no write ever fails because of an embedding.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
@@ -19,22 +20,25 @@ use kb_embed::{Embedder, EmbedderState, FastEmbedder, Hit, LoadOptions, ModelSpe
 use kb_store::{Store, VectorRow};
 
 use crate::config::{EmbeddingConfig, PrecisionConfig};
+use crate::turns::{ModelTurns, Priority, Turn};
+
+mod backlog;
+mod writes;
+
+use backlog::Backlog;
+use writes::WriteGroup;
+/// The backlog's pause after a run, in runs, while searches or submits come in (see
+/// [`Semantic::pace_backlog`]).
+const BACKLOG_PAUSE_PER_RUN: u32 = 1;
+/// The longest pause of the backlog between runs.
+const BACKLOG_PAUSE_MAX: Duration = Duration::from_millis(200);
+
+pub use backlog::{
+    BACKLOG_BATCH, BACKLOG_RUN_TOKENS, BACKLOG_RUN_TOKENS_WHILE_SEARCHED, BACKLOG_WINDOW, FRESH_LIMIT, runs,
+};
 
 /// The environment variable naming a local model directory; wins over the config.
 pub const ENV_MODEL_DIR: &str = "KNOWHUB_MODEL_DIR";
-/// Most experiences embedded per model run when working off the backlog.
-pub const BACKLOG_BATCH: usize = 16;
-/// Most (estimated) tokens per model run when working off the backlog: a query waits for the
-/// run in progress, and a run costs about its tokens (~0.4 ms each for all-MiniLM-L6-v2 on one
-/// core here). Measured with `kb-bench hybrid`: runs of 16 long Chinese experiences took up to
-/// 0.7 s, and hybrid searches during an import waited 420 ms at the median.
-pub const BACKLOG_RUN_TOKENS: usize = 256;
-/// Experiences taken from the backlog at once and sorted by length into runs of
-/// runs (see [`BACKLOG_RUN_TOKENS`]): a run costs as much as its longest text times its size, and imports mix
-/// short English experiences with long Chinese ones (a token per Han character). Measured on
-/// `kb-bench hybrid` (300 generated experiences, all-MiniLM-L6-v2): runs of 16 in import order
-/// took 45% more CPU than the model's own length-sorted batches.
-pub const BACKLOG_WINDOW: usize = 128;
 /// Rows per batch when the vector index is filled from the store.
 const LOAD_BATCH: usize = 4_096;
 
@@ -164,6 +168,9 @@ pub struct SemanticStatus {
     pub backlog: u64,
     pub vectors: u64,
     pub next_retry: Option<Duration>,
+    /// Submits that waited for their vector before committing, and submits that did not.
+    pub submits_embedded_first: u64,
+    pub submits_embedded_after: u64,
 }
 
 /// The active experiences the vector index knows, with what its filters need. Keyed by
@@ -256,74 +263,22 @@ impl Loaded {
     }
 }
 
-/// Ids of active experiences to embed, oldest first: those without a vector of the current
-/// model, and those a reindex asked to embed again (`refresh`).
-#[derive(Default)]
-struct Backlog {
-    queue: VecDeque<String>,
-    members: HashSet<String>,
-    /// Taken by the worker and not yet stored: still backlog to anyone asking.
-    in_flight: Vec<String>,
-    /// Queued or in flight although they have a vector of the current model (a reindex): search
-    /// still finds them by meaning meanwhile, so they are not counted as missing.
-    refresh: HashSet<String>,
-}
-
-impl Backlog {
-    fn push(&mut self, id: &str) -> bool {
-        if self.members.insert(id.to_owned()) {
-            self.queue.push_back(id.to_owned());
-            return true;
-        }
-        false
-    }
-
-    /// Queues an experience that has a vector, to be embedded again.
-    fn push_refresh(&mut self, id: &str) -> bool {
-        let queued = self.push(id);
-        if queued {
-            self.refresh.insert(id.to_owned());
-        }
-        queued
-    }
-
-    fn remove(&mut self, id: &str) {
-        // The queue keeps the id; `take` skips ids that are no longer members.
-        self.members.remove(id);
-        self.refresh.remove(id);
-    }
-
-    /// Experiences waiting, in the queue or in flight.
-    fn len(&self) -> usize {
-        self.members.len() + self.in_flight.len()
-    }
-
-    /// Experiences waiting that have no vector of the current model.
-    fn missing(&self) -> usize {
-        self.len().saturating_sub(self.refresh.len())
-    }
-
-    fn take(&mut self, n: usize) -> Vec<String> {
-        let mut taken = Vec::with_capacity(n);
-        while taken.len() < n {
-            let Some(id) = self.queue.pop_front() else { break };
-            if self.members.remove(&id) {
-                taken.push(id);
-            }
-        }
-        taken
-    }
-}
-
 pub struct Semantic {
     choice: ModelChoice,
     state: RwLock<EmbedderState>,
-    embedder: RwLock<Option<Arc<FastEmbedder>>>,
+    embedder: RwLock<Option<Arc<dyn Embedder>>>,
     loaded: RwLock<Option<Loaded>>,
     backlog: Mutex<Backlog>,
     backlog_changed: Condvar,
-    /// Queries waiting for the model: the backlog worker lets them go first.
-    queries_waiting: AtomicUsize,
+    /// Notified when the backlog's fresh submits drop below [`FRESH_LIMIT`].
+    backlog_room: Condvar,
+    /// Every run of the model takes a turn here: queries first.
+    pub turns: ModelTurns,
+    /// Writes waiting for the model before they commit, embedded together.
+    writes: WriteGroup,
+    /// Submits that waited for their vector before committing, and submits that did not.
+    pub submits_embedded_first: AtomicU64,
+    pub submits_embedded_after: AtomicU64,
     /// A reindex asked for every experience to be embedded again before the model was loaded:
     /// `attach` queues them all.
     refresh_on_attach: AtomicBool,
@@ -345,7 +300,11 @@ impl Semantic {
             loaded: RwLock::new(None),
             backlog: Mutex::new(Backlog::default()),
             backlog_changed: Condvar::new(),
-            queries_waiting: AtomicUsize::new(0),
+            backlog_room: Condvar::new(),
+            turns: ModelTurns::default(),
+            writes: WriteGroup::default(),
+            submits_embedded_first: AtomicU64::new(0),
+            submits_embedded_after: AtomicU64::new(0),
             refresh_on_attach: AtomicBool::new(false),
             next_retry_ms: AtomicU64::new(0),
             started: Instant::now(),
@@ -366,7 +325,7 @@ impl Semantic {
 
     /// Loads the model (blocking: reads files, maybe downloads, starts ONNX Runtime). On failure
     /// the state says why and when the next attempt is.
-    pub fn load_model(&self) -> Option<Arc<FastEmbedder>> {
+    pub fn load_model(&self) -> Option<Arc<dyn Embedder>> {
         let spec = self.choice.spec.as_ref()?;
         self.set_state(EmbedderState::Loading);
         let started = Instant::now();
@@ -380,7 +339,7 @@ impl Semantic {
                     took_ms = started.elapsed().as_millis() as u64,
                     "embedding model ready"
                 );
-                let embedder = Arc::new(embedder);
+                let embedder: Arc<dyn Embedder> = Arc::new(embedder);
                 *self.embedder.write().unwrap_or_else(PoisonError::into_inner) = Some(embedder.clone());
                 Some(embedder)
             }
@@ -400,7 +359,7 @@ impl Semantic {
     /// Fills the vector index from the store's vectors of `embedder`'s model and queues every
     /// active experience without one. Runs under the writer lock, so no write slips between
     /// the scan and the first `sync`.
-    pub fn attach(&self, store: &Store, embedder: &FastEmbedder) -> kb_store::Result<()> {
+    pub fn attach(&self, store: &Store, embedder: &dyn Embedder) -> kb_store::Result<()> {
         let model_id = embedder.model_id().to_owned();
         let mut loaded = Loaded::new(model_id.clone(), embedder.dimensions(), self.choice.precision);
         let mut missing = Vec::new();
@@ -434,6 +393,7 @@ impl Semantic {
             }
         }
         self.backlog_changed.notify_all();
+        self.backlog_room.notify_all();
         tracing::info!(
             %model_id,
             vectors = n_vectors,
@@ -443,6 +403,14 @@ impl Semantic {
         );
         self.set_state(EmbedderState::ready(embedder));
         Ok(())
+    }
+
+    /// Makes `embedder` the loaded model and fills the vector index for it, as the embedder
+    /// service does once a model loads: for tests, with a model of their own.
+    #[cfg(test)]
+    pub(crate) fn attach_model(&self, store: &Store, embedder: Arc<dyn Embedder>) -> kb_store::Result<()> {
+        *self.embedder.write().unwrap_or_else(PoisonError::into_inner) = Some(embedder.clone());
+        self.attach(store, embedder.as_ref())
     }
 
     /// Applies the store's changes since the last sync. Runs under the writer lock after every
@@ -488,6 +456,9 @@ impl Semantic {
             .unwrap_or_else(PoisonError::into_inner);
         let taken = backlog.take(n);
         backlog.in_flight.clone_from(&taken);
+        if backlog.fresh_len() < FRESH_LIMIT {
+            self.backlog_room.notify_all();
+        }
         taken
     }
 
@@ -568,50 +539,86 @@ impl Semantic {
         Refresh::Queued { queued, model_id: loaded.model_id.clone() }
     }
 
-    /// Lets queries waiting for the model go first: the backlog worker calls this before each
-    /// batch.
-    pub fn yield_to_queries(&self) {
-        while self.queries_waiting.load(Ordering::Acquire) > 0 {
-            std::thread::sleep(Duration::from_micros(200));
+    /// The model's turn for a run of the backlog: after every query and write waiting.
+    pub fn backlog_turn(&self) -> Turn<'_> {
+        self.turns.take(Priority::Backlog)
+    }
+
+    /// The most tokens a backlog run may hold now: fewer while searches are being made, since a
+    /// query waits for the run in progress.
+    pub fn run_token_budget(&self) -> usize {
+        if self.turns.queries_recent() { BACKLOG_RUN_TOKENS_WHILE_SEARCHED } else { BACKLOG_RUN_TOKENS }
+    }
+
+    /// Called after a backlog run that took `run`: while searches or submits come in, the
+    /// backlog pauses [`BACKLOG_PAUSE_PER_RUN`] times as long as its run took, so that its runs
+    /// (on both cores) leave the CPU to them about half the time; once they stop it runs flat
+    /// out. Measured with `kb-bench hostile --model` (e5, 50 writers, a machine at load 6–7):
+    /// a pause of four runs instead of one did not make searches faster (hybrid p50 / p99
+    /// 100 / 310 ms against 84 / 262) and left fewer submits done (169/s against 230).
+    pub fn pace_backlog(&self, run: Duration) {
+        if self.turns.foreground_recent() {
+            std::thread::sleep((run * BACKLOG_PAUSE_PER_RUN).min(BACKLOG_PAUSE_MAX));
         }
     }
 
     /// The loaded model, when there is one.
-    pub fn embedder(&self) -> Option<Arc<FastEmbedder>> {
+    pub fn embedder(&self) -> Option<Arc<dyn Embedder>> {
         self.embedder.read().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
-    /// Embeds one experience's text for a near-duplicate check, ahead of the backlog. `None`
-    /// when no model is ready or the model fails (logged: the write goes on without it).
+    /// Embeds one experience's text before its write commits (a near-duplicate check, a
+    /// review), after waiting queries and ahead of the backlog. `None` when no model is ready or
+    /// the model fails (logged: the write goes on without it).
     pub fn embed_now(&self, text: &str) -> Option<(String, Vec<f32>)> {
-        self.embed_ahead(|embedder| embedder.embed(&[text]).map(|mut vectors| vectors.pop().unwrap_or_default()))
+        let (model_id, mut vectors) = self.embed_texts_now(&[text])?;
+        Some((model_id, vectors.pop()?))
     }
 
-    /// Embeds a search query (with the model's query prefix), ahead of the backlog. `None` when
-    /// no model is ready or the model fails (logged: search goes on by BM25).
+    /// Embeds a search query (with the model's query prefix), ahead of every write and the
+    /// backlog. `None` when no model is ready or the model fails (logged: search goes on by BM25).
     pub fn embed_query_now(&self, query: &str) -> Option<(String, Vec<f32>)> {
-        self.embed_ahead(|embedder| embedder.embed_query(query))
+        let (model_id, mut vectors) =
+            self.embed_ahead(Priority::Query, |embedder| embedder.embed_query(query).map(|vector| vec![vector]))?;
+        Some((model_id, vectors.pop()?))
     }
 
     fn embed_ahead(
         &self,
-        embed: impl FnOnce(&FastEmbedder) -> kb_embed::Result<Vec<f32>>,
-    ) -> Option<(String, Vec<f32>)> {
+        priority: Priority,
+        embed: impl FnOnce(&dyn Embedder) -> kb_embed::Result<Vec<Vec<f32>>>,
+    ) -> Option<(String, Vec<Vec<f32>>)> {
+        if self.embedder().is_none() || !self.state().is_ready() {
+            return None;
+        }
+        let _turn = self.turns.take(priority);
+        self.embed_with_turn(embed)
+    }
+
+    /// Runs `embed` on the loaded model; the caller holds the model's turn.
+    fn embed_with_turn(
+        &self,
+        embed: impl FnOnce(&dyn Embedder) -> kb_embed::Result<Vec<Vec<f32>>>,
+    ) -> Option<(String, Vec<Vec<f32>>)> {
         let embedder = self.embedder()?;
         if !self.state().is_ready() {
             return None;
         }
-        self.queries_waiting.fetch_add(1, Ordering::AcqRel);
-        let embedded = embed(&embedder);
-        self.queries_waiting.fetch_sub(1, Ordering::AcqRel);
-        match embedded {
-            Ok(vector) if !vector.is_empty() => Some((embedder.model_id().to_owned(), vector)),
+        match embed(embedder.as_ref()) {
+            Ok(vectors) if !vectors.is_empty() && vectors.iter().all(|vector| !vector.is_empty()) => {
+                Some((embedder.model_id().to_owned(), vectors))
+            }
             Ok(_) => None,
             Err(error) => {
                 tracing::warn!("embedding failed: {}", kb_embed::error_chain(&error));
                 None
             }
         }
+    }
+
+    /// Whether the vector index holds a vector of `id` (of the current model).
+    pub fn has_vector(&self, id: &str) -> bool {
+        self.loaded.read().unwrap_or_else(PoisonError::into_inner).as_ref().is_some_and(|loaded| loaded.has_vector(id))
     }
 
     /// The `k` active experiences nearest to `vector` under `filter`, when the vector index
@@ -679,28 +686,16 @@ impl Semantic {
             }
             _ => None,
         };
-        SemanticStatus { state, disabled: self.choice.off_reason.is_some(), backlog, vectors, next_retry }
-    }
-}
-
-/// `items` cut into consecutive runs of at most [`BACKLOG_BATCH`] items and
-/// [`BACKLOG_RUN_TOKENS`] tokens (a longer item makes a run of its own).
-pub fn runs<T>(items: &[T], tokens: impl Fn(&T) -> usize) -> Vec<&[T]> {
-    let mut runs = Vec::new();
-    let (mut start, mut run_tokens) = (0, 0);
-    for (item_idx, item) in items.iter().enumerate() {
-        let item_tokens = tokens(item);
-        let full = item_idx - start == BACKLOG_BATCH || run_tokens + item_tokens > BACKLOG_RUN_TOKENS;
-        if item_idx > start && full {
-            runs.push(&items[start..item_idx]);
-            (start, run_tokens) = (item_idx, 0);
+        SemanticStatus {
+            state,
+            disabled: self.choice.off_reason.is_some(),
+            backlog,
+            vectors,
+            next_retry,
+            submits_embedded_first: self.submits_embedded_first.load(Ordering::Relaxed),
+            submits_embedded_after: self.submits_embedded_after.load(Ordering::Relaxed),
         }
-        run_tokens += item_tokens;
     }
-    if start < items.len() {
-        runs.push(&items[start..]);
-    }
-    runs
 }
 
 #[cfg(test)]
@@ -720,37 +715,6 @@ mod tests {
         assert_eq!(default_min_similarity("all-minilm-l6-v2-onnx@0123456789abcdef"), 0.25);
         // "e5" only as a word of its own: a hash or another name holding the letters is not E5.
         assert_eq!(default_min_similarity("bge-small@00e5a1"), 0.25);
-    }
-
-    #[test]
-    fn backlog_runs_are_bounded_by_count_and_tokens() {
-        let lengths = |runs: Vec<&[usize]>| runs.iter().map(|run| run.len()).collect::<Vec<_>>();
-        // Short texts: BACKLOG_BATCH at a time.
-        assert_eq!(lengths(runs(&[10; 40], |&tokens| tokens)), [16, 16, 8]);
-        // Long texts: as many as the token budget holds; one over it alone.
-        assert_eq!(lengths(runs(&[100, 100, 100, 300, 50], |&tokens| tokens)), [2, 1, 1, 1]);
-        assert!(runs(&[] as &[usize], |&tokens| tokens).is_empty());
-    }
-
-    #[test]
-    fn experiences_queued_again_by_a_reindex_are_backlog_but_not_missing() {
-        let mut backlog = Backlog::default();
-        backlog.push("a");
-        for id in ["b", "c", "d"] {
-            assert!(backlog.push_refresh(id));
-        }
-        assert!(!backlog.push_refresh("a"), "already waiting without a vector");
-        assert_eq!((backlog.len(), backlog.missing()), (4, 1));
-
-        // In flight, the refreshed ones still have their vectors.
-        let taken = backlog.take(3);
-        assert_eq!(taken, ["a", "b", "c"]);
-        backlog.in_flight.clone_from(&taken);
-        assert_eq!((backlog.len(), backlog.missing()), (4, 1));
-
-        // A deleted one leaves both counts.
-        backlog.remove("d");
-        assert_eq!((backlog.len(), backlog.missing()), (3, 1));
     }
 
     #[test]

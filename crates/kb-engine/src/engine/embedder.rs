@@ -52,7 +52,6 @@ impl Engine {
     /// the daemon stops. Returns an error when the stored vectors cannot be loaded (whoever
     /// runs this starts it again); a batch that fails is put back and retried.
     pub fn run_embedder(&self, pulse: &dyn Pulse) -> anyhow::Result<()> {
-        use kb_embed::Embedder as _;
         let embedder = loop {
             if self.semantic.choice().spec.is_none() {
                 pulse.off("embeddings are off in the configuration");
@@ -76,7 +75,7 @@ impl Engine {
                 std::thread::sleep(Duration::from_millis(200));
             }
         };
-        if let Err(error) = self.semantic.attach(&self.lock_writer(), &embedder) {
+        if let Err(error) = self.semantic.attach(&self.lock_writer(), embedder.as_ref()) {
             let message = format!("cannot load the stored vectors: {error:#}");
             self.last_error.set(Cause::Embedder, message.clone());
             anyhow::bail!(message);
@@ -135,8 +134,11 @@ impl Engine {
         let mut embedded = Vec::with_capacity(run.len());
         let mut refused = Vec::new();
         for (id, text) in run {
-            self.semantic.yield_to_queries();
-            match embedder.embed(&[text.as_str()]) {
+            let outcome = {
+                let _turn = self.semantic.backlog_turn();
+                embedder.embed(&[text.as_str()])
+            };
+            match outcome {
                 Ok(mut vectors) if vectors.len() == 1 => embedded.push((id.clone(), vectors.remove(0))),
                 Ok(_) => refused.push((id, "no vector came back".to_owned())),
                 Err(error) => refused.push((id, kb_embed::error_chain(&error))),
@@ -145,7 +147,11 @@ impl Engine {
         if refused.is_empty() {
             return Ok(embedded);
         }
-        if embedder.embed(&[EMBEDDING_PROBE]).is_err() {
+        let probed = {
+            let _turn = self.semantic.backlog_turn();
+            embedder.embed(&[EMBEDDING_PROBE])
+        };
+        if probed.is_err() {
             return Err(run_error.into());
         }
         for (id, reason) in refused {
@@ -158,8 +164,8 @@ impl Engine {
 
     /// Embeds the experiences `ids` that are still active, in runs of similar length, and stores
     /// each run's vectors as soon as it is done (their ids into `stored`, so a failure later in
-    /// the batch requeues only the rest). Queries waiting for the model go first, before every
-    /// run.
+    /// the batch requeues only the rest). Every run takes the model's turn after the queries and
+    /// writes waiting, and is cut shorter while searches are being made.
     pub(super) fn embed_batch(
         &self,
         embedder: &dyn kb_embed::Embedder,
@@ -178,10 +184,20 @@ impl Engine {
             })
             .collect();
         sources.sort_by_cached_key(|(_, text)| kb_embed::estimated_tokens(text));
-        for run in semantic::runs(&sources, |(_, text)| kb_embed::estimated_tokens(text)) {
+        let mut rest = sources.as_slice();
+        while !rest.is_empty() {
+            // The budget is looked at before every run: a search may have started meanwhile.
+            let budget = self.semantic.run_token_budget();
+            let run = semantic::runs(rest, budget, |(_, text)| kb_embed::estimated_tokens(text))[0];
+            rest = &rest[run.len()..];
             let texts: Vec<&str> = run.iter().map(|(_, text)| text.as_str()).collect();
-            self.semantic.yield_to_queries();
-            let embedded: Vec<(String, Vec<f32>)> = match embedder.embed(&texts) {
+            let turn = self.semantic.backlog_turn();
+            let started = Instant::now();
+            let outcome = embedder.embed(&texts);
+            let took = started.elapsed();
+            drop(turn);
+            self.semantic.pace_backlog(took);
+            let embedded: Vec<(String, Vec<f32>)> = match outcome {
                 Ok(vectors) => run.iter().map(|(id, _)| id.clone()).zip(vectors).collect(),
                 Err(error) => self.embed_one_by_one(embedder, run, error)?,
             };

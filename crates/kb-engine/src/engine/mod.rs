@@ -24,6 +24,8 @@ use crate::stats::{LastError, LatencyWindow};
 
 mod embedder;
 mod index;
+#[cfg(test)]
+mod model_tests;
 mod review;
 mod search;
 mod write;

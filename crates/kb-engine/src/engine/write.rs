@@ -9,7 +9,7 @@ use kb_store::{Store, VectorRef, WriteItem};
 
 use crate::semantic::{self};
 
-use super::{Engine, EngineError, EngineResult, created_ids, now_ms};
+use super::{Engine, EngineError, EngineResult, IndexState, MAX_QUERY_CHARS, created_ids, now_ms, truncate_chars};
 
 /// Imports at least this large hand the memory their indexing freed back to the system.
 pub(super) const RELEASE_MEMORY_AFTER_ITEMS: usize = 1_000;
@@ -56,11 +56,29 @@ impl Submitted {
     }
 }
 
+/// Stored experiences the BM25 index finds for a submit's text that are looked at as possible
+/// near-duplicates (see [`Engine::vector_before_commit`]).
+pub(super) const TWIN_CANDIDATES: usize = 5;
+
+/// The share of a submit's words (idf-weighted, [`kb_index::Hit::coverage`]) a stored
+/// experience must hold to be a possible near-duplicate. A merge needs the same content words
+/// on both sides (`kb_core::sameness`), so a true merge target holds nearly all of them; half
+/// leaves room for the "near-identical but says something else" notes (one outcome word, one
+/// value apart), which share most words too.
+pub(super) const TWIN_COVERAGE: f32 = 0.5;
+
+/// How long a submit waits for room in the backlog (see [`semantic::FRESH_LIMIT`]) before it
+/// commits anyway (the model is failing or far behind: its vector follows later).
+pub(super) const ROOM_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// A submit waiting for the writer: its gated experience, its vector, and where it is in the
 /// group commit (see [`Engine::submit`]).
 pub(super) struct PendingSubmit {
     gated: kb_core::Gated,
     vector: Option<(String, Vec<f32>, Vec<u8>)>,
+    /// A possible near-duplicate with no vector yet (committed without one moments ago), with
+    /// its similarity to this submit, worked out before the commit.
+    twin: Option<kb_embed::Hit>,
     state: Mutex<SubmitState>,
     /// Notified when `state` becomes `Done`.
     settled: Condvar,
@@ -172,16 +190,14 @@ impl Engine {
         let gated = kb_core::gate(new, &self.policy)?;
         let redactions = gated.redactions.clone();
         let flags = gated.flags.clone();
-        // Embedded before taking the writer (it is the slow part), stored in the same
-        // transaction as the experience, and used to find a near-identical one to merge into.
-        let new = &gated.experience;
-        let embedded = self.semantic.embed_now(&semantic::embedding_text(&new.task, &new.resource, &new.result));
-        let vector = embedded.map(|(model_id, vector)| {
-            let bytes = kb_embed::to_bytes(&vector);
-            (model_id, vector, bytes)
+        let (vector, twin) = self.vector_before_commit(&gated);
+        let pending = Arc::new(PendingSubmit {
+            gated,
+            vector,
+            twin,
+            state: Mutex::new(SubmitState::Queued),
+            settled: Condvar::new(),
         });
-        let pending =
-            Arc::new(PendingSubmit { gated, vector, state: Mutex::new(SubmitState::Queued), settled: Condvar::new() });
         self.pending_submits.lock().unwrap_or_else(PoisonError::into_inner).push(pending.clone());
         let mut store = self.lock_writer();
         if matches!(*lock_state(&pending), SubmitState::Queued) {
@@ -233,6 +249,97 @@ impl Engine {
         })
     }
 
+    /// What a submit needs of the model before it commits: its vector and a near-duplicate
+    /// without one, or nothing, its vector following the commit through the backlog.
+    ///
+    /// Issue 25: embedding every submit before its commit put 50 writers' model runs between
+    /// the searches and the model, and made each submit wait for all the others'. Yet a
+    /// near-duplicate merges only when the two share their content words (`kb_core::sameness`),
+    /// so the vector is needed first only when the BM25 index finds a stored experience holding
+    /// most of the submit's words ([`TWIN_COVERAGE`]): then it is embedded now, at the write's
+    /// priority, with any such twin that has no vector yet, and merged as before. Otherwise it
+    /// commits at once, findable by BM25 when its answer is sent, and is embedded by the backlog
+    /// ahead of imports; the submit waits only while the backlog holds [`semantic::FRESH_LIMIT`]
+    /// submits. Held submits (a suspected injection) keep their vector for review: embedded now.
+    pub(super) fn vector_before_commit(
+        &self,
+        gated: &kb_core::Gated,
+    ) -> (Option<(String, Vec<f32>, Vec<u8>)>, Option<kb_embed::Hit>) {
+        if !self.semantic.state().is_ready() {
+            return (None, None);
+        }
+        self.semantic.turns.note_write();
+        let new = &gated.experience;
+        let text = semantic::embedding_text(&new.task, &new.resource, &new.result);
+        let twins = if gated.status == Status::Active { self.lexical_twins(&text) } else { None };
+        let twins = match twins {
+            Some(twins) if twins.is_empty() => {
+                self.semantic.submits_embedded_after.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if !self.semantic.wait_for_room(ROOM_TIMEOUT) {
+                    tracing::debug!("the backlog is full of submits; this one commits without waiting longer");
+                }
+                return (None, None);
+            }
+            Some(twins) => twins,
+            None => Vec::new(),
+        };
+        self.semantic.submits_embedded_first.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // Twins committed without a vector moments ago are embedded in the same run.
+        let unembedded: Vec<&str> =
+            twins.iter().map(String::as_str).filter(|id| !self.semantic.has_vector(id)).collect();
+        let twin_texts: Vec<(String, String)> = if unembedded.is_empty() {
+            Vec::new()
+        } else {
+            match self.reader().embedding_sources(&unembedded) {
+                Ok(sources) => sources
+                    .into_iter()
+                    .map(|source| (source.id, semantic::embedding_text(&source.task, &source.resource, &source.result)))
+                    .collect(),
+                Err(error) => {
+                    tracing::warn!("cannot read possible near-duplicates: {error}");
+                    Vec::new()
+                }
+            }
+        };
+        let texts: Vec<&str> =
+            std::iter::once(text.as_str()).chain(twin_texts.iter().map(|(_, text)| text.as_str())).collect();
+        let Some((model_id, vectors)) = self.semantic.embed_texts_now(&texts) else { return (None, None) };
+        let threshold = self.semantic.choice().similar_threshold;
+        let mut vectors = vectors.into_iter();
+        let Some(vector) = vectors.next() else { return (None, None) };
+        let twin_vectors: Vec<Vec<f32>> = vectors.collect();
+        let twin = twin_texts
+            .iter()
+            .zip(&twin_vectors)
+            .map(|((id, _), twin_vector)| kb_embed::Hit {
+                id: id.clone(),
+                score: twin_vector.iter().zip(&vector).map(|(a, b)| a * b).sum(),
+            })
+            .filter(|hit| threshold <= 1.0 && hit.score >= threshold)
+            .max_by(|a, b| a.score.total_cmp(&b.score));
+        let bytes = kb_embed::to_bytes(&vector);
+        (Some((model_id, vector, bytes)), twin)
+    }
+
+    /// Active experiences holding most of `text`'s words ([`TWIN_COVERAGE`]): the only ones it
+    /// can be a near-duplicate of. `None` when the index cannot say for sure (it is not up to
+    /// date or fails): the caller then looks by vectors alone, as before.
+    pub(super) fn lexical_twins(&self, text: &str) -> Option<Vec<String>> {
+        if self.index_state() != IndexState::Ready {
+            return None;
+        }
+        let request = kb_index::SearchRequest {
+            query: truncate_chars(text, MAX_QUERY_CHARS),
+            limit: TWIN_CANDIDATES,
+            min_score: 1,
+            agent_id: None,
+            status: Status::Active,
+            coverage: true,
+        };
+        let hits = self.read_index(|| self.index.search(&request)).ok()?;
+        Some(hits.into_iter().filter(|hit| hit.coverage >= TWIN_COVERAGE).map(|hit| hit.id).collect())
+    }
+
     /// Returns once the BM25 index has caught up with everything committed to the store before
     /// the call. One thread at a time catches up, taking every batch committed so far; the
     /// others wait for the first catch-up that started after their commit. (Waiting on
@@ -275,7 +382,12 @@ impl Engine {
             .iter()
             .map(|pending| match &pending.vector {
                 Some((model_id, vector, _)) if pending.gated.status == Status::Active => {
-                    self.semantic.near_duplicate(model_id, vector)
+                    let indexed = self.semantic.near_duplicate(model_id, vector);
+                    match (indexed, &pending.twin) {
+                        (Some(indexed), Some(twin)) if twin.score > indexed.score => Some(twin.clone()),
+                        (None, Some(twin)) => Some(twin.clone()),
+                        (indexed, _) => indexed,
+                    }
                 }
                 _ => None,
             })
@@ -296,6 +408,16 @@ impl Engine {
             format!("cannot store the experience (nothing was stored): {:#}", anyhow::Error::new(error))
         })?;
         self.sync_vectors(store);
+        // Submits committed without their vector are embedded before imports and reindexes.
+        let deferred: Vec<String> = batch
+            .iter()
+            .zip(&outcomes)
+            .filter(|(pending, outcome)| pending.vector.is_none() && !outcome.merged)
+            .map(|(_, outcome)| outcome.id.to_string())
+            .collect();
+        if !deferred.is_empty() {
+            self.semantic.embed_soon(&deferred);
+        }
         self.wrote();
         let outcomes = outcomes
             .into_iter()

@@ -110,6 +110,13 @@ pub struct EmbedderStatus {
     pub runtime: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// Submits since the start that waited for their vector before they committed (a stored
+    /// experience holds most of their words: a possible near-duplicate).
+    #[serde(default)]
+    pub submits_embedded_first: u64,
+    /// Submits since the start that committed before their vector, which the backlog makes.
+    #[serde(default)]
+    pub submits_embedded_after: u64,
 }
 
 /// Recent request latencies, over a sliding window of the last requests of each kind.

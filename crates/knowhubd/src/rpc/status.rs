@@ -56,6 +56,8 @@ fn embedder_status(engine: &Engine, active: u64) -> wire::EmbedderStatus {
         dimensions,
         runtime: kb_embed::runtime::loaded_library().map(|path| path.display().to_string()),
         detail,
+        submits_embedded_first: status.submits_embedded_first,
+        submits_embedded_after: status.submits_embedded_after,
     }
 }
 

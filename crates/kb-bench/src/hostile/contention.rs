@@ -1,0 +1,209 @@
+//! `kb-bench hostile`'s searches against writers (issue 25): search latency alone and while 50
+//! clients submit, with those submits' own latency and the embedding backlog they leave, in
+//! one run on one daemon, with a model or without.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use kb_proto::Client;
+use kb_proto::wire::{ImportResult, SearchParams, SearchResult, StatusResult};
+use serde_json::json;
+
+use crate::daemon::BenchDaemon;
+use crate::generate;
+use crate::stats::LatencySummary;
+
+/// Clients submitting while searches are measured.
+pub const WRITERS: usize = 50;
+/// Experiences in the store (embedded, with a model) before anything is measured.
+const SEEDED: usize = 500;
+/// Searches measured alone, and again under the writers.
+const SEARCHES: usize = 300;
+const WARMUP: usize = 30;
+/// How long the writers run before searches are measured, so that the load is steady.
+const HEAD_START: Duration = Duration::from_secs(1);
+/// Longest wait for the model to load, the seeded store to be embedded, or the backlog to drain.
+const EMBED_LIMIT: Duration = Duration::from_secs(300);
+
+/// What one measurement found.
+pub struct Contention {
+    /// Per search mode measured, in the order asked.
+    pub modes: Vec<ModeLatency>,
+    pub submits: LatencySummary,
+    pub submits_per_s: f64,
+    /// Experiences waiting for a vector when the writers stopped, and how long they took to be
+    /// embedded (none without a model).
+    pub backlog_after: u64,
+    pub drained: Option<Duration>,
+    /// Submits that waited for their vector before they committed, and those that did not.
+    pub embedded_first: u64,
+    pub embedded_after: u64,
+}
+
+/// One search mode's latency alone and under the writers.
+pub struct ModeLatency {
+    pub mode: String,
+    pub alone: LatencySummary,
+    pub under_load: LatencySummary,
+}
+
+/// Seeds the store (and waits for it to be embedded when `daemon` runs a `model`), then
+/// measures searches of each of `modes` (taking turns, query by query) alone and under
+/// [`WRITERS`] submitting clients.
+pub async fn measure(daemon: &BenchDaemon, modes: &[&str], model: bool, seed: u64) -> anyhow::Result<Contention> {
+    let mut client = Client::connect(daemon.socket()).await?;
+    let items = generate::experiences(SEEDED, seed);
+    let _: ImportResult =
+        client.call(kb_proto::method::IMPORT, &json!({ "items": items })).await.context("seeding kb.import")?;
+    wait_for_backlog(&mut client, daemon, model).await?;
+    let queries: Vec<String> =
+        generate::queries(SEARCHES + WARMUP, seed ^ 0x5155_4552).into_iter().map(|query| query.text).collect();
+    for query in &queries[..WARMUP] {
+        for mode in modes {
+            search(&mut client, query, mode).await?;
+        }
+    }
+    let alone = timed_searches(&mut client, &queries[WARMUP..], modes).await?;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut writers = tokio::task::JoinSet::new();
+    for writer in 0..WRITERS {
+        let (socket, stop) = (daemon.socket().to_owned(), stop.clone());
+        writers.spawn(async move {
+            let mut client = Client::connect(&socket).await?;
+            let pool = generate::experiences(200, seed ^ (writer as u64 + 1) << 20);
+            let mut latencies = Vec::new();
+            for (round, item) in pool.iter().cycle().enumerate() {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                // Distinct every time, as agents' experiences are.
+                let params = json!({
+                    "task": format!("{} (writer {writer}, round {round})", item.task),
+                    "resource": item.resource,
+                    "result": item.result,
+                    "score": item.score,
+                });
+                let started = Instant::now();
+                client.call_value(kb_proto::method::SUBMIT, params).await?;
+                latencies.push(started.elapsed());
+            }
+            anyhow::Ok(latencies)
+        });
+    }
+    let load_started = Instant::now();
+    tokio::time::sleep(HEAD_START).await;
+    let under_load = timed_searches(&mut client, &queries[WARMUP..], modes).await?;
+    stop.store(true, Ordering::Relaxed);
+    let mut latencies = Vec::new();
+    while let Some(joined) = writers.join_next().await {
+        latencies.extend(joined??);
+    }
+    let load_s = load_started.elapsed().as_secs_f64();
+    let status: StatusResult = client.call(kb_proto::method::STATUS, &json!({})).await?;
+    let backlog_after = status.embedder.backlog;
+    let drained = if model {
+        let started = Instant::now();
+        wait_for_backlog(&mut client, daemon, true).await?;
+        Some(started.elapsed())
+    } else {
+        None
+    };
+    let modes = modes
+        .iter()
+        .zip(alone.into_iter().zip(under_load))
+        .map(|(mode, (alone, under_load))| ModeLatency { mode: (*mode).to_owned(), alone, under_load })
+        .collect();
+    Ok(Contention {
+        modes,
+        submits_per_s: latencies.len() as f64 / load_s,
+        submits: LatencySummary::of(&latencies),
+        backlog_after,
+        drained,
+        embedded_first: status.embedder.submits_embedded_first,
+        embedded_after: status.embedder.submits_embedded_after,
+    })
+}
+
+/// Prints one measurement.
+pub fn print(contention: &Contention) {
+    let line = |label: &str, summary: &LatencySummary| {
+        println!(
+            "  {label:<38} p50 {:>7.1} ms   p99 {:>7.1} ms   ({} samples)",
+            summary.p50_us / 1e3,
+            summary.p99_us / 1e3,
+            summary.n_samples
+        );
+    };
+    for mode in &contention.modes {
+        line(&format!("{} search alone", mode.mode), &mode.alone);
+        line(&format!("{} search, {WRITERS} clients submitting", mode.mode), &mode.under_load);
+        let ratio = mode.under_load.p99_us / mode.alone.p99_us.max(1.0);
+        println!("  {} search p99 under load / alone: {ratio:.2}x", mode.mode);
+    }
+    line(&format!("submit, {WRITERS} clients"), &contention.submits);
+    println!("  {:.0} submits/s while searches were measured", contention.submits_per_s);
+    if let Some(drained) = contention.drained {
+        println!(
+            "  embedding backlog when the writers stopped: {}; embedded {:.1} s later",
+            contention.backlog_after,
+            drained.as_secs_f64()
+        );
+        println!(
+            "  submits embedded before their commit (a possible near-duplicate): {} of {}",
+            contention.embedded_first,
+            contention.embedded_first + contention.embedded_after
+        );
+    }
+}
+
+/// Each query searched once in each of `modes`, one after the other: their latencies by mode.
+async fn timed_searches(
+    client: &mut Client,
+    queries: &[String],
+    modes: &[&str],
+) -> anyhow::Result<Vec<LatencySummary>> {
+    let mut times = vec![Vec::with_capacity(queries.len()); modes.len()];
+    for query in queries {
+        for (mode, times) in modes.iter().zip(&mut times) {
+            let started = Instant::now();
+            search(client, query, mode).await?;
+            times.push(started.elapsed());
+        }
+    }
+    Ok(times.iter().map(|times| LatencySummary::of(times)).collect())
+}
+
+async fn search(client: &mut Client, query: &str, mode: &str) -> anyhow::Result<SearchResult> {
+    let params = SearchParams {
+        query: query.to_owned(),
+        top_k: Some(5),
+        min_score: Some(1),
+        agent_id: None,
+        mode: Some(mode.to_owned()),
+        origin: None,
+    };
+    client.call(kb_proto::method::SEARCH, &params).await.with_context(|| format!("kb.search {query:?} ({mode}) failed"))
+}
+
+/// Waits until the model is loaded and nothing waits for a vector; at once without a model.
+async fn wait_for_backlog(client: &mut Client, daemon: &BenchDaemon, model: bool) -> anyhow::Result<()> {
+    let deadline = Instant::now() + EMBED_LIMIT;
+    while model {
+        let status: StatusResult = client.call(kb_proto::method::STATUS, &json!({})).await?;
+        let embedder = &status.embedder;
+        match embedder.state.as_str() {
+            "ready" if embedder.backlog == 0 => break,
+            "ready" | "loading" if Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(100)).await,
+            state => anyhow::bail!(
+                "the embedder is {state} with a backlog of {}: {}; daemon log:\n{}",
+                embedder.backlog,
+                embedder.detail.as_deref().unwrap_or("no detail"),
+                daemon.log_tail()
+            ),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,221 @@
+//! The engine with a model of the tests' own (issue 25): which submits wait for the model before
+//! they commit, what search finds meanwhile, near-duplicates still merged, and who the model
+//! serves first.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
+
+use kb_core::NewExperience;
+use kb_proto::Paths;
+
+use super::{Engine, ImportEntry, Origin, SearchMode, SearchQuery};
+use crate::config::EngineConfig;
+
+/// A bag of words: each lowercased word counted in one of 64 dimensions, normalised, so texts
+/// with the same words in any order get cosine 1. Counts its runs.
+#[derive(Default)]
+struct Words {
+    runs: AtomicUsize,
+}
+
+fn bag_of_words(text: &str) -> Vec<f32> {
+    let mut vector = vec![0.0f32; 64];
+    for word in text.split(|c: char| !c.is_alphanumeric()).filter(|word| !word.is_empty()) {
+        let hash = word
+            .to_lowercase()
+            .bytes()
+            .fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3));
+        vector[(hash % 64) as usize] += 1.0;
+    }
+    kb_embed::normalize(&vector)
+}
+
+impl kb_embed::Embedder for Words {
+    fn model_id(&self) -> &str {
+        "words"
+    }
+
+    fn dimensions(&self) -> usize {
+        64
+    }
+
+    fn embed(&self, texts: &[&str]) -> kb_embed::Result<Vec<Vec<f32>>> {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        Ok(texts.iter().map(|text| bag_of_words(text)).collect())
+    }
+}
+
+/// A model whose run of the text "held" does not end until the test says so; it logs the
+/// first text of every run, in the order the runs were made.
+struct Held {
+    log: Mutex<Vec<String>>,
+    release: Mutex<mpsc::Receiver<()>>,
+}
+
+impl kb_embed::Embedder for Held {
+    fn model_id(&self) -> &str {
+        "held"
+    }
+
+    fn dimensions(&self) -> usize {
+        64
+    }
+
+    fn embed(&self, texts: &[&str]) -> kb_embed::Result<Vec<Vec<f32>>> {
+        self.log.lock().unwrap().push(texts[0].to_owned());
+        if texts[0] == "held" {
+            self.release.lock().unwrap().recv().unwrap();
+        }
+        Ok(texts.iter().map(|text| bag_of_words(text)).collect())
+    }
+}
+
+fn engine_with_model(model: Arc<dyn kb_embed::Embedder>) -> (tempfile::TempDir, Arc<Engine>) {
+    let home = tempfile::tempdir().unwrap();
+    let engine = Engine::open(Paths::resolve(Some(home.path().to_path_buf()), None), EngineConfig::default()).unwrap();
+    engine.prepare_index();
+    engine.semantic.attach_model(&engine.lock_writer(), model).unwrap();
+    (home, engine)
+}
+
+fn experience(task: &str, resource: &str, result: &str) -> NewExperience {
+    NewExperience { task: task.into(), resource: resource.into(), result: result.into(), ..NewExperience::default() }
+}
+
+fn by_words(query: &str) -> SearchQuery<'_> {
+    SearchQuery { query, top_k: None, min_score: None, agent_id: None, mode: SearchMode::Bm25, origin: Origin::All }
+}
+
+#[tokio::test]
+async fn a_submit_like_no_stored_one_commits_before_its_vector_is_found_by_its_words_and_embedded_first() {
+    let model = Arc::new(Words::default());
+    let (_home, engine) = engine_with_model(model.clone());
+    let imported = engine
+        .import(
+            ["cache docker layers", "pin the node version", "rotate the api keys"]
+                .into_iter()
+                .map(|task| Ok(ImportEntry { new: experience(task, "tool", "done"), held: None, variants: Vec::new() }))
+                .collect(),
+        )
+        .unwrap();
+    assert_eq!(imported.imported, 3);
+
+    let submitted =
+        engine.submit(experience("deploy the chart with helm upgrade", "helm", "the release rolled out")).unwrap();
+    assert_eq!(model.runs.load(Ordering::SeqCst), 0, "the submit did not wait for the model");
+    // Read-your-write: the same client's next search finds it by its words.
+    let (found, _) = engine.search(by_words("helm upgrade")).await.unwrap();
+    assert_eq!(found.first().map(|found| found.experience.id.to_string()), Some(submitted.id.clone()));
+    assert!(!engine.semantic.has_vector(&submitted.id));
+    assert_eq!(engine.semantic.status().backlog, 4, "status counts it in the backlog");
+
+    // Its vector follows, ahead of the import queued before it.
+    let taken = engine.semantic.take_backlog(1, Duration::ZERO);
+    assert_eq!(taken, [submitted.id.clone()]);
+    let mut stored = std::collections::HashSet::new();
+    engine.embed_batch(model.as_ref(), "words", &taken, &mut stored).unwrap();
+    engine.semantic.batch_done();
+    assert!(engine.semantic.has_vector(&submitted.id));
+    assert_eq!(engine.semantic.status().backlog, 3);
+}
+
+#[test]
+fn a_near_duplicate_of_a_submit_still_waiting_for_its_vector_is_merged_into_it() {
+    let model = Arc::new(Words::default());
+    let (_home, engine) = engine_with_model(model.clone());
+    let first =
+        engine.submit(experience("Run the tests once", "vitest --run", "no watch mode, exits when done")).unwrap();
+    assert!(!engine.semantic.has_vector(&first.id), "committed before its vector");
+
+    // The same words in another order: no exact duplicate, a near-identical one.
+    let second =
+        engine.submit(experience("once run the tests", "vitest --run", "exits when done, no watch mode")).unwrap();
+    assert!(second.merged, "{second:?}");
+    assert_eq!(second.id, first.id);
+    assert!(second.similarity.is_some_and(|similarity| similarity >= 0.97), "{second:?}");
+    assert_eq!(model.runs.load(Ordering::SeqCst), 1, "both texts embedded in one run");
+
+    // A near-identical one that says something else is kept apart and told so, as before.
+    let third = engine.submit(experience("Run the tests once", "vitest --run", "watch mode, exits when done")).unwrap();
+    assert!(!third.merged);
+    assert!(third.note().is_some_and(|note| note.contains(&first.id)), "{:?}", third.note());
+}
+
+#[test]
+fn a_query_asked_while_writes_and_the_backlog_wait_for_the_model_is_embedded_first() {
+    let (release, released) = mpsc::channel();
+    let model = Arc::new(Held { log: Mutex::new(Vec::new()), release: Mutex::new(released) });
+    let (_home, engine) = engine_with_model(model.clone());
+    let semantic = &engine.semantic;
+    let until = |what: &dyn Fn() -> bool| {
+        while !what() {
+            std::thread::yield_now();
+        }
+    };
+    std::thread::scope(|scope| {
+        // A write's run holds the model.
+        let running = scope.spawn(|| semantic.embed_now("held"));
+        until(&|| model.log.lock().unwrap().len() == 1);
+        let mut waiting = Vec::new();
+        for n in 0..3 {
+            waiting.push(scope.spawn(move || semantic.embed_now(&format!("write {n}"))));
+            until(&|| semantic.turns.waiting() == [0, n + 1, 0]);
+        }
+        let backlog = scope.spawn(|| {
+            let _turn = semantic.backlog_turn();
+            model.log.lock().unwrap().push("backlog".to_owned());
+        });
+        until(&|| semantic.turns.waiting() == [0, 3, 1]);
+        let query = scope.spawn(|| semantic.embed_query_now("query"));
+        until(&|| semantic.turns.waiting() == [1, 3, 1]);
+        release.send(()).unwrap();
+        assert!(running.join().unwrap().is_some());
+        assert!(query.join().unwrap().is_some());
+        for write in waiting {
+            assert!(write.join().unwrap().is_some());
+        }
+        backlog.join().unwrap();
+    });
+    // The three writes waiting together took one run.
+    let log = model.log.lock().unwrap().clone();
+    assert_eq!(log.len(), 4, "{log:?}");
+    assert_eq!(log[..2], ["held", "query"], "{log:?}");
+    assert!(log[2].starts_with("write"), "{log:?}");
+    assert_eq!(log[3], "backlog", "{log:?}");
+}
+
+#[test]
+fn writes_waiting_for_the_model_together_are_embedded_in_one_run() {
+    let (release, released) = mpsc::channel();
+    let model = Arc::new(Held { log: Mutex::new(Vec::new()), release: Mutex::new(released) });
+    let (_home, engine) = engine_with_model(model.clone());
+    let semantic = &engine.semantic;
+    std::thread::scope(|scope| {
+        let running = scope.spawn(|| semantic.embed_now("held"));
+        while model.log.lock().unwrap().len() != 1 {
+            std::thread::yield_now();
+        }
+        let waiting: Vec<_> = (0..3)
+            .map(|n| {
+                let write = scope.spawn(move || semantic.embed_texts_now(&[&format!("write {n}"), "its twin"]));
+                while semantic.turns.waiting() != [0, n + 1, 0] {
+                    std::thread::yield_now();
+                }
+                write
+            })
+            .collect();
+        release.send(()).unwrap();
+        assert!(running.join().unwrap().is_some());
+        for (n, write) in waiting.into_iter().enumerate() {
+            let (model_id, vectors) = write.join().unwrap().expect("each write gets its vectors");
+            assert_eq!(model_id, "held");
+            assert_eq!(vectors, [bag_of_words(&format!("write {n}")), bag_of_words("its twin")], "its own");
+        }
+    });
+    // One run for the write that held the model, one for the three that waited.
+    let log = model.log.lock().unwrap().clone();
+    assert_eq!(log.len(), 2, "{log:?}");
+    assert!(log[1].starts_with("write "), "{log:?}");
+    assert_eq!(semantic.turns.served(), [0, 2, 0]);
+}

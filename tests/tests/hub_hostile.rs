@@ -23,28 +23,9 @@ fn hub() -> TestPostgres {
     postgres
 }
 
-/// A daemon logging in to the hub as `member`, with more `[hub]` settings in `extra`.
+/// A daemon logging in to the hub as `name`, connected.
 fn member(postgres: &TestPostgres, name: &str, extra: &str) -> TestDaemon {
-    let home = tempfile::Builder::new().prefix("kh-").tempdir().expect("temp dir");
-    let password = home.path().join("hub.password");
-    std::fs::write(&password, format!("{name}-pw\n")).expect("password file");
-    std::fs::write(
-        home.path().join("config.toml"),
-        format!(
-            "[embedding]\nenabled = false\n[hub]\nurl = \"{}\"\npassword_file = \"{}\"\nteam = \"{TEAM}\"\npoll_seconds = 2\n{extra}",
-            postgres.url(name),
-            password.display()
-        ),
-    )
-    .expect("config");
-    let daemon = TestDaemon::start_in(home);
-    assert!(
-        within(Duration::from_secs(20), || hub_status(&daemon)["state"] == "connected").is_some(),
-        "{name} never connected: {}\n{}",
-        hub_status(&daemon),
-        daemon.log_text()
-    );
-    daemon
+    common::postgres::member_of(postgres, TEAM, name, extra)
 }
 
 fn hub_status(daemon: &TestDaemon) -> Value {
@@ -107,23 +88,12 @@ fn no_member_or_outsider_can_block_the_team_read_its_activity_or_speak_as_anothe
 
     // An outsider (carol, of team ops) holds every lock she can take, including the key the
     // old schema used; alice's share reaches bob all the same.
-    let port = postgres.port;
-    let holder = std::thread::spawn(move || {
-        std::process::Command::new(psql_bin())
-            .args([
-                "-X",
-                "-q",
-                "-A",
-                "-t",
-                "-c",
-                "BEGIN; SELECT pg_advisory_xact_lock(hashtext('knowhub.experiences'), hashtext('platform')); \
-                 LOCK TABLE knowhub.experiences IN ACCESS SHARE MODE; SELECT pg_sleep(6); COMMIT;",
-            ])
-            .arg(format!("host=127.0.0.1 port={port} user=carol dbname=postgres sslmode=require"))
-            .env("PGPASSWORD", "carol-pw")
-            .output()
-            .expect("psql runs")
-    });
+    let holder = in_background(
+        &postgres,
+        "carol",
+        "BEGIN; SELECT pg_advisory_xact_lock(hashtext('knowhub.experiences'), hashtext('platform')); \
+         LOCK TABLE knowhub.experiences IN ACCESS SHARE MODE; SELECT pg_sleep(6); COMMIT;",
+    );
     std::thread::sleep(Duration::from_millis(500));
     honest_share_arrives(&alice, &bob, "an outsider holding every lock it can take");
     let held = holder.join().expect("carol's session");
@@ -391,23 +361,7 @@ fn a_stalled_sync_and_a_removed_member_say_so_and_heal() {
 
     // Dave, a member, holds his team's lock open (a share in a transaction he does not end):
     // alice's push waits; her status says stalled, not connected, and kbctl status fails.
-    let port = postgres.port;
-    let holder = std::thread::spawn(move || {
-        std::process::Command::new(psql_bin())
-            .args([
-                "-X",
-                "-q",
-                "-c",
-                &format!(
-                    "BEGIN; SELECT knowhub.share('{TEAM}', 'HOLD', 'm', NULL, NULL, 'held', 'r', 'r', 3::smallint, NULL, NULL, 0, \
-                     extract(epoch FROM now()) * 1000, extract(epoch FROM now()) * 1000); SELECT pg_sleep(16); COMMIT;"
-                ),
-            ])
-            .arg(format!("host=127.0.0.1 port={port} user=dave dbname=postgres sslmode=require"))
-            .env("PGPASSWORD", "dave-pw")
-            .output()
-            .expect("psql runs")
-    });
+    let holder = dave_holds_the_lock(&postgres, "HOLD", 16);
     std::thread::sleep(Duration::from_millis(500));
     alice.submit("a share while dave holds the lock", "r", "r", 3);
     let stalled = within(Duration::from_secs(14), || hub_status(&alice)["state"] == "stalled");
@@ -425,22 +379,7 @@ fn a_stalled_sync_and_a_removed_member_say_so_and_heal() {
 
     // Held again, with a `hub.sync` waiting on the stalled round: SIGTERM stops alice at once,
     // not after the minute the call may wait.
-    let holder = std::thread::spawn(move || {
-        std::process::Command::new(psql_bin())
-            .args([
-                "-X",
-                "-q",
-                "-c",
-                &format!(
-                    "BEGIN; SELECT knowhub.share('{TEAM}', 'HOLD2', 'm', NULL, NULL, 'held again', 'r', 'r', 3::smallint, NULL, NULL, 0, \
-                     extract(epoch FROM now()) * 1000, extract(epoch FROM now()) * 1000); SELECT pg_sleep(12); COMMIT;"
-                ),
-            ])
-            .arg(format!("host=127.0.0.1 port={port} user=dave dbname=postgres sslmode=require"))
-            .env("PGPASSWORD", "dave-pw")
-            .output()
-            .expect("psql runs")
-    });
+    let holder = dave_holds_the_lock(&postgres, "HOLD2", 12);
     std::thread::sleep(Duration::from_millis(500));
     alice.submit("a second share while dave holds the lock", "r", "r", 3);
     let socket = alice.socket.clone();
@@ -465,6 +404,24 @@ fn a_stalled_sync_and_a_removed_member_say_so_and_heal() {
     });
     assert!(removed.is_some(), "{}", hub_status(&bob));
     assert_eq!(hub_status(&bob)["state"], "error");
+}
+
+/// `sql` run by `user` (password `<user>-pw`) on a thread: a session held open meanwhile.
+fn in_background(postgres: &TestPostgres, user: &str, sql: &str) -> std::thread::JoinHandle<std::process::Output> {
+    let mut command = postgres.psql_as(user, &format!("{user}-pw"), sql);
+    std::thread::spawn(move || command.output().expect("psql runs"))
+}
+
+/// Dave shares `id` in a transaction he keeps open for `seconds`: he holds his team's lock.
+fn dave_holds_the_lock(postgres: &TestPostgres, id: &str, seconds: u32) -> std::thread::JoinHandle<std::process::Output> {
+    in_background(
+        postgres,
+        "dave",
+        &format!(
+            "BEGIN; SELECT knowhub.share('{TEAM}', '{id}', 'm', NULL, NULL, 'held', 'r', 'r', 3::smallint, NULL, NULL, 0, \
+             extract(epoch FROM now()) * 1000, extract(epoch FROM now()) * 1000); SELECT pg_sleep({seconds}); COMMIT;"
+        ),
+    )
 }
 
 fn psql_bin() -> std::path::PathBuf {

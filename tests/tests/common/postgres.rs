@@ -47,6 +47,29 @@ pub fn init_hub(postgres: &TestPostgres, team: &str, members: &[&str]) -> String
     printed
 }
 
+/// A daemon of `team` logging in to the hub as `name` (password `<name>-pw`), with more
+/// `[hub]` settings in `extra`, once it says it is connected.
+pub fn member_of(postgres: &TestPostgres, team: &str, name: &str, extra: &str) -> super::TestDaemon {
+    let home = tempfile::Builder::new().prefix("kh-").tempdir().expect("temp dir");
+    let password = home.path().join("hub.password");
+    std::fs::write(&password, format!("{name}-pw\n")).expect("password file");
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "[embedding]\nenabled = false\n[hub]\nurl = \"{}\"\npassword_file = \"{}\"\nteam = \"{team}\"\npoll_seconds = 2\n{extra}",
+            postgres.url(name),
+            password.display()
+        ),
+    )
+    .expect("config");
+    let daemon = super::TestDaemon::start_in(home);
+    let connected = within(Duration::from_secs(20), || {
+        daemon.ok("status", serde_json::json!({}))["hub"]["state"] == "connected"
+    });
+    assert!(connected.is_some(), "{name} never connected: {}", daemon.log_text());
+    daemon
+}
+
 /// Polls `check` every 50 ms until it is true or `timeout` passes; how long it took.
 pub fn within(timeout: Duration, mut check: impl FnMut() -> bool) -> Option<Duration> {
     let started = Instant::now();

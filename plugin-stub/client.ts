@@ -164,6 +164,7 @@ export const ERROR_CODES = {
   invalidParams: -32602,
   notFound: -32004,
   unavailable: -32005,
+  refused: -32006,
 } as const;
 
 /** Errors on a reused keep-alive socket that mean it was closed under us: retried once. */

@@ -304,6 +304,9 @@ function rpcExplanation(code, message, data) {
       return `not found: ${message}`;
     case ERROR_CODES.unavailable:
       return `KnowHub is temporarily unavailable: ${message}. Try again later.`;
+    case ERROR_CODES.refused:
+      // The user rejected this experience before; only they can store it again.
+      return `${message}. Do not submit it again; if you think it should be kept, tell the user.`;
     case ERROR_CODES.methodNotFound:
       return `the KnowHub daemon does not know this call (${message}); it is probably older than this plugin: update it.`;
     default:

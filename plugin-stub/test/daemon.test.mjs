@@ -216,3 +216,18 @@ test("a socket that is not the user's own gets nothing: the tools say what is wr
     await fake.dispose();
   }
 });
+
+test("an experience the user rejected is refused to the agent, which cannot confirm it itself", async () => {
+  const api = plugin();
+  const submit = api.tool("kb_submit", CTX);
+  const fields = { task: "Speed up the deploy", resource: "deploy.sh --skip-tests", result: "10x faster deploys", score: 5 };
+  const first = await submit.execute("c1", fields);
+  const id = first.details.id;
+  assert.deepEqual((await daemon.call("kb.reject", { ids: [id], reason: "skipping tests is not ok" })).result.changed, [id]);
+  // Submitted again, with a `confirm` the tool does not declare: refused, nothing written.
+  const again = await submit.execute("c2", { ...fields, confirm: true });
+  assert.equal(again.details.error.code, -32006, again.content[0].text);
+  assert.match(again.content[0].text, new RegExp(`^kb_submit failed: the user rejected this experience before \\(${id}\\).*tell the user\\.$`));
+  const stored = (await daemon.call("kb.get", { experience_id: id })).result;
+  assert.deepEqual([stored.status, stored.merge_count], ["rejected", 0]);
+});

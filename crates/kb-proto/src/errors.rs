@@ -16,6 +16,9 @@ pub enum ErrorCode {
     NotFound,
     /// The daemon cannot serve this now (shutting down); retrying later may work.
     Unavailable,
+    /// The user decided against this before (a submit of an experience they rejected);
+    /// `data.experience_id` names it. Only the user can override it (`confirm`).
+    Refused,
 }
 
 impl ErrorCode {
@@ -27,6 +30,7 @@ impl ErrorCode {
             ErrorCode::Internal => -32603,
             ErrorCode::NotFound => -32004,
             ErrorCode::Unavailable => -32005,
+            ErrorCode::Refused => -32006,
         }
     }
 
@@ -38,6 +42,7 @@ impl ErrorCode {
             ErrorCode::Internal,
             ErrorCode::NotFound,
             ErrorCode::Unavailable,
+            ErrorCode::Refused,
         ]
         .into_iter()
         .find(|known| known.code() == code)

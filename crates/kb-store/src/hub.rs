@@ -630,7 +630,7 @@ fn apply_one(
         Some(id) if !local_exists(id.as_str())? => Some(id),
         _ => None,
     };
-    let write = WriteItem { gated, vector: None, similar_to: None, carried: &[], id: id.as_ref() };
+    let write = WriteItem { id: id.as_ref(), ..WriteItem::plain(gated) };
     let outcome = write_in(tx, seq, &[write], now_ms)?.pop().expect("one outcome per item");
     record_origin(outcome.id.as_str(), outcome.merged, None)?;
     if outcome.merged {

@@ -25,4 +25,4 @@ pub use migrations::SCHEMA_VERSION;
 pub use read::{Changes, Counts, ExportRow, IndexRow, ListFilter, StoredContent, Variant};
 pub use store::Store;
 pub use vectors::{EmbeddingSource, VectorChanges, VectorRow};
-pub use write::{KeptApart, VectorRef, WriteItem, WriteOutcome};
+pub use write::{KeptApart, OnRejected, VectorRef, WriteItem, WriteOutcome};

@@ -27,6 +27,21 @@ pub struct WriteOutcome {
     /// Set when a near-identical experience was found but the two say different things
     /// (`kb_core::sameness`): this one was stored on its own, and this says why.
     pub kept_apart: Option<KeptApart>,
+    /// Set when it is a duplicate of an experience the user rejected and the item said
+    /// [`OnRejected::Refuse`]: nothing was written, `id` names the rejected experience.
+    pub refused: bool,
+}
+
+/// What a write does when its duplicate is an experience the user rejected.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OnRejected {
+    /// Merge into it as into any duplicate: it stays rejected (imports, approvals, the hub).
+    #[default]
+    Merge,
+    /// Write nothing and report it (`WriteOutcome::refused`): a submit the user did not confirm.
+    Refuse,
+    /// Merge into it and give it the item's status again: the user confirmed the submit.
+    Revive,
 }
 
 /// A near-identical experience that a new one did not merge into, and why.
@@ -65,11 +80,13 @@ pub struct WriteItem<'a> {
     /// The id to store the item under when it is inserted (an approved proposal keeps its
     /// id); a new one when `None`.
     pub id: Option<&'a ExperienceId>,
+    /// What to do when the duplicate it would merge into was rejected by the user.
+    pub on_rejected: OnRejected,
 }
 
 impl<'a> WriteItem<'a> {
     pub fn plain(gated: &'a Gated) -> WriteItem<'a> {
-        WriteItem { gated, vector: None, similar_to: None, carried: &[], id: None }
+        WriteItem { gated, vector: None, similar_to: None, carried: &[], id: None, on_rejected: OnRejected::Merge }
     }
 }
 
@@ -216,6 +233,17 @@ pub(crate) fn write_in(
                  score = max(score, ?3), seq = CASE WHEN ?4 THEN ?5 ELSE seq END WHERE id = ?1",
         )
         .doing("preparing the merge")?;
+    // A rejected proposal is stored under a key of its own (`proposal:…`); the key its text
+    // would have is in `proposals`.
+    let mut find_rejected_proposal = tx
+        .prepare_cached(&format!(
+            "SELECT {TARGET_COLUMNS} JOIN proposals p ON p.experience_id = e.id \
+             WHERE p.dedup_key = ?1 AND e.status = 'rejected' LIMIT 1"
+        ))
+        .doing("preparing the rejected proposal lookup")?;
+    let mut set_status = tx
+        .prepare_cached("UPDATE experiences SET status = ?2, dedup_key = ?3 WHERE id = ?1")
+        .doing("preparing the status update")?;
     let mut find_similar =
         tx.prepare_cached(&format!("SELECT {TARGET_COLUMNS} WHERE e.id = ?1")).doing("preparing the similar lookup")?;
     let mut insert_vector = tx
@@ -254,6 +282,12 @@ pub(crate) fn write_in(
         let mut kept_apart = None;
         let mut duplicate =
             find_duplicate.query_row([&gated.dedup_key], merge_target).optional().doing("looking up duplicates")?;
+        if duplicate.is_none() && item.on_rejected != OnRejected::Merge {
+            duplicate = find_rejected_proposal
+                .query_row([&gated.dedup_key], merge_target)
+                .optional()
+                .doing("looking up rejected proposals")?;
+        }
         if let (None, Some((similar_id, score))) = (&duplicate, item.similar_to) {
             let target =
                 find_similar.query_row([similar_id], merge_target).optional().doing("looking up duplicates")?;
@@ -272,16 +306,37 @@ pub(crate) fn write_in(
                 }
             }
         }
+        if let Some(target) = duplicate.as_ref().filter(|target| target.status == Status::Rejected.as_str())
+            && item.on_rejected == OnRejected::Refuse
+        {
+            outcomes.push(WriteOutcome {
+                id: ExperienceId::from_stored(target.id.clone()),
+                status: Status::Rejected,
+                merged: false,
+                similar: similarity.is_some(),
+                variant_kept: false,
+                kept_apart: None,
+                refused: true,
+            });
+            continue;
+        }
         match duplicate {
             Some(target) => {
+                let revive = item.on_rejected == OnRejected::Revive && target.status == Status::Rejected.as_str();
                 let adds_content = target.content.is_none() && new.content.is_some();
-                let derived_change = i64::from(gated.score) > target.score || adds_content;
+                let derived_change = i64::from(gated.score) > target.score || adds_content || revive;
                 if derived_change {
                     *seq += 1;
                 }
                 merge
                     .execute(params![target.id, now_ms, i64::from(gated.score), derived_change, *seq as i64])
                     .doing("merging a duplicate")?;
+                if revive {
+                    // A revived proposal takes the key its text has, as a submit would.
+                    set_status
+                        .execute(params![target.id, gated.status.as_str(), gated.dedup_key])
+                        .doing("making a rejected experience active again")?;
+                }
                 if adds_content {
                     insert_content
                         .execute(params![target.id, new.content, content_type_of(gated)])
@@ -314,10 +369,14 @@ pub(crate) fn write_in(
                         ])
                         .doing("keeping a variant")?;
                 }
-                let status = Status::parse(&target.status).ok_or_else(|| Error::Malformed {
-                    id: target.id.clone(),
-                    reason: format!("unknown status {:?}", target.status),
-                })?;
+                let status = if revive {
+                    gated.status
+                } else {
+                    Status::parse(&target.status).ok_or_else(|| Error::Malformed {
+                        id: target.id.clone(),
+                        reason: format!("unknown status {:?}", target.status),
+                    })?
+                };
                 outcomes.push(WriteOutcome {
                     id: ExperienceId::from_stored(target.id),
                     status,
@@ -325,6 +384,7 @@ pub(crate) fn write_in(
                     similar: similarity.is_some(),
                     variant_kept: brings_something,
                     kept_apart: None,
+                    refused: false,
                 });
             }
             None => {
@@ -366,6 +426,7 @@ pub(crate) fn write_in(
                     similar: false,
                     variant_kept: false,
                     kept_apart,
+                    refused: false,
                 });
             }
         }

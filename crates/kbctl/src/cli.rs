@@ -105,6 +105,10 @@ pub enum Command {
         agent_id: Option<String>,
         #[arg(long)]
         submitted_by: Option<String>,
+        /// Store it even though you rejected the same experience before: it becomes active
+        /// again. Without this such a submit is refused, naming the rejected experience.
+        #[arg(long)]
+        confirm: bool,
     },
     /// Show one experience, with its detailed content.
     Show { id: String },

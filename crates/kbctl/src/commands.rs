@@ -49,6 +49,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             content_type,
             agent_id,
             submitted_by,
+            confirm,
         } => {
             let params = SubmitParams {
                 task,
@@ -61,6 +62,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 submitted_by,
                 session_key: None,
                 source: Some("cli".to_owned()),
+                confirm,
             };
             store::submit(&mut client, params, content_file.as_deref(), json).await
         }

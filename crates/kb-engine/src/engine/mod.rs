@@ -52,6 +52,9 @@ pub enum EngineError {
     NotFound(String),
     #[error("{0}")]
     Unavailable(String),
+    /// The user decided against this before: `id` is the experience they rejected.
+    #[error("{message}")]
+    Refused { id: String, message: String },
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
 }

@@ -5,7 +5,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use kb_core::redact::Redaction;
 use kb_core::{NewExperience, Source, Status};
-use kb_store::{Store, VectorRef, WriteItem};
+use kb_store::{OnRejected, Store, VectorRef, WriteItem};
 
 use crate::semantic::{self};
 
@@ -79,6 +79,8 @@ pub(super) struct PendingSubmit {
     /// A possible near-duplicate with no vector yet (committed without one moments ago), with
     /// its similarity to this submit, worked out before the commit.
     twin: Option<kb_embed::Hit>,
+    /// Refuse, or revive when the user confirmed, a duplicate of a rejected experience.
+    on_rejected: OnRejected,
     state: Mutex<SubmitState>,
     /// Notified when `state` becomes `Done`.
     settled: Condvar,
@@ -186,7 +188,20 @@ impl Engine {
     /// before it). The others wait for their writer to settle them. Every answer waits for its
     /// experience to be durable in the store and searchable. Measured with 50 clients: the
     /// index commit costs several times the store's, so it must not hold the writer.
+    ///
+    /// A submit of an experience the user rejected is refused ([`EngineError::Refused`]),
+    /// nothing written: a rejection sticks. [`Engine::submit_confirmed`] is the user's override.
     pub fn submit(&self, new: NewExperience) -> EngineResult<Submitted> {
+        self.submit_with(new, OnRejected::Refuse)
+    }
+
+    /// Stores one experience the user confirmed: when it is one they rejected before, it is
+    /// merged into that one, which becomes active again (or held, when the gate holds it).
+    pub fn submit_confirmed(&self, new: NewExperience) -> EngineResult<Submitted> {
+        self.submit_with(new, OnRejected::Revive)
+    }
+
+    fn submit_with(&self, new: NewExperience, on_rejected: OnRejected) -> EngineResult<Submitted> {
         let gated = kb_core::gate(new, &self.policy)?;
         let redactions = gated.redactions.clone();
         let flags = gated.flags.clone();
@@ -195,6 +210,7 @@ impl Engine {
             gated,
             vector,
             twin,
+            on_rejected,
             state: Mutex::new(SubmitState::Queued),
             settled: Condvar::new(),
         });
@@ -237,6 +253,16 @@ impl Engine {
         };
         drop(state);
         let (outcome, similarity) = done.map_err(|error| EngineError::Internal(anyhow::anyhow!(error)))?;
+        if outcome.refused {
+            return Err(EngineError::Refused {
+                message: format!(
+                    "the user rejected this experience before ({}): it was not stored; \
+                     only the user can store it again (`kbctl submit --confirm`)",
+                    outcome.id
+                ),
+                id: outcome.id.to_string(),
+            });
+        }
         Ok(Submitted {
             id: outcome.id.to_string(),
             status: outcome.status,
@@ -401,6 +427,7 @@ impl Engine {
                 similar_to: similar.as_ref().map(|hit| (hit.id.as_str(), hit.score)),
                 carried: &[],
                 id: None,
+                on_rejected: pending.on_rejected,
             })
             .collect();
         let (outcomes, _) = store.write_items(&items, now_ms()).map_err(|error| {
@@ -412,7 +439,7 @@ impl Engine {
         let deferred: Vec<String> = batch
             .iter()
             .zip(&outcomes)
-            .filter(|(pending, outcome)| pending.vector.is_none() && !outcome.merged)
+            .filter(|(pending, outcome)| pending.vector.is_none() && !outcome.merged && !outcome.refused)
             .map(|(_, outcome)| outcome.id.to_string())
             .collect();
         if !deferred.is_empty() {

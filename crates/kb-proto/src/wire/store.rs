@@ -29,6 +29,11 @@ pub struct SubmitParams {
     /// tool, extraction, import or cli; defaults to tool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// Store it even if the user rejected the same experience before (it becomes active again).
+    /// Without it such a submit is refused (`ErrorCode::Refused`). Only the user sets it: the
+    /// agents' tool never does.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub confirm: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -59,6 +59,9 @@ fn to_rpc_error(engine: &Engine, error: EngineError) -> ErrorObjectOwned {
         EngineError::Unavailable(message) => {
             ErrorObjectOwned::owned(ErrorCode::Unavailable.code(), message, None::<()>)
         }
+        EngineError::Refused { id, message } => {
+            ErrorObjectOwned::owned(ErrorCode::Refused.code(), message, Some(serde_json::json!({"experience_id": id})))
+        }
         EngineError::Internal(error) => {
             let message = format!("internal error: {error:#}");
             tracing::error!("{message}");

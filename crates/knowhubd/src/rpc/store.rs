@@ -24,8 +24,10 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
             let engine = &app.engine;
             let started = Instant::now();
             let params: wire::SubmitParams = parse(&params)?;
+            let confirm = params.confirm;
             let new = new_experience(params)?;
-            let submitted = engine.submit(new).map_err(|error| to_rpc_error(engine, error))?;
+            let submitted = if confirm { engine.submit_confirmed(new) } else { engine.submit(new) }
+                .map_err(|error| to_rpc_error(engine, error))?;
             // The store takes writes again: an internal error of an earlier request has healed.
             engine.last_error.clear(Cause::Request);
             engine.submit_latency.record(started.elapsed());

@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::postgres::{TestPostgres, within};
+use common::postgres::{TestPostgres, hub_daemon, hub_status, within};
 use common::{TestDaemon, ids_of, stdout};
 use serde_json::{Value, json};
 
@@ -18,19 +18,7 @@ fn init_hub(postgres: &TestPostgres, members: &[&str]) -> String {
 
 /// A daemon whose `[hub]` logs in as `member`, in `privacy` mode.
 fn member_daemon(postgres: &TestPostgres, member: &str, privacy: &str) -> TestDaemon {
-    let home = tempfile::Builder::new().prefix("kh-").tempdir().expect("temp dir");
-    let password = home.path().join("hub.password");
-    std::fs::write(&password, format!("{member}-pw\n")).expect("password file");
-    std::fs::write(
-        home.path().join("config.toml"),
-        format!(
-            "[embedding]\nenabled = false\n[privacy]\nmode = \"{privacy}\"\n[hub]\nurl = \"{}\"\npassword_file = \"{}\"\nteam = \"{TEAM}\"\npoll_seconds = 2\n",
-            postgres.url(member),
-            password.display()
-        ),
-    )
-    .expect("config");
-    TestDaemon::start_in(home)
+    hub_daemon(TEAM, &postgres.url(member), &format!("{member}-pw"), &format!("[privacy]\nmode = \"{privacy}\"\n"))
 }
 
 fn search(daemon: &TestDaemon, query: &str, origin: Option<&str>) -> Vec<String> {
@@ -39,10 +27,6 @@ fn search(daemon: &TestDaemon, query: &str, origin: Option<&str>) -> Vec<String>
         params["origin"] = json!(origin);
     }
     ids_of(&daemon.ok("kb.search", params))
-}
-
-fn hub_status(daemon: &TestDaemon) -> Value {
-    daemon.ok("status", json!({}))["hub"].clone()
 }
 
 fn finds(daemon: &TestDaemon, query: &str, task: &str) -> bool {
@@ -201,23 +185,6 @@ fn teammates_find_each_others_experiences_and_the_hub_holds_only_what_may_be_sha
     assert!(within(Duration::from_secs(4), || finds(&bob, "terraform provider versions", late_task)).is_none());
 }
 
-/// `member_daemon` with more `[hub]` settings.
-fn member_daemon_with(postgres: &TestPostgres, member: &str, password: &str, url: &str, extra: &str) -> TestDaemon {
-    let home = tempfile::Builder::new().prefix("kh-").tempdir().expect("temp dir");
-    let password_file = home.path().join("hub.password");
-    std::fs::write(&password_file, format!("{password}\n")).expect("password file");
-    std::fs::write(
-        home.path().join("config.toml"),
-        format!(
-            "[embedding]\nenabled = false\n[hub]\nurl = \"{url}\"\npassword_file = \"{}\"\nteam = \"{TEAM}\"\npoll_seconds = 2\n{extra}",
-            password_file.display()
-        ),
-    )
-    .expect("config");
-    let _ = (postgres, member);
-    TestDaemon::start_in(home)
-}
-
 fn hub_rows(postgres: &TestPostgres, author: &str) -> (u64, u64) {
     let counts = postgres.sql(&format!(
         "SELECT count(*) || '|' || count(DISTINCT id) FROM knowhub.experiences WHERE author = '{author}' AND NOT deleted"
@@ -244,8 +211,8 @@ fn a_hub_outage_and_a_killed_daemon_lose_nothing_and_double_nothing() {
     let postgres = TestPostgres::start();
     init_hub(&postgres, &["alice", "bob"]);
     // Small batches, so that a push takes many transactions and SIGKILL lands in the middle.
-    let mut alice = member_daemon_with(&postgres, "alice", "alice-pw", &postgres.url("alice"), "batch = 10\n");
-    let bob = member_daemon_with(&postgres, "bob", "bob-pw", &postgres.url("bob"), "");
+    let mut alice = hub_daemon(TEAM, &postgres.url("alice"), "alice-pw", "batch = 10\n");
+    let bob = hub_daemon(TEAM, &postgres.url("bob"), "bob-pw", "");
     assert!(within(Duration::from_secs(20), || hub_status(&alice)["state"] == "connected").is_some());
 
     // The hub goes down; A goes on submitting and searching.
@@ -305,14 +272,14 @@ fn a_hub_outage_and_a_killed_daemon_lose_nothing_and_double_nothing() {
 fn a_wrong_password_or_an_untrusted_server_is_named_in_status_and_local_work_goes_on() {
     let postgres = TestPostgres::start();
     init_hub(&postgres, &["alice"]);
-    let wrong_password = member_daemon_with(&postgres, "alice", "not-her-password", &postgres.url("alice"), "");
+    let wrong_password = hub_daemon(TEAM, &postgres.url("alice"), "not-her-password", "");
     let other_ca = common::postgres::make_ca(postgres.dir.path(), "other-ca");
     let untrusted_url = format!(
         "postgresql://alice@127.0.0.1:{}/postgres?sslmode=verify-full&sslrootcert={}",
         postgres.port,
         other_ca.display()
     );
-    let untrusted = member_daemon_with(&postgres, "alice", "alice-pw", &untrusted_url, "");
+    let untrusted = hub_daemon(TEAM, &untrusted_url, "alice-pw", "");
     for (daemon, expected) in [(&wrong_password, "password authentication failed"), (&untrusted, "certificate")] {
         let status = within(Duration::from_secs(20), || {
             hub_status(daemon)["last_error"]["message"].as_str().is_some_and(|message| message.contains(expected))

@@ -7,9 +7,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::postgres::{TestPostgres, init_hub, member_of, within};
-use common::{TestDaemon, stdout};
-use serde_json::{Value, json};
+use common::postgres::{TestPostgres, hub_status, init_hub, member_of, within};
+use common::stdout;
+use serde_json::json;
 
 const TEAM: &str = "platform";
 const ROWS: usize = 1_000;
@@ -106,10 +106,6 @@ fn row(random: &mut Random, n: usize) -> Row {
         "('{TEAM}', {row_id}, 'dave', {machine}, {task}, {resource}, {result}, {score}, {content}, {created}, now(), {merge_count}, {deleted}, HUB_SEQ)"
     );
     Row { id, values, defect }
-}
-
-fn hub_status(daemon: &TestDaemon) -> Value {
-    daemon.ok("status", json!({}))["hub"].clone()
 }
 
 #[test]

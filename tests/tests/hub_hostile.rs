@@ -7,7 +7,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::postgres::{TestPostgres, init_hub, within};
+use common::postgres::{TestPostgres, hub_status, init_hub, within};
 use common::{TestDaemon, stdout};
 use serde_json::{Value, json};
 
@@ -26,10 +26,6 @@ fn hub() -> TestPostgres {
 /// A daemon logging in to the hub as `name`, connected.
 fn member(postgres: &TestPostgres, name: &str, extra: &str) -> TestDaemon {
     common::postgres::member_of(postgres, TEAM, name, extra)
-}
-
-fn hub_status(daemon: &TestDaemon) -> Value {
-    daemon.ok("status", json!({}))["hub"].clone()
 }
 
 fn finds(daemon: &TestDaemon, query: &str, task: &str) -> Option<String> {

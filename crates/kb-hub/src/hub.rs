@@ -43,6 +43,9 @@ pub struct Pulled {
     pub own: bool,
     /// What the row says; `machine`, `submitted_by` and `agent_id` are the author's claims.
     pub shared: Shared,
+    /// Bytes of text the row brought, as the hub measured them (`octet_length`); 0 for a
+    /// tombstone or an own change, which bring none.
+    pub bytes: u64,
 }
 
 /// A row of the team that could not be read as an experience: a value out of range, NULL
@@ -62,8 +65,6 @@ pub struct Page {
     pub skipped: Vec<Skipped>,
     /// The hub sequence number the page reaches: the next pull starts after it.
     pub up_to: Option<i64>,
-    /// Bytes of text the page carried.
-    pub bytes: u64,
 }
 
 /// Bounds on what one pull brings into memory.
@@ -356,10 +357,7 @@ fn page(mut rows: postgres::RowIter<'_>, limits: PullLimits) -> std::result::Res
         let Ok(cursor) = row.try_get::<_, i64>(0) else { continue };
         page.up_to = Some(page.up_to.map_or(cursor, |up_to: i64| up_to.max(cursor)));
         match decode(&row, cursor, limits.row_bytes) {
-            Ok((pulled, bytes)) => {
-                page.bytes += bytes;
-                page.rows.push(pulled);
-            }
+            Ok(pulled) => page.rows.push(pulled),
             Err(skipped) => page.skipped.push(skipped),
         }
     }
@@ -372,9 +370,8 @@ fn is_channel_name(channel: &str) -> bool {
         && channel.strip_prefix("knowhub_").is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
-/// One row of [`PULL`] as a change, or why it cannot be one. Also returns the bytes of text
-/// it carried.
-fn decode(row: &postgres::Row, cursor: i64, row_bytes: i64) -> std::result::Result<(Pulled, u64), Skipped> {
+/// One row of [`PULL`] as a change, or why it cannot be one.
+fn decode(row: &postgres::Row, cursor: i64, row_bytes: i64) -> std::result::Result<Pulled, Skipped> {
     let text = |index: usize| -> Option<String> { row.try_get::<_, Option<String>>(index).ok().flatten() };
     let author = text(4);
     let id = text(5);
@@ -421,7 +418,7 @@ fn decode(row: &postgres::Row, cursor: i64, row_bytes: i64) -> std::result::Resu
             created_at_ms: 0,
             updated_at_ms: 0,
         };
-        return Ok((Pulled { hub_seq: cursor, author: author_text, deleted, own, shared }, 0));
+        return Ok(Pulled { hub_seq: cursor, author: author_text, deleted, own, shared, bytes: 0 });
     }
     if score.fract() != 0.0 || !(1.0..=5.0).contains(&score) {
         return Err(skip(format!("score {score} is not one of 1 to 5")));
@@ -455,7 +452,7 @@ fn decode(row: &postgres::Row, cursor: i64, row_bytes: i64) -> std::result::Resu
         created_at_ms,
         updated_at_ms,
     };
-    Ok((Pulled { hub_seq: cursor, author: author_text, deleted, own, shared }, size.max(0) as u64))
+    Ok(Pulled { hub_seq: cursor, author: author_text, deleted, own, shared, bytes: size.max(0) as u64 })
 }
 
 /// Runs one change in `client` (the push's transaction, or a savepoint in it).

@@ -47,27 +47,35 @@ pub fn init_hub(postgres: &TestPostgres, team: &str, members: &[&str]) -> String
     printed
 }
 
-/// A daemon of `team` logging in to the hub as `name` (password `<name>-pw`), with more
-/// `[hub]` settings in `extra`, once it says it is connected.
-pub fn member_of(postgres: &TestPostgres, team: &str, name: &str, extra: &str) -> super::TestDaemon {
+/// A daemon of `team` logging in to the hub at `url` with `password`, with more `[hub]`
+/// settings in `extra`; started, not waited for.
+pub fn hub_daemon(team: &str, url: &str, password: &str, extra: &str) -> super::TestDaemon {
     let home = tempfile::Builder::new().prefix("kh-").tempdir().expect("temp dir");
-    let password = home.path().join("hub.password");
-    std::fs::write(&password, format!("{name}-pw\n")).expect("password file");
+    let password_file = home.path().join("hub.password");
+    std::fs::write(&password_file, format!("{password}\n")).expect("password file");
     std::fs::write(
         home.path().join("config.toml"),
         format!(
-            "[embedding]\nenabled = false\n[hub]\nurl = \"{}\"\npassword_file = \"{}\"\nteam = \"{team}\"\npoll_seconds = 2\n{extra}",
-            postgres.url(name),
-            password.display()
+            "[embedding]\nenabled = false\n[hub]\nurl = \"{url}\"\npassword_file = \"{}\"\nteam = \"{team}\"\npoll_seconds = 2\n{extra}",
+            password_file.display()
         ),
     )
     .expect("config");
-    let daemon = super::TestDaemon::start_in(home);
-    let connected = within(Duration::from_secs(20), || {
-        daemon.ok("status", serde_json::json!({}))["hub"]["state"] == "connected"
-    });
+    super::TestDaemon::start_in(home)
+}
+
+/// A daemon of `team` logging in to the hub as `name` (password `<name>-pw`), with more
+/// `[hub]` settings in `extra`, once it says it is connected.
+pub fn member_of(postgres: &TestPostgres, team: &str, name: &str, extra: &str) -> super::TestDaemon {
+    let daemon = hub_daemon(team, &postgres.url(name), &format!("{name}-pw"), extra);
+    let connected = within(Duration::from_secs(20), || hub_status(&daemon)["state"] == "connected");
     assert!(connected.is_some(), "{name} never connected: {}", daemon.log_text());
     daemon
+}
+
+/// The hub's part of a daemon's `status`.
+pub fn hub_status(daemon: &super::TestDaemon) -> serde_json::Value {
+    daemon.ok("status", serde_json::json!({}))["hub"].clone()
 }
 
 /// Polls `check` every 50 ms until it is true or `timeout` passes; how long it took.

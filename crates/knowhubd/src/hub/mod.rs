@@ -329,7 +329,7 @@ pub fn status(engine: &Engine, hub_sync: &HubSync) -> Result<wire::HubStatus, kb
     let on = config.url.is_some();
     // Stalled: nothing completed for a few poll intervals (a hub that hangs, a lock held, a
     // thread that died), said with since when.
-    let stalled_since = (on && state.connection != "")
+    let stalled_since = (on && !state.connection.is_empty())
         .then(|| state.last_sync.or(state.started))
         .flatten()
         .filter(|since| since.elapsed().is_ok_and(|elapsed| elapsed > stall_after(config)));

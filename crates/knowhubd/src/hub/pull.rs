@@ -75,16 +75,6 @@ fn release_held(
     apply(engine, hub_sync, reader, settings, page, None, keys)
 }
 
-/// The bytes of text a pulled row brings.
-fn size_of(row: &Pulled) -> u64 {
-    let shared = &row.shared;
-    [&shared.task, &shared.resource, &shared.result].iter().map(|text| text.len() as u64).sum::<u64>()
-        + [&shared.content, &shared.submitted_by, &shared.agent_id, &shared.content_type]
-            .iter()
-            .map(|text| text.as_ref().map_or(0, |text| text.len() as u64))
-            .sum::<u64>()
-}
-
 /// A row as this daemon would write it: the author's identity, the row's claims as theirs.
 /// Takes the row's text (a page holds one copy of it).
 fn proposed(row: &mut Pulled) -> NewExperience {
@@ -151,7 +141,7 @@ fn apply(
             take.push(!row.own);
             continue;
         }
-        let bytes = size_of(row);
+        let bytes = row.bytes;
         let used = match used.get_mut(&row.author) {
             Some(used) => used,
             None => used.entry(row.author.clone()).or_insert(reader.hub_quota_used(&row.author, now)?),

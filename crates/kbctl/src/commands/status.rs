@@ -32,6 +32,14 @@ pub(super) async fn status(client: &mut Client, json: bool) -> anyhow::Result<Ex
         )),
         Some(_) => None,
     };
+    let identity_problem = match identity_problem {
+        // The check the plugin makes on every connection, made here too: a key file that
+        // was changed or loosened since the daemon wrote it shows here, not only in OpenClaw.
+        None => {
+            client.prove().await.err().map(|error| format!("the OpenClaw plugin would refuse this daemon: {error}"))
+        }
+        problem => problem,
+    };
     if let Some(problem) = &identity_problem {
         problems.push(problem.clone());
     }

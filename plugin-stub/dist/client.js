@@ -5,12 +5,18 @@
 // The client tracks whether the daemon answers: it warns once when the daemon goes away (not
 // once per call), says so once when it is back, and reconnects by itself because every call
 // simply tries again. Before every call it checks that the socket is the user's own (owner and
-// private directory), so a socket another user planted gets nothing.
+// private directory), and every new connection must first prove that the daemon on it is the
+// user's own (proof.ts: it can read a key only the user can read), so a socket another user
+// planted, or another user's listener behind a socket file that passes those checks, gets
+// nothing but a random nonce.
 
 import { lstatSync, statSync } from "node:fs";
 import http from "node:http";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+
+import { PROVE_METHOD, ProofFailure, ProofTimeout, proveConnection } from "./proof.js";
 
 /** The socket's file name inside its directory, as in crates/kb-proto/src/paths.rs. */
 const SOCKET_FILE_NAME = "knowhubd.sock";
@@ -67,18 +73,22 @@ export class UnreachableError extends Error {
   }
 }
 
+/** What to do about a socket whose files are wrong, and about a daemon that did not prove itself. */
+const FIX_FILES = "If it is yours, fix it (the directory must be yours and 0700, the socket yours) or restart knowhubd, which creates it so";
+const FIX_PROOF =
+  "If it is yours, restart knowhubd, which writes a new key at each start (`kbctl status` says whether it could), " +
+  "and upgrade it if it is older than this plugin";
+
 /**
  * The socket is not the user's own: its directory or the socket belongs to another user, or
- * the directory is open to others. Nothing was sent.
+ * the directory is open to others, or the process listening did not prove that it is the
+ * user's daemon. Nothing was sent (beyond the proof's random nonce).
  */
 export class UntrustedSocketError extends Error {
   kind = "untrusted";
   socketPath;
-  constructor(socketPath, why) {
-    super(
-      `refusing to talk to ${socketPath}: ${why}; it may be another user's fake daemon. ` +
-        "If it is yours, fix it (the directory must be yours and 0700, the socket yours) or restart knowhubd, which creates it so",
-    );
+  constructor(socketPath, why, fix = FIX_FILES) {
+    super(`refusing to talk to ${socketPath}: ${why}; it may be another user's fake daemon. ${fix}`);
     this.name = "UntrustedSocketError";
     this.socketPath = socketPath;
   }
@@ -88,16 +98,18 @@ export class UntrustedSocketError extends Error {
  * Checks that `socketPath` is the user's own before anything is sent to it: its directory
  * belongs to `uid` and is closed to group and others (0700), and the socket is a socket that
  * belongs to `uid`. Throws UntrustedSocketError when not; UnreachableError when there is no
- * socket (the daemon is not running). No check where there are no uids (Windows).
+ * socket (the daemon is not running). No check where there are no uids (Windows). Returns the
+ * socket file's identity (device, inode, change time): when it changes, the file was replaced.
+ * These checks cannot tell whose process listens; the proof on each connection does.
  */
 export function verifySocket(socketPath, uid = process.getuid?.()) {
-  if (uid === undefined) return;
+  if (uid === undefined) return undefined;
   const dir = path.dirname(socketPath);
   let dirStat;
   let socketStat;
   try {
     dirStat = statSync(dir);
-    socketStat = lstatSync(socketPath);
+    socketStat = lstatSync(socketPath, { bigint: true });
   } catch (error) {
     throw new UnreachableError(socketPath, error);
   }
@@ -112,10 +124,45 @@ export function verifySocket(socketPath, uid = process.getuid?.()) {
     );
   }
   if (!socketStat.isSocket()) throw new UntrustedSocketError(socketPath, "it is not a socket");
-  if (socketStat.uid !== uid) {
+  if (socketStat.uid !== BigInt(uid)) {
     throw new UntrustedSocketError(socketPath, `the socket belongs to uid ${socketStat.uid}, not to you (uid ${uid})`);
   }
+  return `${socketStat.dev}:${socketStat.ino}:${socketStat.ctimeNs}`;
 }
+
+/**
+ * A keep-alive agent whose every new connection proves the daemon before the HTTP client gets
+ * it (proof.ts). A request's `proofTimeoutMs` bounds the proof (its deadline, named after the
+ * call `proofFor`); a proof still running when the request gave up ends at its own.
+ */
+class ProvingAgent extends http.Agent {
+  createConnection(
+    options,
+    callback,
+  ) {
+    const socketPath = options.socketPath ?? options.path ?? "";
+    const timeoutMs = options.proofTimeoutMs ?? DEFAULT_PROOF_TIMEOUT_MS;
+    const socket = net.connect({ path: socketPath });
+    proveConnection(socket, socketPath, timeoutMs).then(
+      () => callback(null, socket),
+      (error) => {
+        socket.destroy();
+        if (error instanceof ProofFailure) {
+          callback(new UntrustedSocketError(socketPath, `the process listening there did not prove that it is your knowhubd: ${error.message}`, FIX_PROOF));
+        } else if (error instanceof ProofTimeout) {
+          // A listener that accepts and never answers is a hanging daemon: said as the call's.
+          callback(new DeadlineError(options.proofFor ?? PROVE_METHOD, error.timeoutMs, socketPath));
+        } else {
+          callback(error);
+        }
+      },
+    );
+    return undefined;
+  }
+}
+
+/** The longest a proof may take when the request names no deadline. */
+const DEFAULT_PROOF_TIMEOUT_MS = 5_000;
 
 /** The daemon accepted the call but did not answer in time. */
 export class DeadlineError extends Error {
@@ -169,6 +216,8 @@ export class KnowhubClient {
   maxInFlight;
   nextId = 1;
   health = "unknown";
+  /** The socket file's identity at the last call: connections to a replaced file are dropped. */
+  socketIdentity;
   inFlightNotifications = 0;
   /** Fire-and-forget events dropped because too many were in flight (a hanging daemon). */
   dropped = 0;
@@ -178,7 +227,7 @@ export class KnowhubClient {
     this.logger = options.logger;
     this.maxInFlight = options.maxInFlightNotifications ?? 64;
     // Idle keep-alive sockets are unref'd by the agent, so they never hold the process open.
-    this.agent = new http.Agent({ keepAlive: true, keepAliveMsecs: 10_000, maxFreeSockets: 8 });
+    this.agent = new ProvingAgent({ keepAlive: true, keepAliveMsecs: 10_000, maxFreeSockets: 8 });
   }
 
   /** Whether the last call reached the daemon. */
@@ -227,6 +276,12 @@ export class KnowhubClient {
   /** Closes pooled connections. The client stays usable: the next call opens a new one. */
   close() {
     this.agent.destroy();
+  }
+
+  dropIdleConnections() {
+    for (const sockets of Object.values(this.agent.freeSockets)) {
+      for (const socket of sockets ?? []) socket.destroy();
+    }
   }
 
   markUp() {
@@ -288,7 +343,13 @@ export class KnowhubClient {
         return;
       }
       try {
-        verifySocket(this.socketPath);
+        const identity = verifySocket(this.socketPath);
+        if (identity !== this.socketIdentity) {
+          // The file was replaced (a restarted daemon, or someone else's): idle connections
+          // lead to whatever listened before; new ones prove whoever listens now.
+          this.dropIdleConnections();
+          this.socketIdentity = identity;
+        }
       } catch (error) {
         reject(error);
         return;
@@ -299,6 +360,9 @@ export class KnowhubClient {
         method: "POST",
         path: "/",
         headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+        // Read by ProvingAgent when this request opens a connection.
+        proofTimeoutMs: options.timeoutMs,
+        proofFor: method,
       });
       const timer = setTimeout(() => {
         const error = new DeadlineError(method, options.timeoutMs, this.socketPath);
@@ -331,6 +395,11 @@ export class KnowhubClient {
       });
       req.on("error", (error) => {
         if (settled) return;
+        // Refused by the proof, or the proof timed out: nothing of this call was sent.
+        if (error instanceof UntrustedSocketError || error instanceof DeadlineError) {
+          finish(error);
+          return;
+        }
         const code = error.code ?? "";
         // A pooled connection the daemon closed (idle timeout, restart): try once on a new one.
         if (!retried && !gotResponse && req.reusedSocket && STALE_SOCKET_CODES.has(code)) {

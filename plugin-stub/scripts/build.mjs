@@ -9,7 +9,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-export const SOURCES = ["index.ts", "client.ts", "extraction.ts", "hooks.ts", "tools.ts", "ui.ts"];
+export const SOURCES = ["index.ts", "client.ts", "proof.ts", "extraction.ts", "hooks.ts", "tools.ts", "ui.ts"];
 /** The browser modules of the Control UI tab, and its stylesheet (openclaw.plugin.json `controlUi`). */
 export const BROWSER_SOURCES = ["ui/knowhub.ts", "ui/dom.ts", "ui/review.ts", "ui/search.ts", "ui/health.ts"];
 export const BROWSER_STYLES = ["ui/knowhub.css"];

@@ -1,13 +1,17 @@
 // The stub against the real knowhubd (target/debug/knowhubd) on a temp home: tools round-trip,
 // errors read clearly, a dead or hanging daemon costs a clear error or nothing, the stub
-// reconnects after a restart, and a socket that is not the user's own gets nothing.
+// reconnects after a restart, a socket that is not the user's own gets nothing, and the daemon
+// proves itself with the key it writes at each start.
 
 import assert from "node:assert/strict";
-import { chmodSync, chownSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { chmodSync, chownSync, existsSync, lstatSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import path from "node:path";
 import { after, before, test } from "node:test";
 
 import { register } from "../index.ts";
-import { Daemon, RecordingServer, fakeApi, sleep, timed } from "./helpers.mjs";
+import { Daemon, RecordingServer, fakeApi, knowhubdPath, proofFor, sleep, tempDir, timed, until, writeKeyFile } from "./helpers.mjs";
 
 const CTX = { agentId: "coder", sessionKey: "agent:coder:main" };
 
@@ -217,6 +221,76 @@ test("a socket that is not the user's own gets nothing: the tools say what is wr
   }
 });
 
+test("the daemon proves itself: a private key beside its socket, a new one at each start, checked by the plugin", async () => {
+  const keyFile = `${daemon.socket}.key`;
+  const stat = lstatSync(keyFile);
+  assert.ok(stat.isFile(), "a regular file");
+  assert.equal(stat.mode & 0o777, 0o600);
+  assert.equal(stat.uid, process.getuid());
+  const key = readFileSync(keyFile);
+  assert.equal(key.length, 32);
+  const nonce = randomBytes(32).toString("hex");
+  assert.deepEqual((await daemon.call("daemon.prove", { nonce })).result, { proof: proofFor(key, nonce) });
+  for (const bad of [{ nonce: "abcd" }, { nonce: 7 }, {}, { nonce: "zz".repeat(32) }]) {
+    const answer = await daemon.call("daemon.prove", bad);
+    assert.equal(answer.error?.code, -32602, JSON.stringify(answer));
+    assert.equal(answer.error.data.field, "nonce");
+  }
+  const status = (await daemon.call("status", {})).result;
+  assert.deepEqual(status.identity, { key_file: keyFile, ready: true });
+
+  const api = plugin();
+  const search = api.tool("kb_search", CTX);
+  assert.equal((await search.execute("c", { query: "vitest" })).details.error, undefined);
+
+  // With another key in the file, the real daemon does not match it: refused, nothing sent.
+  const other = plugin();
+  writeKeyFile(daemon.socket, randomBytes(32));
+  const refused = await other.tool("kb_search", CTX).execute("c", { query: "vitest" });
+  assert.equal(refused.details.error?.kind, "untrusted", refused.content[0].text);
+  assert.match(refused.content[0].text, /did not prove that it is your knowhubd: its answer to the identity check does not match the key in /);
+  writeKeyFile(daemon.socket, key);
+  assert.equal((await other.tool("kb_search", CTX).execute("c", { query: "vitest" })).details.error, undefined);
+
+  // A restart makes a new key; the plugin proves the new daemon on its own.
+  await daemon.kill();
+  await daemon.spawn();
+  const newKey = readFileSync(keyFile);
+  assert.notDeepEqual(newKey, key);
+  const back = await search.execute("c", { query: "vitest" });
+  assert.equal(back.details.error, undefined, back.content[0].text);
+});
+
+test("socket activation: the connection that starts the daemon proves it, a stale key from the last start notwithstanding", async (t) => {
+  let activate;
+  try {
+    activate = execFileSync("sh", ["-c", "command -v systemd-socket-activate"], { encoding: "utf8" }).trim();
+  } catch {
+    t.skip("systemd-socket-activate is not installed (Debian package: systemd)");
+    return;
+  }
+  const home = tempDir("pstub-act-");
+  const socket = path.join(home, "knowhubd.sock");
+  writeFileSync(path.join(home, "config.toml"), "[embedding]\nenabled = false\n");
+  // The key of a daemon that ran before and crashed: the new daemon writes its own only once
+  // started by the plugin's first connection, so the plugin must read the key after the answer.
+  writeKeyFile(socket, randomBytes(32));
+  const manager = spawn(activate, [`--listen=${socket}`, `--setenv=KNOWHUB_HOME=${home}`, "--setenv=KNOWHUB_LOG=info", knowhubdPath()], {
+    stdio: ["ignore", "ignore", "ignore"],
+  });
+  try {
+    await until(() => existsSync(socket), 10_000, "the manager's socket");
+    const api = fakeApi({ socketPath: socket, toolTimeoutMs: 30_000 });
+    register(api);
+    const answer = await api.tool("kb_search", CTX).execute("c", { query: "vitest" });
+    assert.equal(answer.details.error, undefined, answer.content[0].text);
+    assert.deepEqual(api.warnings(), []);
+  } finally {
+    const exited = new Promise((resolve) => manager.once("exit", resolve));
+    manager.kill("SIGTERM");
+    await exited;
+    rmSync(home, { recursive: true, force: true });
+  }
 test("an experience the user rejected is refused to the agent, which cannot confirm it itself", async () => {
   const api = plugin();
   const submit = api.tool("kb_submit", CTX);

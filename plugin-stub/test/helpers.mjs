@@ -2,7 +2,8 @@
 // and a stand-in for OpenClaw's plugin API that records what the plugin registers.
 
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, openSync, readFileSync } from "node:fs";
+import { createHmac, randomBytes } from "node:crypto";
+import { chmodSync, existsSync, mkdtempSync, rmSync, openSync, readFileSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
@@ -128,15 +129,40 @@ export class Daemon {
   }
 }
 
+/** The daemon's answer to a proof (crates/kb-proto/src/identity.rs), in hex. */
+export function proofFor(key, nonceHex) {
+  return createHmac("sha256", key).update("knowhub daemon proof v1\0", "latin1").update(Buffer.from(nonceHex, "hex")).digest("hex");
+}
+
+/** Writes `key` as the daemon's key file beside `socket` (`<socket>.key`, 0600). */
+export function writeKeyFile(socket, key) {
+  const file = `${socket}.key`;
+  rmSync(file, { force: true });
+  writeFileSync(file, key, { mode: 0o600 });
+  chmodSync(file, 0o600);
+  return file;
+}
+
 /**
  * A JSON-RPC server on a temp Unix socket that records every request and answers with
- * `respond(request)`: a result object, `{hang: true}` to never answer, or `{delayMs, result}`.
+ * `respond(request)`: a result object, `{hang: true}` to never answer, `{delayMs, result}`, or
+ * `{raw}` for a body as it is.
+ *
+ * It proves itself like the daemon: at `listen()` it writes a random key to `<socket>.key`
+ * and answers `daemon.prove` with it. `options.key` gives the key (`null`: none, so it answers
+ * the proof with "method not found"), `options.writeKey: false` leaves the key file alone, and
+ * `options.prove(request, server)` answers the proof instead (a hostile listener). Proof
+ * requests are in `received` (everything that arrived) but not in `requests`.
  */
 export class RecordingServer {
-  constructor(respond = () => ({ result: { action: "allow" } })) {
-    this.dir = tempDir("pstub-rec-");
-    this.socket = path.join(this.dir, "rec.sock");
+  constructor(respond = () => ({ result: { action: "allow" } }), options = {}) {
+    this.dir = options.dir ?? tempDir("pstub-rec-");
+    this.socket = path.join(this.dir, options.name ?? "rec.sock");
+    this.key = options.key === undefined ? randomBytes(32) : options.key;
+    this.writeKey = options.writeKey ?? true;
+    this.prove = options.prove;
     this.requests = [];
+    this.received = [];
     this.respond = respond;
     this.hanging = new Set();
     this.server = http.createServer((req, res) => {
@@ -145,14 +171,21 @@ export class RecordingServer {
       req.on("data", (chunk) => (text += chunk));
       req.on("end", () => {
         const request = JSON.parse(text);
-        this.requests.push(request);
-        const answer = this.respond(request) ?? { result: { action: "allow" } };
+        this.received.push(request);
+        let answer;
+        if (request.method === "daemon.prove") {
+          answer = this.prove ? this.prove(request, this) : this.answerProof(request);
+        } else {
+          this.requests.push(request);
+          answer = this.respond(request) ?? { result: { action: "allow" } };
+        }
         if (answer.hang) {
           this.hanging.add(res);
           res.on("close", () => this.hanging.delete(res));
           return;
         }
         const send = () => {
+          if (answer.raw !== undefined) return res.writeHead(200, { "content-type": "application/json" }).end(answer.raw);
           const body = JSON.stringify({ jsonrpc: "2.0", id: request.id, ...("error" in answer ? { error: answer.error } : { result: answer.result }) });
           res.writeHead(200, { "content-type": "application/json" }).end(body);
         };
@@ -162,8 +195,20 @@ export class RecordingServer {
     });
   }
 
+  /** The proof a daemon holding this server's key gives. */
+  answerProof(request) {
+    if (!this.key) return { error: { code: -32601, message: "Method not found" } };
+    return { result: { proof: proofFor(this.key, request.params.nonce) } };
+  }
+
   listen() {
+    if (this.writeKey && this.key) writeKeyFile(this.socket, this.key);
     return new Promise((resolve) => this.server.listen(this.socket, resolve));
+  }
+
+  /** What arrived that was not a proof request: must stay empty for a refused listener. */
+  get payloads() {
+    return this.received.filter((request) => request.method !== "daemon.prove");
   }
 
   /** Requests of `hook.event`, as their params. */

@@ -1,5 +1,6 @@
 // Unit tests of the stub's pure parts: socket path resolution, config defaults against the
-// manifest, the hook table, the envelope's stripping and caps, answer mapping, result text.
+// manifest, the hook table, the envelope's stripping and caps, answer mapping, result text, the
+// proof's HTTP reading and HMAC.
 
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -8,6 +9,7 @@ import path from "node:path";
 import { test } from "node:test";
 
 import { resolveSocketPath } from "../client.ts";
+import { ProofFailure, expectedProof, parseHttpResponse } from "../proof.ts";
 import { HOOKS, envelope, mapAnswer, sanitize } from "../hooks.ts";
 import { resolveConfig, register } from "../index.ts";
 import { TOOL_NAMES, formatContent, formatSearch, formatSubmit, failure } from "../tools.ts";
@@ -242,4 +244,40 @@ test("hooks fired every turn or model call do not carry the session's whole hist
   assert.deepEqual(envelope("agent_turn_prepare", { prompt: "p", messages, queuedInjections: [] }, {}, config).event, { prompt: "p", queuedInjections: [] });
   assert.deepEqual(envelope("llm_input", { prompt: "p", historyMessages: messages, systemPrompt: "s", tools: [{}], model: "m" }, {}, config).event, { prompt: "p", model: "m" });
   assert.deepEqual(envelope("agent_end", { messages, success: true }, {}, config).event, { messages, success: true });
+});
+
+test("the proof's answer is read as HTTP/1.1, by length or chunked, whole or in pieces; anything else is refused", () => {
+  const body = '{"jsonrpc":"2.0","id":0,"result":{"proof":"ab"}}';
+  const byLength = Buffer.from(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+  const half = body.length >> 1;
+  const chunked = Buffer.from(
+    `HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n${half.toString(16)}\r\n${body.slice(0, half)}\r\n` +
+      `${(body.length - half).toString(16)};x=y\r\n${body.slice(half)}\r\n0\r\n\r\n`,
+  );
+  for (const whole of [byLength, chunked]) {
+    for (let cut = 0; cut < whole.length; cut++) assert.equal(parseHttpResponse(whole.subarray(0, cut)), undefined, `cut at ${cut}`);
+    const answer = parseHttpResponse(whole);
+    assert.equal(answer.status, 200);
+    assert.equal(answer.body.toString(), body);
+    assert.equal(answer.rest.length, 0);
+  }
+  assert.equal(parseHttpResponse(Buffer.concat([byLength, Buffer.from("HTTP/1.1 200")]))?.rest.toString(), "HTTP/1.1 200");
+  for (const bad of [
+    "SSH-2.0-OpenSSH\r\n\r\n",
+    "HTTP/1.1 200 OK\r\nno colon here\r\n\r\n",
+    "HTTP/1.1 200 OK\r\n\r\n{}",
+    "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
+    "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
+    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+  ]) {
+    assert.throws(() => parseHttpResponse(Buffer.from(bad)), ProofFailure, JSON.stringify(bad));
+  }
+});
+
+test("the expected proof is HMAC-SHA256(key, domain ‖ nonce), as crates/kb-proto/src/identity.rs computes it", () => {
+  // The same vector as kb-proto's unit test.
+  const key = Buffer.from(Array.from({ length: 32 }, (_, index) => index));
+  const nonce = Buffer.alloc(32, 7);
+  assert.equal(expectedProof(key, nonce).toString("hex"), "234a08f1ea513b727092c1059966970a903a2b951917104aa9787fb08fd54775");
 });

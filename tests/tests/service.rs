@@ -156,6 +156,10 @@ fn socket_activation_hands_the_socket_to_the_daemon() {
     assert_eq!(exe_of(pid), Some(knowhubd()));
     // The daemon served the socket it was given: it did not bind a new one in its place.
     assert_eq!(std::fs::metadata(&socket).unwrap().ino(), socket_inode, "the socket was replaced");
+    // It wrote its key beside that socket before answering (kbctl status checked its proof).
+    let key_file = kb_proto::identity::key_file(&socket);
+    assert_eq!(answer["identity"]["ready"], true, "{answer}");
+    assert_eq!(std::fs::metadata(&key_file).unwrap().mode() & 0o777, 0o600);
 
     let mut buffer = [0u8; 512];
     let n = notify.recv(&mut buffer).expect("READY=1 arrives");
@@ -171,6 +175,8 @@ fn socket_activation_hands_the_socket_to_the_daemon() {
     assert!(exe_of(pid).is_none(), "the process is still there");
     // The socket file is the manager's: still there, but nothing answers on it any more.
     assert!(socket.exists(), "the daemon removed a socket it does not own");
+    // Its key is gone with it: the next daemon the manager starts writes its own.
+    assert!(!key_file.exists(), "the key outlived the daemon");
     assert!(std::os::unix::net::UnixStream::connect(&socket).is_err(), "something still answers");
 }
 

@@ -84,6 +84,35 @@ impl Client {
         &self.socket
     }
 
+    /// Asks the daemon to prove that it can read the key only this user can read
+    /// ([`crate::identity`]), as the OpenClaw plugin does on every connection. `connect` does not
+    /// need it (it checks the peer's uid); `kbctl status` uses it to say whether the plugin will
+    /// accept this daemon. [`ClientError::Untrusted`] says why not.
+    pub async fn prove(&mut self) -> Result<(), ClientError> {
+        use crate::identity;
+        let socket = self.socket.clone();
+        let untrusted = |reason: String| ClientError::Untrusted { socket: socket.clone(), reason };
+        let mut nonce = [0u8; identity::NONCE_BYTES];
+        ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut nonce)
+            .map_err(|_| ClientError::Transport("the system gave no random numbers for a nonce".to_owned()))?;
+        let params = crate::wire::ProveParams { nonce: identity::to_hex(&nonce) };
+        let answer: crate::wire::ProveResult = match self.call(crate::method::DAEMON_PROVE, &params).await {
+            Ok(answer) => answer,
+            Err(ClientError::Rpc { code, message, .. }) => {
+                return Err(untrusted(format!("the daemon cannot prove itself (error {code}): {message}")));
+            }
+            Err(error) => return Err(error),
+        };
+        let proof =
+            identity::from_hex(&answer.proof).ok_or_else(|| untrusted("the daemon's proof is not hex".to_owned()))?;
+        let key_file = identity::key_file(&socket);
+        let key = identity::read_key_file(&key_file).map_err(untrusted)?;
+        if !identity::verify(&key, &nonce, &proof) {
+            return Err(untrusted(format!("the daemon's proof does not match the key in {}", key_file.display())));
+        }
+        Ok(())
+    }
+
     /// Calls `method` with named `params` and decodes the result.
     pub async fn call<P: Serialize, R: DeserializeOwned>(
         &mut self,

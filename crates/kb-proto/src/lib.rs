@@ -6,6 +6,7 @@
 
 pub mod client;
 pub mod errors;
+pub mod identity;
 pub mod paths;
 pub mod trust;
 pub mod wire;
@@ -49,4 +50,7 @@ pub mod method {
     pub const HUB_HIDDEN: &str = "hub.hidden";
     /// Shows a hidden teammate's experience again (fetched at the next sync).
     pub const HUB_UNHIDE: &str = "hub.unhide";
+    /// The daemon proves it can read the key only the user can read (`identity`): for clients
+    /// that cannot read the peer's uid, such as the OpenClaw plugin on Node.
+    pub const DAEMON_PROVE: &str = "daemon.prove";
 }

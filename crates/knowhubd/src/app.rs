@@ -12,6 +12,7 @@ use crate::config::Config;
 use crate::extraction::Extraction;
 use crate::hooks::Hooks;
 use crate::hub::HubSync;
+use crate::identity::Identity;
 use crate::supervisor::Health;
 
 /// Where the hooks' sessions are saved, in the data directory (see `hooks`).
@@ -32,13 +33,15 @@ pub struct App {
     pub hub: HubSync,
     /// Every background service's state, reported by the services themselves.
     pub health: Arc<Health>,
+    /// The key that answers `daemon.prove`.
+    pub identity: Identity,
     /// Set when the daemon begins to stop: requests that wait on a service give up.
     stopping: std::sync::atomic::AtomicBool,
 }
 
 impl App {
     /// The services' state around `engine`, with the sessions saved at the last stop.
-    pub fn new(engine: Arc<Engine>, config: Config) -> Arc<App> {
+    pub fn new(engine: Arc<Engine>, config: Config, identity: Identity) -> Arc<App> {
         let hooks = Hooks::load(&engine.paths.home.join(SESSIONS_FILE));
         Arc::new(App {
             engine,
@@ -47,6 +50,7 @@ impl App {
             hub: HubSync::new(config.hub.clone()),
             config,
             health: Arc::new(Health::default()),
+            identity,
             stopping: std::sync::atomic::AtomicBool::new(false),
         })
     }

@@ -11,6 +11,7 @@ use tokio::net::UnixListener;
 
 use crate::app::App;
 use crate::config::Config;
+use crate::identity::Identity;
 use crate::supervisor::Supervisor;
 use kb_engine::engine::{Engine, create_private_dir};
 
@@ -28,6 +29,8 @@ pub struct Daemon {
     _lock: File,
     /// Whether the daemon created the socket file (and so removes it on exit).
     owns_socket_file: bool,
+    /// The key that proves this daemon to clients, written beside the socket.
+    identity: Identity,
 }
 
 impl Daemon {
@@ -51,9 +54,11 @@ impl Daemon {
                 return Err(error).with_context(|| format!("cannot remove the stale socket {}", socket.display()));
             }
         }
+        // Before the socket exists, so no client can connect before the key is there.
+        let identity = Identity::create(&socket)?;
         let engine = Engine::open(paths, config.engine())?;
         let listener = bind_private(&socket)?;
-        Ok(Daemon { engine, config, listener, socket, _lock: lock, owns_socket_file: true })
+        Ok(Daemon { engine, config, listener, socket, _lock: lock, owns_socket_file: true, identity })
     }
 
     /// Opens the engine and serves on a listening socket handed over by a service manager.
@@ -68,10 +73,12 @@ impl Daemon {
             .and_then(|address| address.as_pathname().map(Path::to_owned))
             .unwrap_or_else(|| paths.socket.clone());
         let lock = acquire_lock(&paths.lock_file())?;
+        // Before the first connection is accepted: a client reads the key once answered.
+        let identity = Identity::create(&socket)?;
         let engine = Engine::open(paths, config.engine())?;
         listener.set_nonblocking(true).context("cannot make the inherited socket non-blocking")?;
         let listener = UnixListener::from_std(listener).context("cannot use the inherited socket")?;
-        Ok(Daemon { engine, config, listener, socket, _lock: lock, owns_socket_file: false })
+        Ok(Daemon { engine, config, listener, socket, _lock: lock, owns_socket_file: false, identity })
     }
 
     pub fn socket(&self) -> &Path {
@@ -91,7 +98,7 @@ impl Daemon {
         shutdown: impl std::future::Future<Output = ()>,
         ready: impl FnOnce(),
     ) -> anyhow::Result<()> {
-        let Daemon { engine, config, listener, socket, _lock, owns_socket_file } = self;
+        let Daemon { engine, config, listener, socket, _lock, owns_socket_file, identity } = self;
         // Loading the Chinese dictionary takes a moment: do it now, not in the first request.
         let warming = std::thread::spawn(|| {
             kb_index::warm_up();
@@ -104,7 +111,7 @@ impl Daemon {
         // Every background service runs supervised, on a thread of its own: searches are
         // answered by BM25 while the model loads, and the hub and extraction never hold up a
         // request.
-        let app = App::new(engine.clone(), config);
+        let app = App::new(engine.clone(), config, identity);
         let mut supervisor = Supervisor::new(app.health.clone());
         crate::services::start(&app, &mut supervisor)?;
         tracing::info!(socket = %socket.display(), pid = std::process::id(), "knowhubd is serving");
@@ -137,6 +144,9 @@ impl Daemon {
         if owns_socket_file {
             let _ = std::fs::remove_file(&socket);
         }
+        // Under socket activation the socket stays: the next daemon writes a new key before
+        // it accepts a connection, and a client reads the key only once answered.
+        app.identity.remove_key_file();
         tracing::info!("knowhubd stopped");
         Ok(())
     }

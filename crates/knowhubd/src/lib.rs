@@ -10,6 +10,7 @@ pub mod daemon;
 pub mod extraction;
 pub mod hooks;
 pub mod hub;
+pub mod identity;
 mod rpc;
 pub mod server;
 pub mod services;

@@ -1,14 +1,16 @@
 //! Parameter and result types of every method, as they travel in JSON, one module per area
 //! (`store`: experiences, search and the review queue; `hooks`; `status`, the hub's included;
-//! `extraction`), all re-exported here, and the parsing that names the field at fault.
+//! `extraction`; `identity`, the daemon's proof), all re-exported here, and the parsing that names the field at fault.
 
 mod extraction;
 mod hooks;
+mod identity;
 mod status;
 mod store;
 
 pub use extraction::*;
 pub use hooks::*;
+pub use identity::*;
 pub use status::*;
 pub use store::*;
 

@@ -38,6 +38,11 @@ pub struct StatusResult {
     /// older than the supervisor).
     #[serde(default)]
     pub services: Vec<ServiceStatus>,
+    /// The key that proves this daemon to clients (`daemon.prove`); absent from daemons older
+    /// than the proof, which the OpenClaw plugin refuses. `healthy` is false when it could not
+    /// be written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<super::IdentityStatus>,
 }
 
 /// One supervised background service of the daemon.

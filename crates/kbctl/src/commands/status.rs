@@ -19,6 +19,30 @@ pub(super) async fn status(client: &mut Client, json: bool) -> anyhow::Result<Ex
             status.version, status.protocol
         ));
     }
+    // The OpenClaw plugin refuses a daemon that cannot prove itself (`daemon.prove`).
+    let identity_problem = match &status.identity {
+        None => Some(
+            "knowhubd does not prove its identity (it is older than this kbctl): the OpenClaw plugin refuses it; \
+             restart it after upgrading"
+                .to_owned(),
+        ),
+        Some(identity) if !identity.ready => Some(format!(
+            "the OpenClaw plugin refuses this daemon: {}; fix that and restart knowhubd",
+            identity.error.as_deref().unwrap_or("its key file could not be written")
+        )),
+        Some(_) => None,
+    };
+    let identity_problem = match identity_problem {
+        // The check the plugin makes on every connection, made here too: a key file that
+        // was changed or loosened since the daemon wrote it shows here, not only in OpenClaw.
+        None => {
+            client.prove().await.err().map(|error| format!("the OpenClaw plugin would refuse this daemon: {error}"))
+        }
+        problem => problem,
+    };
+    if let Some(problem) = &identity_problem {
+        problems.push(problem.clone());
+    }
     if !status.healthy {
         let failing: Vec<&wire::ServiceStatus> = status.services.iter().filter(|service| service.unhealthy).collect();
         if let Some(since) = &status.hub.stalled_since {
@@ -27,7 +51,9 @@ pub(super) async fn status(client: &mut Client, json: bool) -> anyhow::Result<Ex
                 status.hub.last_error.as_ref().map(|error| format!(": {}", error.message)).unwrap_or_default()
             ));
         }
-        if status.index.state != "ready" || (failing.is_empty() && status.hub.stalled_since.is_none()) {
+        if status.index.state != "ready"
+            || (failing.is_empty() && status.hub.stalled_since.is_none() && identity_problem.is_none())
+        {
             problems.push(format!(
                 "the search index is {}{}",
                 status.index.state,

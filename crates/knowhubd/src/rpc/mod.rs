@@ -1,11 +1,12 @@
 //! The protocol layer: every JSON-RPC method, bound to the [`App`]: wire parameters are parsed
 //! (kb-proto), turned into domain types, handed to the engine or a service, and the results
 //! mapped back to wire types and error codes. One module per area: `store` (experiences,
-//! search, review), `hooks`, `extraction`, `hub`, `status`.
+//! search, review), `hooks`, `extraction`, `hub`, `status`, `identity` (`daemon.prove`).
 
 mod extraction;
 mod hooks;
 mod hub;
+mod identity;
 mod status;
 mod store;
 
@@ -35,6 +36,7 @@ pub fn module(app: Arc<App>, socket: PathBuf) -> RpcModule<Arc<App>> {
     hooks::register(&mut module);
     extraction::register(&mut module);
     hub::register(&mut module);
+    identity::register(&mut module);
     module
 }
 

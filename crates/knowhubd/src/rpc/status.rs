@@ -129,8 +129,9 @@ fn status(app: &App, socket: &std::path::Path) -> RpcResult<wire::StatusResult> 
             }
         },
         last_error: last_error(engine, &reports).map(|(at, message)| wire::LastError { at: rfc3339_time(at), message }),
-        healthy: index_state == IndexState::Ready && unhealthy.is_empty() && !hub_stalled,
+        healthy: index_state == IndexState::Ready && unhealthy.is_empty() && !hub_stalled && app.identity.is_ready(),
         services: reports.iter().map(service_status).collect(),
+        identity: Some(app.identity.status()),
     })
 }
 

@@ -291,6 +291,8 @@ test("socket activation: the connection that starts the daemon proves it, a stal
     await exited;
     rmSync(home, { recursive: true, force: true });
   }
+});
+
 test("an experience the user rejected is refused to the agent, which cannot confirm it itself", async () => {
   const api = plugin();
   const submit = api.tool("kb_submit", CTX);

@@ -96,13 +96,15 @@ export function uiHandlers(client) {
         min_score: int(params.min_score, "min_score", 1, 5, 1),
         mode: choice(params.mode, "mode", ["hybrid", "bm25", "vector"], "hybrid"),
         origin: choice(params.origin, "origin", ["all", "mine", "team"], "all"),
+        // The user sees teammates' and extracted experiences not yet reviewed too, marked.
+        unreviewed: true,
       });
     },
     // Details on demand: the whole record (provenance, variants, origins) and its content.
     "knowhub.ui.experience": async (params) => {
       const id = ids([params.id], "id")[0];
       const record = (await call("kb.get", { experience_id: id }));
-      const content = record?.has_content ? await call("kb.content", { experience_id: id }) : null;
+      const content = record?.has_content ? await call("kb.content", { experience_id: id, unreviewed: true }) : null;
       return { record, content };
     },
     "knowhub.ui.approve": async (params) => {

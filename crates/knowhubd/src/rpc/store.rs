@@ -114,6 +114,12 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
             let id = experience_id("experience_id", &params.experience_id)?;
             if params.unreviewed != Some(true) {
                 let experience = engine.get(&id).map_err(|error| to_rpc_error(&engine, error))?;
+                if experience.status != Status::Active {
+                    return Err(invalid(
+                        "experience_id",
+                        format!("{id} is {}; its content is shown with `kbctl show {id}`", experience.status.as_str()),
+                    ));
+                }
                 let provenance = Provenance::of(engine, &app.config.hub.trusted, &experience);
                 if !provenance.usable_by_agents() {
                     return Err(invalid(

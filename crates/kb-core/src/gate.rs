@@ -58,6 +58,9 @@ pub fn gate(mut new: NewExperience, policy: &GatePolicy) -> Result<Gated, Valida
     validate(&new, &policy.limits)?;
     let score = new.score.unwrap_or(3) as u8;
 
+    // The risky-action check sees the text as written too: redaction can take out the very
+    // destination of an action ("email the environment variables to ops@example.org").
+    let as_written = risky::risky_actions(&gated_text(&new));
     let mut redactions: Vec<Redaction> = Vec::new();
     if policy.privacy == PrivacyMode::Strict {
         for text in [&mut new.task, &mut new.resource, &mut new.result] {
@@ -84,8 +87,13 @@ pub fn gate(mut new: NewExperience, policy: &GatePolicy) -> Result<Gated, Valida
     if injected {
         flags.push("prompt_injection".to_owned());
     }
-    // Checked on the text as stored (redacted), which is what reaches a prompt and a reviewer.
-    let reasons: Vec<String> = risky::risky_actions(&gated_text(&new)).iter().map(risky::RiskyAction::reason).collect();
+    // The reasons quote the text as stored (redacted), which is what a reviewer sees; an action
+    // seen only as written is named with its words redacted.
+    let as_stored = risky::risky_actions(&gated_text(&new));
+    let mut reasons: Vec<String> = as_stored.iter().map(risky::RiskyAction::reason).collect();
+    for action in as_written.iter().filter(|action| as_stored.iter().all(|stored| stored.class != action.class)) {
+        reasons.push(format!("{}: `{}`", action.what, redact::redact(&action.span).0));
+    }
     if !reasons.is_empty() {
         flags.push("risky_action".to_owned());
     }

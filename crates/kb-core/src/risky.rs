@@ -240,5 +240,4 @@ fn without_shell_quoting(view: &str) -> String {
 }
 
 #[cfg(test)]
-#[path = "risky/tests.rs"]
 mod tests;

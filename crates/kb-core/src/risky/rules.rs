@@ -58,7 +58,7 @@ const CRED: &str = concat!(
 );
 /// Verbs that read, copy or send a file's contents.
 const READ: &str = concat!(
-    r"\b(?:cat|less|more|head|tail|bat|strings|xxd|hexdump|od|base64|type|get-content|gc|print|printf|dump|echo",
+    r"\b(?:cat|less|more|head|tail|bat|strings|xxd|hexdump|od|base64|get-content|gc|print|printf|dump|echo",
     r"|read|copy|cp|scp|rsync|upload|send|post|paste|exfiltrate|share|attach|grep|tar|zip|mail|nc|ncat|curl|wget",
     r"|reveal|leak|transmit|forward|submit|kb_submit|output|contents? of)\b",
 );
@@ -152,7 +152,7 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ("exfiltration", r"\b(?:curl|wget)\b[^\n]*\$\( *(?:env|printenv|history|set|whoami|cat +/etc/passwd)\b"),
     ("exfiltration", r"\b(?:nc|ncat|netcat)\b +[^\n|;&]*\S+ +\d{2,5} *< *\S+"),
     ("exfiltration", r"\| *(?:nc|ncat|netcat) +[a-z0-9.-]+\.[a-z]{2,}[a-z0-9.-]* +\d{2,5}\b"),
-    ("exfiltration", r"/dev/tcp/|\b(?:nc|ncat|netcat)\b[^\n]* -e +\S+"),
+    ("exfiltration", r"(?:>& *|[^<>]> *)/dev/tcp/|\b(?:nc|ncat|netcat)\b[^\n]* -e +\S+"),
     (
         "exfiltration",
         r"\b(?:send|post|upload|forward|exfiltrate|transmit|paste|submit|email|mail|share|leak)\b[^\n.;]{0,50}\b(?:secrets|credentials|private keys?|ssh keys?|env(?:ironment)? var(?:iable)?s|environment|cookies|\.env)\b[^\n.;]{0,50}\b(?:to|into|at)\b[^\n.;]{0,30}(?:https?://|\bwebhook|\bpastebin|\bgist|\burl\b|\bendpoint\b|\bkb_submit\b|\S+@\S+\.\S+)",
@@ -163,11 +163,11 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ),
     (
         "exfiltration",
-        r"(?:发送|发到|发给|上传|提交|贴到|传到|转发)[^\n。；]{0,20}(?:环境变量|私钥|凭据|凭证|密钥|\.env|id_rsa|ssh)",
+        r"(?:发送|发到|发给|上传|提交|贴到|传到)[^\n。；]{0,20}(?:环境变量|私钥|凭据|凭证|密钥|\.env|id_rsa|ssh)",
     ),
     (
         "exfiltration",
-        r"(?:环境变量|私钥|凭据|凭证|密钥|\.env|id_rsa)[^\n。；不别勿]{0,20}(?:发送|发到|发给|上传|提交|贴到|传到|转发)",
+        r"(?:环境变量|私钥|凭据|凭证|密钥|\.env|id_rsa)[^\n。；不别勿]{0,20}(?:发送|发到|发给|上传|提交|贴到|传到)",
     ),
     // Destructive commands.
     (
@@ -181,7 +181,15 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ("destructive", r"\bshred\b[^\n]*/dev/|\bwipefs\b[^\n]*[ \[]-[a-z]*a"),
     ("destructive", r"\bch(?:mod|own) +(?:-[a-z]*r[a-z]* +|--recursive +)\S+ +/{END}|\bchmod +(?:0?777|a\+rwx) +-r +/{END}"),
     ("destructive", r":\(\) *\{ *: *\| *: *& *\} *; *:"),
-    ("destructive", r"\bgit +push\b(?:[^\n.;]|\.\S)*(?:--force\b|-f\b|--force-with-lease\b)(?:[^\n.;]|\.\S)*\b(?:main|master)\b"),
+    // A force push whose target is main or master, the flag before or after it.
+    (
+        "destructive",
+        r"\bgit +push(?: +-[-a-z=]+)* +(?:--force|-f|--force-with-lease)\b(?: +-[-a-z=]+)*(?: +[a-z0-9_.-]+)? +(?:[a-z0-9_/-]+:)?\+?(?:refs/heads/)?(?:main|master)\b",
+    ),
+    (
+        "destructive",
+        r"\bgit +push(?: +-[-a-z=]+)* +[a-z0-9_.-]+ +(?:[a-z0-9_/-]+:)?(?:main|master)(?: +-[-a-z=]+)* +(?:--force|-f|--force-with-lease)\b",
+    ),
     ("destructive", r"\bgit +push\b[^\n]* \+(?:main|master)\b"),
     ("destructive", r"\bdrop +(?:database|schema)\b"),
     ("destructive", r"\bterraform +destroy\b[^\n]*-auto-approve|\bflushall\b"),
@@ -217,4 +225,5 @@ pub(super) const EXCEPTIONS: &[(&str, &str)] = &[
     ("credential_read", r"\.pub\b"),
     ("exfiltration", r"(?:\blocalhost|\b127\.0\.0\.1)(?:[:/\s]|$)"),
     ("destructive", r"of= *[\x22']?/dev/(?:null|zero|stdout|stderr|fd/|random|urandom)"),
+    ("destructive", r"--no-act\b|--dry-run\b|用户的主目录|用户及其主目录|磁盘空间|空余的磁盘"),
 ];

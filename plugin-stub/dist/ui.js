@@ -86,7 +86,7 @@ export function uiHandlers(client) {
         return { daemon: daemonState(error), message: describe(error), hint: START_HINT, socket: client.socketPath };
       }
     },
-    "knowhub.ui.pending": async () => call("kb.pending", { limit: 200 }),
+    "knowhub.ui.pending": async () => call("kb.pending", { limit: 200, unreviewed: true }),
     "knowhub.ui.search": async (params) => {
       const query = str(params.query, "query", 2_000).trim();
       if (!query) throw new InvalidRequest("invalid `query`: type something to search for");

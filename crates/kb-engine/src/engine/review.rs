@@ -206,9 +206,9 @@ impl Engine {
             return Err(EngineError::invalid(
                 "edit",
                 format!(
-                    "the edited text is held as a suspected prompt injection ({}); {id} stays held as it was: \
+                    "the edited text is held as {}; {id} stays held as it was: \
                      approve it without this edit, or edit it again",
-                    gated.flags.join(", ")
+                    held_because(&gated)
                 ),
             ));
         }
@@ -283,4 +283,17 @@ impl Engine {
         self.reader().backup_to(destination)?;
         Ok(std::fs::metadata(destination).map(|meta| meta.len()).unwrap_or(0))
     }
+}
+
+/// Why the gate held an edit, in words: "a suspected prompt injection (prompt_injection)", or the
+/// risky action with the words that matched.
+fn held_because(gated: &kb_core::Gated) -> String {
+    let mut parts = Vec::new();
+    if gated.flags.iter().any(|flag| flag == "prompt_injection") {
+        parts.push("a suspected prompt injection (prompt_injection)".to_owned());
+    }
+    if !gated.reasons.is_empty() {
+        parts.push(format!("telling an agent to take a risky action (risky_action: {})", gated.reasons.join("; ")));
+    }
+    parts.join(" and ")
 }

@@ -89,10 +89,8 @@ struct Compiled {
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     let patterns: Vec<String> = RULES.iter().map(|(_, pattern)| ascii_boundaries(&expand(pattern))).collect();
-    let set = regex::RegexSetBuilder::new(&patterns)
-        .dfa_size_limit(32 << 20)
-        .build()
-        .expect("risky-action rules compile");
+    let set =
+        regex::RegexSetBuilder::new(&patterns).dfa_size_limit(32 << 20).build().expect("risky-action rules compile");
     let rules = RULES
         .iter()
         .zip(&patterns)
@@ -152,8 +150,10 @@ fn first_counted_match(compiled: &Compiled, class: &str, regex: &Regex, view: &s
     while start <= view.len() {
         let found = regex.find_at(view, start)?;
         let text = found.as_str();
-        let excepted =
-            compiled.exceptions.iter().any(|(excepted_class, exception)| *excepted_class == class && exception.is_match(text));
+        let excepted = compiled
+            .exceptions
+            .iter()
+            .any(|(excepted_class, exception)| *excepted_class == class && exception.is_match(text));
         if !excepted && !negated(compiled, &view[..found.start()]) {
             return Some(shorten(text.trim()));
         }

@@ -238,11 +238,8 @@ fn injection_detection_holds_attacks_and_spares_talk_about_prompts() {
             .filter(|attack| !flagged_as_injection(&attack.text))
             .map(|attack| format!("[{}] {:?}", attack.kind, attack.text))
             .collect();
-        let flagged: Vec<&str> = benign
-            .iter()
-            .filter(|text| flagged_as_injection(&text.text))
-            .map(|text| text.text.as_str())
-            .collect();
+        let flagged: Vec<&str> =
+            benign.iter().filter(|text| flagged_as_injection(&text.text)).map(|text| text.text.as_str()).collect();
         let held_rate = 1.0 - missed.len() as f64 / attacks.len() as f64;
         let flagged_rate = flagged.len() as f64 / benign.len() as f64;
         eprintln!("{round}: attacks held {:.1}%, benign flagged {:.1}%", held_rate * 100.0, flagged_rate * 100.0);

@@ -46,9 +46,7 @@ impl Provenance {
                 Provenance { origin: Origin::Teammate(author), reviewed, trusted: is_trusted }
             }
             Source::Extraction => Provenance { origin: Origin::Extracted, reviewed, trusted: false },
-            Source::Tool | Source::Cli | Source::Import => {
-                Provenance { origin: Origin::Own, reviewed, trusted: false }
-            }
+            Source::Tool | Source::Cli | Source::Import => Provenance { origin: Origin::Own, reviewed, trusted: false },
         }
     }
 
@@ -138,7 +136,10 @@ mod tests {
             "from teammate alice, not reviewed: agents do not see it until you approve it"
         );
         assert_eq!(provenance(alice.clone(), true, false).label().unwrap(), "from teammate alice, reviewed");
-        assert_eq!(provenance(alice, false, true).label().unwrap(), "from teammate alice, trusted author, not reviewed");
+        assert_eq!(
+            provenance(alice, false, true).label().unwrap(),
+            "from teammate alice, trusted author, not reviewed"
+        );
         assert!(provenance(Origin::Extracted, false, false).label().unwrap().starts_with("extracted"));
     }
 }

@@ -63,9 +63,8 @@ pub fn member_of(postgres: &TestPostgres, team: &str, name: &str, extra: &str) -
     )
     .expect("config");
     let daemon = super::TestDaemon::start_in(home);
-    let connected = within(Duration::from_secs(20), || {
-        daemon.ok("status", serde_json::json!({}))["hub"]["state"] == "connected"
-    });
+    let connected =
+        within(Duration::from_secs(20), || daemon.ok("status", serde_json::json!({}))["hub"]["state"] == "connected");
     assert!(connected.is_some(), "{name} never connected: {}", daemon.log_text());
     daemon
 }

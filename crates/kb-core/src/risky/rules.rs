@@ -41,8 +41,7 @@ const WORD_LISTS: &[(&str, &str)] = &[
 /// Commands and forms that fetch something from the network.
 const FETCH: &str = r"(?:\b(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod|aria2c)\b|https?://)";
 /// What may stand before a command: `sudo` with options, `env`, variable assignments, a path.
-const PREFIX: &str =
-    r"(?:(?:sudo(?: +-[a-z-]+(?: +[a-z0-9_]+)?)*|doas|env(?: +-[a-z]+)*|[a-z_][a-z0-9_]*=\S*|/(?:usr/)?(?:local/)?bin/) +)*(?:/(?:usr/)?(?:local/)?bin/)?";
+const PREFIX: &str = r"(?:(?:sudo(?: +-[a-z-]+(?: +[a-z0-9_]+)?)*|doas|env(?: +-[a-z]+)*|[a-z_][a-z0-9_]*=\S*|/(?:usr/)?(?:local/)?bin/) +)*(?:/(?:usr/)?(?:local/)?bin/)?";
 /// Shells, which run whatever they are given.
 const SHELL: &str = r"(?:(?:ba|z|da|k|c|tc|fi|a)?sh|iex|invoke-expression|pwsh|powershell)\b";
 /// Interpreters, which run their standard input only without a script or `-m`/`-c`.
@@ -62,11 +61,13 @@ const READ: &str = concat!(
     r"|read|copy|cp|scp|rsync|upload|send|post|paste|exfiltrate|share|attach|grep|tar|zip|mail|nc|ncat|curl|wget",
     r"|reveal|leak|transmit|forward|submit|kb_submit|output|contents? of)\b",
 );
-const ZH_READ: &str = r"(?:读取|读出|读一下|查看|打开|输出|打印|显示|复制|拷贝|上传|发送|发到|发给|贴到|粘贴|提交|打包|内容)";
+const ZH_READ: &str =
+    r"(?:读取|读出|读一下|查看|打开|输出|打印|显示|复制|拷贝|上传|发送|发到|发给|贴到|粘贴|提交|打包|内容)";
 /// The end of a command-line word.
 const END: &str = r#"(?:$|[\s;&|"')])"#;
 /// Targets whose recursive removal destroys a system or a home directory.
-const ROOTS: &str = r"(?:/|/\*|~|~/|~/\*|\$home|\$home/|\$home/\*|\$\{home\}|\$\{home\}/|/home|/etc|/usr|/var|/boot|/bin|/lib|c:\\)";
+const ROOTS: &str =
+    r"(?:/|/\*|~|~/|~/\*|\$home|\$home/|\$home/\*|\$\{home\}|\$\{home\}/|/home|/etc|/usr|/var|/boot|/bin|/lib|c:\\)";
 
 /// Every rule with its class.
 pub(super) const RULES: &[(&str, &str)] = &[
@@ -104,11 +105,11 @@ pub(super) const RULES: &[(&str, &str)] = &[
         "pipe_to_shell",
         r"\b(?:run|execute|exec|source|launch)\b[^\n.;]{0,60}(?:https?://\S+|\bscript\b|\.sh\b|\binstaller\b)[^\n.;]{0,40}(?:without (?:reading|reviewing|checking|looking|inspecting|verifying)|no need to (?:review|read|check|inspect|look)|blindly)",
     ),
+    ("pipe_to_shell", r"\b(?:run|execute|exec)\b[^\n.;]{0,60}https?://\S+[^\n.;]{0,40}\b(?:as root|with sudo)\b"),
     (
         "pipe_to_shell",
-        r"\b(?:run|execute|exec)\b[^\n.;]{0,60}https?://\S+[^\n.;]{0,40}\b(?:as root|with sudo)\b",
+        r"管道[^\n。；]{0,6}(?:给|到|进|交给|传给|输入)[^\n。；]{0,6}(?:sudo ?)?(?:(?:ba|z)?sh|shell|终端)",
     ),
-    ("pipe_to_shell", r"管道[^\n。；]{0,6}(?:给|到|进|交给|传给|输入)[^\n。；]{0,6}(?:sudo ?)?(?:(?:ba|z)?sh|shell|终端)"),
     (
         "pipe_to_shell",
         r"(?:下载|获取|拉取|curl|wget)[^\n。；]{0,40}(?:脚本|\.sh|安装程序)[^\n。；]{0,30}(?:直接|然后|再|并|后)[^\n。；]{0,6}(?:执行|运行|交给 ?(?:ba)?sh)",
@@ -130,12 +131,24 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ),
     // TLS verification turned off, as flags, settings and environment variables.
     ("tls_off", r"\bcurl\b[^\n|;&]*?[ \[](?:-[a-z]*k[a-z]*|--insecure)(?:$|[\s;&|\]])"),
-    ("tls_off", r"(?:^|[\s\[|])(?:--insecure|-insecure|--no-check-certificate|--insecure-skip-tls-verify|--no-verify-ssl|--trusted-host|--disable-tls-verification)(?:$|[\s=;&|\]])"),
+    (
+        "tls_off",
+        r"(?:^|[\s\[|])(?:--insecure|-insecure|--no-check-certificate|--insecure-skip-tls-verify|--no-verify-ssl|--trusted-host|--disable-tls-verification)(?:$|[\s=;&|\]])",
+    ),
     ("tls_off", r"\bverify *= *false\b|\bverify_ssl *[=:] *false\b|\bssl_?verify *[=:]? *(?:false|0|none)\b"),
     ("tls_off", r"\bhttp\.sslverify(?: *=)? *false\b|\bstrict-ssl(?: *=| +)false\b"),
-    ("tls_off", r#"\bnode_tls_reject_unauthorized *= *["']?0\b|\bgit_ssl_no_verify *= *["']?(?:1|true)\b|\bpythonhttpsverify *= *["']?0\b"#),
-    ("tls_off", r"\brejectunauthorized *: *false\b|\binsecureskipverify *: *true\b|\binsecure_skip_verify *[=:] *true\b"),
-    ("tls_off", r"\b_create_unverified_context\b|\bcheck_hostname *= *false\b|\bcert_none\b|\bssl_verifypeer *, *(?:false|0)\b"),
+    (
+        "tls_off",
+        r#"\bnode_tls_reject_unauthorized *= *["']?0\b|\bgit_ssl_no_verify *= *["']?(?:1|true)\b|\bpythonhttpsverify *= *["']?0\b"#,
+    ),
+    (
+        "tls_off",
+        r"\brejectunauthorized *: *false\b|\binsecureskipverify *: *true\b|\binsecure_skip_verify *[=:] *true\b",
+    ),
+    (
+        "tls_off",
+        r"\b_create_unverified_context\b|\bcheck_hostname *= *false\b|\bcert_none\b|\bssl_verifypeer *, *(?:false|0)\b",
+    ),
     (
         "tls_off",
         r"\b(?:disable|disabling|disabled|turn(?:ing)? off|switch(?:ing)? off|skip(?:ping)?|bypass(?:ing)?|ignor(?:e|ing)|don'?t verify|stop verifying)\b[^\n.;]{0,30}\b(?:tls|ssl|https|certificate|cert)s?\b[^\n.;]{0,20}\b(?:verification|validation|verify|checks?|checking|errors?)\b",
@@ -148,7 +161,10 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ("tls_off", r"(?:证书|tls|ssl)(?:校验|验证)[^\n。；]{0,4}(?:关掉|关闭|禁用|去掉)"),
     // Data sent off the machine: the environment or history to a network command, a file by
     // netcat, a TCP device, secrets named in words with a destination.
-    ("exfiltration", r"\b(?:env|printenv|history|set|export -p)\b *\| *(?:base64 *\| *)?(?:curl|wget|nc|ncat|netcat|socat)\b"),
+    (
+        "exfiltration",
+        r"\b(?:env|printenv|history|set|export -p)\b *\| *(?:base64 *\| *)?(?:curl|wget|nc|ncat|netcat|socat)\b",
+    ),
     ("exfiltration", r"\b(?:curl|wget)\b[^\n]*\$\( *(?:env|printenv|history|set|whoami|cat +/etc/passwd)\b"),
     ("exfiltration", r"\b(?:nc|ncat|netcat)\b +[^\n|;&]*\S+ +\d{2,5} *< *\S+"),
     ("exfiltration", r"\| *(?:nc|ncat|netcat) +[a-z0-9.-]+\.[a-z]{2,}[a-z0-9.-]* +\d{2,5}\b"),
@@ -179,7 +195,10 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ("destructive", r"\bdd\b[^\n]*\bof= *[\x22']?/dev/\S"),
     ("destructive", r"> */dev/(?:sd[a-z]|nvme\d|hd[a-z]|disk\d|mmcblk\d)"),
     ("destructive", r"\bshred\b[^\n]*/dev/|\bwipefs\b[^\n]*[ \[]-[a-z]*a"),
-    ("destructive", r"\bch(?:mod|own) +(?:-[a-z]*r[a-z]* +|--recursive +)\S+ +/{END}|\bchmod +(?:0?777|a\+rwx) +-r +/{END}"),
+    (
+        "destructive",
+        r"\bch(?:mod|own) +(?:-[a-z]*r[a-z]* +|--recursive +)\S+ +/{END}|\bchmod +(?:0?777|a\+rwx) +-r +/{END}",
+    ),
     ("destructive", r":\(\) *\{ *: *\| *: *& *\} *; *:"),
     // A force push whose target is main or master, the flag before or after it.
     (
@@ -198,8 +217,14 @@ pub(super) const RULES: &[(&str, &str)] = &[
         "destructive",
         r"\b(?:delete|wipe|erase|remove|destroy|nuke)\b[^\n.;]{0,25}\b(?:entire|whole|all of|everything in)\b[^\n.;]{0,20}\b(?:home (?:directory|folder|dir)|disk|drive|file ?system|root (?:directory|partition)|database|production)",
     ),
-    ("destructive", r"\b(?:wipe|format|reformat)\b (?:the )?(?:whole |entire )?(?:disk|drive|hard drive|ssd|root partition)\b"),
-    ("destructive", r"\bforce[- ]push(?:ing|ed)?\b[^\n.;]{0,20}\b(?:main|master)\b|\bdrop (?:the )?(?:production|prod) (?:database|db)\b"),
+    (
+        "destructive",
+        r"\b(?:wipe|format|reformat)\b (?:the )?(?:whole |entire )?(?:disk|drive|hard drive|ssd|root partition)\b",
+    ),
+    (
+        "destructive",
+        r"\bforce[- ]push(?:ing|ed)?\b[^\n.;]{0,20}\b(?:main|master)\b|\bdrop (?:the )?(?:production|prod) (?:database|db)\b",
+    ),
     (
         "destructive",
         r"(?:删除|删掉|清空|格式化|抹掉|擦除|干掉)[^\n。；]{0,10}(?:根目录|主目录|家目录|用户目录|硬盘|磁盘|整个数据库|生产库|生产数据库)",
@@ -210,9 +235,31 @@ pub(super) const RULES: &[(&str, &str)] = &[
 /// Words that, earlier in the same clause, turn a match into advice against it ("never use
 /// `curl -k`", "instead of disabling TLS verification", "不要关闭证书校验").
 pub(super) const NEGATIONS: &[&str] = &[
-    "instead of", "rather than", "never", "don't", "dont", "do not", "avoid", "not", "no longer", "stop using",
-    "shouldn't", "should not", "must not", "不要", "别", "禁止", "而不是", "不用", "避免", "切勿", "不能", "不应", "绝不",
-    "千万不要", "不应该",
+    "instead of",
+    "rather than",
+    "never",
+    "don't",
+    "dont",
+    "do not",
+    "avoid",
+    "not",
+    "no longer",
+    "stop using",
+    "shouldn't",
+    "should not",
+    "must not",
+    "不要",
+    "别",
+    "禁止",
+    "而不是",
+    "不用",
+    "避免",
+    "切勿",
+    "不能",
+    "不应",
+    "绝不",
+    "千万不要",
+    "不应该",
 ];
 
 /// Words that undo a negation before them ("don't hesitate to", "never forget to", "不要犹豫").

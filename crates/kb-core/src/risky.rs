@@ -15,7 +15,7 @@
 //! experience for review (`crate::gate`) with a reason naming the action and the words that
 //! matched; it is never dropped, so a false positive costs one review.
 //!
-//! Advice against an action is not the action: a negation in the few words before a match, in
+//! Advice against an action is not the action: a negation in the two words before a match, in
 //! the same clause ("never use `curl -k`", "instead of disabling TLS verification", "不要关闭证书
 //! 校验"), spares it, unless it is undone ("don't hesitate to"). Example files and public keys
 //! (`cp .env.example .env`, `id_ed25519.pub`) are not credentials.
@@ -163,7 +163,9 @@ fn first_counted_match(compiled: &Compiled, class: &str, regex: &Regex, view: &s
     None
 }
 
-/// Whether the last few words before a match, in its clause, negate it.
+/// Whether the last two words before a match, in its clause, negate it: close enough to govern
+/// the action ("do not use `curl -k`", "instead of disabling"), not a negation elsewhere in the
+/// sentence ("it is not risky to `curl … | sh`" still counts).
 fn negated(compiled: &Compiled, before: &str) -> bool {
     let clause_start = before
         .char_indices()
@@ -175,7 +177,7 @@ fn negated(compiled: &Compiled, before: &str) -> bool {
         .map_or(0, |(idx, ch)| idx + ch.len_utf8());
     let clause = &before[clause_start..];
     let words: Vec<&str> = clause.split_whitespace().collect();
-    let mut tail = words[words.len().saturating_sub(3)..].join(" ");
+    let mut tail = words[words.len().saturating_sub(2)..].join(" ");
     let n_chars = tail.chars().count();
     if n_chars > 24 {
         tail = tail.chars().skip(n_chars - 24).collect();

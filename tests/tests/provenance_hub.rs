@@ -131,6 +131,8 @@ fn a_teammates_experiences_reach_agents_only_once_reviewed_or_trusted() {
     assert!(!context.contains("ingest") && !context.contains("evil.example") && !context.contains(".env"), "{context}");
     let shown = common::stdout(&bob.kbctl(&["search", "restart ingest worker"]));
     assert!(shown.contains("from teammate mallory, not reviewed"), "{shown}");
+    let detail = common::stdout(&bob.kbctl(&["show", plain["id"].as_str().unwrap()]));
+    assert!(detail.contains("origin:   from teammate mallory, not reviewed"), "{detail}");
     let listed = common::stdout(&bob.kbctl(&["pending"]));
     assert!(listed.contains("restart the ingest worker") && listed.contains("from teammate mallory"), "{listed}");
 

@@ -200,6 +200,8 @@ type SearchHit = {
   score: number;
   relevance: number;
   has_content: boolean;
+  /** Set by the daemon for a teammate's or an extracted experience the user reviewed or trusts. */
+  provenance?: string;
 };
 type SearchAnswer = { count: number; results: SearchHit[]; mode: string; note?: string };
 type SubmitAnswer = {
@@ -264,7 +266,8 @@ export function formatSearch(query: string, minScore: number, answer: SearchAnsw
   const entries = results.map(
     (hit, index) =>
       `${index + 1}. [${escapeForPrompt(hit.task)}]\n   resource: ${escapeForPrompt(hit.resource)}\n   result: ${escapeForPrompt(hit.result)}\n` +
-      `   score: ${hit.score}/5 (id ${escapeForPrompt(hit.id)}${hit.has_content ? "; details: kb_content" : ""})\n`,
+      `   score: ${hit.score}/5 (id ${escapeForPrompt(hit.id)}${hit.has_content ? "; details: kb_content" : ""}` +
+      `${hit.provenance ? `; ${escapeForPrompt(hit.provenance)}` : ""})\n`,
   );
   const noun = results.length === 1 ? "experience" : "experiences";
   return `Found ${results.length} ${noun} for "${asked}":\n${EXPERIENCES_HEADER}${entries.join("")}${EXPERIENCES_FOOTER}${keywordOnly}`;

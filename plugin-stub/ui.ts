@@ -102,7 +102,7 @@ export function uiHandlers(client: KnowhubClient): Record<keyof typeof UI_METHOD
         return { daemon: daemonState(error), message: describe(error), hint: START_HINT, socket: client.socketPath };
       }
     },
-    "knowhub.ui.pending": async () => call("kb.pending", { limit: 200 }),
+    "knowhub.ui.pending": async () => call("kb.pending", { limit: 200, unreviewed: true }),
     "knowhub.ui.search": async (params) => {
       const query = str(params.query, "query", 2_000).trim();
       if (!query) throw new InvalidRequest("invalid `query`: type something to search for");
@@ -112,13 +112,15 @@ export function uiHandlers(client: KnowhubClient): Record<keyof typeof UI_METHOD
         min_score: int(params.min_score, "min_score", 1, 5, 1),
         mode: choice(params.mode, "mode", ["hybrid", "bm25", "vector"], "hybrid"),
         origin: choice(params.origin, "origin", ["all", "mine", "team"], "all"),
+        // The user sees teammates' and extracted experiences not yet reviewed too, marked.
+        unreviewed: true,
       });
     },
     // Details on demand: the whole record (provenance, variants, origins) and its content.
     "knowhub.ui.experience": async (params) => {
       const id = ids([params.id], "id")[0];
       const record = (await call("kb.get", { experience_id: id })) as { has_content?: boolean };
-      const content = record?.has_content ? await call("kb.content", { experience_id: id }) : null;
+      const content = record?.has_content ? await call("kb.content", { experience_id: id, unreviewed: true }) : null;
       return { record, content };
     },
     "knowhub.ui.approve": async (params) => {

@@ -217,7 +217,8 @@ export function formatSearch(query, minScore, answer) {
   const entries = results.map(
     (hit, index) =>
       `${index + 1}. [${escapeForPrompt(hit.task)}]\n   resource: ${escapeForPrompt(hit.resource)}\n   result: ${escapeForPrompt(hit.result)}\n` +
-      `   score: ${hit.score}/5 (id ${escapeForPrompt(hit.id)}${hit.has_content ? "; details: kb_content" : ""})\n`,
+      `   score: ${hit.score}/5 (id ${escapeForPrompt(hit.id)}${hit.has_content ? "; details: kb_content" : ""}` +
+      `${hit.provenance ? `; ${escapeForPrompt(hit.provenance)}` : ""})\n`,
   );
   const noun = results.length === 1 ? "experience" : "experiences";
   return `Found ${results.length} ${noun} for "${asked}":\n${EXPERIENCES_HEADER}${entries.join("")}${EXPERIENCES_FOOTER}${keywordOnly}`;

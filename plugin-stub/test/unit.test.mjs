@@ -198,6 +198,14 @@ test("search results read like the design's examples, framed as untrusted data",
   assert.match(text, /1\. \[使用 Vitest 运行测试\]\n   resource: vitest --run\n   result: 成功运行测试,避免 watch 模式阻塞\n   score: 4\/5 \(id 01A; details: kb_content\)/);
   assert.match(text, /2\. \[配置 TypeScript 路径别名\]\n   resource: tsconfig.json paths\n   result: 使用 @\/ 别名简化导入\n   score: 5\/5 \(id 01B\)/);
   assert.match(formatSearch("nothing", 3, { count: 0, results: [], mode: "bm25", note: "no model" }), /^No experiences found for "nothing" rated 3 or better.*\n\(Keyword search only: no model\.\)/s);
+  // Issue 24: a teammate's or an extracted experience (only reviewed or trusted ones reach the
+  // agent) says so, escaped like the rest.
+  const marked = formatSearch("x", 3, {
+    count: 1,
+    mode: "hybrid",
+    results: [{ id: "01T", task: "t", resource: "r", result: "x", score: 4, relevance: 1, has_content: false, provenance: "from teammate <alice>, reviewed" }],
+  });
+  assert.match(marked, /score: 4\/5 \(id 01T; from teammate &lt;alice&gt;, reviewed\)/);
   // Issue 14 item 6: stored text is escaped as auto-recall escapes it, and cannot close the block.
   const hostile = formatSearch("x", 3, {
     count: 1,

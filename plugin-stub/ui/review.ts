@@ -7,11 +7,15 @@ import { button, el, errorText, facts, replace, stars, visible, when } from "./d
 const REASONS = {
   extracted: "Extracted from a conversation by an LLM: check it before agents rely on it",
   prompt_injection: "Suspected prompt injection: it reads like instructions to an agent",
+  risky_action: "Tells an agent to take a risky action (see below)",
 };
 
 /** Held experiences from the team hub wait for trust here. */
 function reasonsOf(item) {
-  const reasons = (item.flags ?? []).map((flag) => REASONS[flag] ?? `Flagged: ${flag}`);
+  const reasons = (item.flags ?? []).filter((flag) => flag !== "reviewed").map((flag) => REASONS[flag] ?? `Flagged: ${flag}`);
+  // The daemon's reasons in words: each risky action with the words that matched, or that a
+  // teammate's or an extracted experience reaches no agent until approved.
+  for (const reason of item.reasons ?? []) reasons.push(String(reason));
   if (item.source === "hub") reasons.push("Shared by a teammate through the team hub, awaiting your trust");
   if (reasons.length === 0) reasons.push("Held for review");
   return reasons;

@@ -22,7 +22,7 @@ fn member_daemon(postgres: &TestPostgres, member: &str, privacy: &str) -> TestDa
 }
 
 fn search(daemon: &TestDaemon, query: &str, origin: Option<&str>) -> Vec<String> {
-    let mut params = json!({"query": query, "top_k": 10, "min_score": 1});
+    let mut params = json!({"query": query, "top_k": 10, "min_score": 1, "unreviewed": true});
     if let Some(origin) = origin {
         params["origin"] = json!(origin);
     }
@@ -30,7 +30,7 @@ fn search(daemon: &TestDaemon, query: &str, origin: Option<&str>) -> Vec<String>
 }
 
 fn finds(daemon: &TestDaemon, query: &str, task: &str) -> bool {
-    daemon.ok("kb.search", json!({"query": query, "top_k": 10, "min_score": 1}))["results"]
+    daemon.ok("kb.search", json!({"query": query, "top_k": 10, "min_score": 1, "unreviewed": true}))["results"]
         .as_array()
         .expect("results")
         .iter()

@@ -29,7 +29,7 @@ fn member(postgres: &TestPostgres, name: &str, extra: &str) -> TestDaemon {
 }
 
 fn finds(daemon: &TestDaemon, query: &str, task: &str) -> Option<String> {
-    daemon.ok("kb.search", json!({"query": query, "top_k": 10, "min_score": 1}))["results"]
+    daemon.ok("kb.search", json!({"query": query, "top_k": 10, "min_score": 1, "unreviewed": true}))["results"]
         .as_array()
         .expect("results")
         .iter()
@@ -162,10 +162,10 @@ fn no_member_or_outsider_can_block_the_team_read_its_activity_or_speak_as_anothe
         )
         .expect("dave's escapes");
     let escaped = within(Duration::from_secs(10), || {
-        bob.ok("kb.search", json!({"query": "renew grafana token", "min_score": 1}))["count"].as_u64().unwrap_or(0) > 0
+        bob.ok("kb.search", json!({"query": "renew grafana token", "min_score": 1, "unreviewed": true}))["count"].as_u64().unwrap_or(0) > 0
     });
     assert!(escaped.is_some(), "{}", hub_status(&bob));
-    let id = common::ids_of(&bob.ok("kb.search", json!({"query": "renew grafana token", "min_score": 1})))[0].clone();
+    let id = common::ids_of(&bob.ok("kb.search", json!({"query": "renew grafana token", "min_score": 1, "unreviewed": true})))[0].clone();
     for args in [vec!["search", "renew grafana token"], vec!["show", id.as_str()]] {
         let printed = bob.kbctl(&args).stdout;
         let text = String::from_utf8_lossy(&printed);

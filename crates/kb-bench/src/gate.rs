@@ -3,6 +3,7 @@
 //! attacks and benign talk about prompts). Runs the gate in this process; no daemon.
 
 mod forms;
+mod risky;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -119,6 +120,8 @@ pub struct GateReport {
     benign_flagged: usize,
     benign_prompt_talk_total: usize,
     benign_flagged_texts: Vec<String>,
+    /// The risky-action check per set (`gate/risky.rs`).
+    risky: Vec<risky::SetCount>,
     /// Mean time of one `gate` call over every text of the four sets, in microseconds.
     gate_us_mean: f64,
     /// Mean time of one `gate` call on a typical 1.5 KB experience with a little of everything.
@@ -193,6 +196,7 @@ pub fn run(iterations: usize, json: bool) -> anyhow::Result<()> {
         benign_flagged: 0,
         benign_prompt_talk_total: injection_benign.len(),
         benign_flagged_texts: Vec::new(),
+        risky: Vec::new(),
         gate_us_mean: 0.0,
         gate_us_typical: 0.0,
     };
@@ -268,12 +272,25 @@ pub fn run(iterations: usize, json: bool) -> anyhow::Result<()> {
         }
     }
 
+    report.risky = risky::run(
+        &[
+            ("redaction benign", text_of(&redaction_benign)),
+            ("injection benign (all rounds)", text_of(&injection_benign)),
+        ],
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("data"),
+    )?;
+
+    // Phrasing detection as before the risky-action check: the `prompt_injection` flag alone
+    // (the risky check holds some of these texts too, counted above).
+    let phrasing = |gated: &kb_core::Gated| {
+        gated.status == Status::Pending && gated.flags.iter().any(|flag| flag == "prompt_injection")
+    };
     for attack in &attacks {
         let gated = gate(submission(&attack.text), &policy)?;
         let kind = report.attacks_by_kind.entry(attack.kind.clone()).or_default();
         let round = report.rounds.entry(round_of(&attack.kind)).or_default();
         round.attacks_total += 1;
-        if gated.status == Status::Pending {
+        if phrasing(&gated) {
             report.attacks_held += 1;
             round.attacks_held += 1;
             kind.caught += 1;
@@ -286,7 +303,7 @@ pub fn run(iterations: usize, json: bool) -> anyhow::Result<()> {
         let gated = gate(submission(&benign.text), &policy)?;
         let round = report.rounds.entry(round_of(&benign.kind)).or_default();
         round.benign_total += 1;
-        if gated.status == Status::Pending {
+        if phrasing(&gated) {
             round.benign_flagged += 1;
             report.benign_flagged += 1;
             report.benign_flagged_texts.push(format!("{:?}", benign.text));
@@ -416,6 +433,7 @@ fn print_report(report: &GateReport, n_formats: usize, iterations: usize, n_text
     for text in &report.benign_flagged_texts {
         println!("  FLAGGED {text}");
     }
+    risky::print(&report.risky);
     println!(
         "gate cost: {:.1} µs per submit on the sets' texts ({n_texts} texts × {iterations}), \
          {:.1} µs per typical 1.5 KB submit",

@@ -485,6 +485,7 @@ async fn search(client: &mut Client, query: &str, mode: &str) -> anyhow::Result<
         agent_id: None,
         mode: Some(mode.to_owned()),
         origin: None,
+        unreviewed: None,
     };
     client.call(kb_proto::method::SEARCH, &params).await.with_context(|| format!("kb.search {query:?} ({mode}) failed"))
 }

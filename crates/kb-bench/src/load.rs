@@ -284,6 +284,7 @@ async fn knowhub_search(client: &mut Client, query: &str) -> anyhow::Result<Sear
         agent_id: None,
         mode: None,
         origin: None,
+        unreviewed: None,
     };
     client.call(kb_proto::method::SEARCH, &params).await.with_context(|| format!("kb.search {query:?} failed"))
 }

@@ -228,6 +228,7 @@ async fn measure_set(
                 agent_id: None,
                 mode: Some((*mode).to_owned()),
                 origin: None,
+                unreviewed: None,
             };
             let started = Instant::now();
             let answer: SearchResult = client

@@ -114,6 +114,10 @@ impl Status {
     }
 }
 
+/// The flag of an experience the user approved (`kbctl approve`, the Control UI): a teammate's
+/// or an extracted experience reaches agents only with it, or from an author the user trusts.
+pub const REVIEWED_FLAG: &str = "reviewed";
+
 /// Where an experience came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -166,6 +170,14 @@ pub struct NewExperience {
     pub confidence: Option<f64>,
 }
 
+impl Source {
+    /// Whether experiences of this source came from somewhere other than this user's own
+    /// agents and tools: a teammate (the hub) or an LLM's extraction.
+    pub fn is_foreign(self) -> bool {
+        matches!(self, Source::Hub | Source::Extraction)
+    }
+}
+
 /// A stored experience, as the store hands it out (without its detailed content).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Experience {
@@ -190,6 +202,13 @@ pub struct Experience {
     pub merge_count: i64,
     /// Times it was returned by search or injected by auto-recall.
     pub recall_count: i64,
+}
+
+impl Experience {
+    /// Whether the user approved it (see [`REVIEWED_FLAG`]).
+    pub fn reviewed(&self) -> bool {
+        self.flags.iter().any(|flag| flag == REVIEWED_FLAG)
+    }
 }
 
 #[cfg(test)]

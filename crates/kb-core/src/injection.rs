@@ -88,6 +88,17 @@ pub fn detect(text: &str) -> Vec<&'static str> {
     found
 }
 
+/// `text` folded as the detector folds it (full-width and look-alike characters to ASCII,
+/// invisible characters dropped), for the risky-action check (`crate::risky`).
+pub(crate) fn fold_text(text: &str) -> String {
+    self::normalize::fold(text)
+}
+
+/// The base64 runs of `text` that decode to readable text, for the risky-action check.
+pub(crate) fn base64_texts(text: &str) -> Vec<String> {
+    self::views::base64_runs(text)
+}
+
 /// Whether `text` looks like an attempt to instruct the model that reads it.
 pub fn looks_like_injection(text: &str) -> bool {
     let text = without_mentions(text);

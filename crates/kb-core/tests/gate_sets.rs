@@ -220,6 +220,13 @@ const INJECTION_ROUNDS: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// Whether the phrasing detector flags `text` (the risky-action check, which also holds some of
+/// these texts, is measured on its own sets in `risky_sets.rs`).
+fn flagged_as_injection(text: &str) -> bool {
+    let gated = gate(submission(text), &GatePolicy::default()).unwrap();
+    gated.status == Status::Pending && gated.flags.iter().any(|flag| flag == "prompt_injection")
+}
+
 #[test]
 fn injection_detection_holds_attacks_and_spares_talk_about_prompts() {
     for (round, attacks, benign) in INJECTION_ROUNDS {
@@ -228,14 +235,11 @@ fn injection_detection_holds_attacks_and_spares_talk_about_prompts() {
         assert!(attacks.len() >= 25 && benign.len() >= 25, "{round}: too few texts");
         let missed: Vec<String> = attacks
             .iter()
-            .filter(|attack| gate(submission(&attack.text), &GatePolicy::default()).unwrap().status != Status::Pending)
+            .filter(|attack| !flagged_as_injection(&attack.text))
             .map(|attack| format!("[{}] {:?}", attack.kind, attack.text))
             .collect();
-        let flagged: Vec<&str> = benign
-            .iter()
-            .filter(|text| gate(submission(&text.text), &GatePolicy::default()).unwrap().status == Status::Pending)
-            .map(|text| text.text.as_str())
-            .collect();
+        let flagged: Vec<&str> =
+            benign.iter().filter(|text| flagged_as_injection(&text.text)).map(|text| text.text.as_str()).collect();
         let held_rate = 1.0 - missed.len() as f64 / attacks.len() as f64;
         let flagged_rate = flagged.len() as f64 / benign.len() as f64;
         eprintln!("{round}: attacks held {:.1}%, benign flagged {:.1}%", held_rate * 100.0, flagged_rate * 100.0);

@@ -192,6 +192,25 @@ impl Store {
             .doing("reading experiences")
     }
 
+    /// Up to `limit` active experiences that did not come from this user's own agents (a
+    /// teammate's, an extracted one) and that the user has not reviewed, newest first: what
+    /// agents do not see until the user approves it or trusts its author.
+    pub fn unreviewed(&self, limit: usize) -> Result<Vec<Experience>> {
+        let sql = format!(
+            "SELECT {EXPERIENCE_COLUMNS} FROM experiences e \
+             WHERE e.status = 'active' AND e.source IN ('hub', 'extraction') \
+               AND (',' || e.flags || ',') NOT LIKE '%,{reviewed},%' \
+             ORDER BY e.id DESC LIMIT ?1",
+            reviewed = kb_core::experience::REVIEWED_FLAG
+        );
+        let mut statement = self.conn.prepare_cached(&sql).doing("preparing the unreviewed list")?;
+        statement
+            .query_map(params![limit as i64], experience_from_row)
+            .doing("listing unreviewed experiences")?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .doing("reading experiences")
+    }
+
     /// Up to `limit` experiences with their content, oldest first, after `after_id`.
     pub fn export_page(&self, after_id: Option<&str>, limit: usize) -> Result<Vec<ExportRow>> {
         let sql = format!(

@@ -154,6 +154,35 @@ impl Store {
         Ok((before, seq))
     }
 
+    /// Marks active experiences as reviewed by the user (the `reviewed` flag), so that a
+    /// teammate's or an extracted one reaches agents. A later change pulled from the hub
+    /// replaces the flags, so a teammate's edit needs a new review.
+    /// Returns the ids it marked (active and not marked before).
+    pub fn mark_reviewed(&mut self, ids: &[&str], now_ms: i64) -> Result<Vec<String>> {
+        let tx = self.conn.transaction().doing("starting a review mark")?;
+        let mut seq = read_seq(&tx)?;
+        let mut marked = Vec::new();
+        {
+            let mut update = tx
+                .prepare_cached(&format!(
+                    "UPDATE experiences SET flags = CASE WHEN flags = '' THEN '{reviewed}' ELSE flags || ',{reviewed}' END, \
+                     updated_at = ?2, seq = ?3 \
+                     WHERE id = ?1 AND status = 'active' AND (',' || flags || ',') NOT LIKE '%,{reviewed},%'",
+                    reviewed = kb_core::experience::REVIEWED_FLAG
+                ))
+                .doing("preparing the review mark")?;
+            for id in ids {
+                if update.execute(params![id, now_ms, (seq + 1) as i64]).doing("marking reviewed")? > 0 {
+                    seq += 1;
+                    marked.push((*id).to_owned());
+                }
+            }
+        }
+        write_seq(&tx, seq)?;
+        tx.commit().doing("committing a review mark")?;
+        Ok(marked)
+    }
+
     /// Deletes experiences (and their content). Returns, per id, whether it existed, and the
     /// sequence number after the delete.
     pub fn delete(&mut self, ids: &[&str]) -> Result<(Vec<bool>, u64)> {

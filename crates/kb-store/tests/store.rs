@@ -282,3 +282,46 @@ fn an_exact_duplicate_with_other_content_keeps_that_content_as_a_variant() {
     store.delete(&[&stored]).unwrap();
     assert!(store.variants(&stored).unwrap().is_empty());
 }
+
+/// Issue 24: a teammate's or an extracted experience waits for the user's review; approving
+/// marks it once (the mark bumps the sequence number, so the hub and the index see the change),
+/// and the user's own experiences are never listed as unreviewed.
+#[test]
+fn active_foreign_experiences_are_listed_until_marked_reviewed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("kb.db")).unwrap();
+    let with_source = |task: &str, source: kb_core::Source| {
+        let mut gated = gated(task, 3, None);
+        gated.experience.source = Some(source);
+        gated
+    };
+    let (outcomes, seq) = store
+        .write(
+            &[
+                with_source("a teammate's", kb_core::Source::Hub),
+                with_source("an extracted one", kb_core::Source::Extraction),
+                with_source("my own", kb_core::Source::Tool),
+            ],
+            1_000,
+        )
+        .unwrap();
+    let ids: Vec<&str> = outcomes.iter().map(|outcome| outcome.id.as_str()).collect();
+    let listed = |store: &Store| -> Vec<String> {
+        let mut listed: Vec<String> =
+            store.unreviewed(10).unwrap().into_iter().map(|experience| experience.id.to_string()).collect();
+        listed.sort();
+        listed
+    };
+    let mut foreign = vec![ids[0].to_owned(), ids[1].to_owned()];
+    foreign.sort();
+    assert_eq!(listed(&store), foreign);
+
+    let marked = store.mark_reviewed(&[ids[0], ids[2]], 2_000).unwrap();
+    assert_eq!(marked, vec![ids[0].to_owned(), ids[2].to_owned()]);
+    assert_eq!(listed(&store), vec![ids[1].to_owned()]);
+    let teammate = store.get(ids[0]).unwrap().unwrap();
+    assert!(teammate.reviewed() && teammate.flags == vec!["reviewed".to_owned()], "{:?}", teammate.flags);
+    assert_eq!(store.seq().unwrap(), seq + 2);
+    // Marking again changes nothing.
+    assert!(store.mark_reviewed(&[ids[0]], 3_000).unwrap().is_empty());
+}

@@ -36,7 +36,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Status => status::status(&mut client, json).await,
         Command::Search { query, top_k, min_score, agent_id, mode, origin } => {
-            let params = SearchParams { query, top_k, min_score, agent_id, mode, origin };
+            // The user sees everything, teammates' and extracted experiences not yet reviewed
+            // included, each marked (agents do not see those).
+            let params = SearchParams { query, top_k, min_score, agent_id, mode, origin, unreviewed: Some(true) };
             store::search(&mut client, &params, json).await
         }
         Command::Submit {

@@ -192,6 +192,9 @@ pub struct HubConfig {
     /// counted in `status`, and fetched again once a later day's allowance allows.
     pub member_rows_per_day: u64,
     pub member_bytes_per_day: u64,
+    /// Teammates (their names on the hub) whose experiences reach this user's agents without a
+    /// review. Nobody by default: a teammate's experience reaches agents once approved.
+    pub trusted: Vec<String>,
 }
 
 impl Default for HubConfig {
@@ -207,6 +210,7 @@ impl Default for HubConfig {
             batch: 500,
             member_rows_per_day: 5_000,
             member_bytes_per_day: 100_000_000,
+            trusted: Vec::new(),
         }
     }
 }
@@ -308,6 +312,12 @@ impl Config {
         anyhow::ensure!((1..=10_000).contains(&hub.batch), "hub.batch must be from 1 to 10000");
         anyhow::ensure!(hub.member_rows_per_day >= 1, "hub.member_rows_per_day must be at least 1");
         anyhow::ensure!(hub.member_bytes_per_day >= 10_000, "hub.member_bytes_per_day must be at least 10000");
+        for name in &hub.trusted {
+            anyhow::ensure!(
+                !name.trim().is_empty() && name.trim() == name && !name.chars().any(char::is_control),
+                "hub.trusted: {name:?} is not a teammate's name (no blanks around it, no control characters)"
+            );
+        }
         Ok(config)
     }
 

@@ -97,6 +97,9 @@ pub struct HookConfig {
     /// Conversations are redacted before they are queued for extraction (`privacyMode: strict`).
     pub strict: bool,
     pub require_approval: bool,
+    /// Teammates whose experiences auto-recall uses unreviewed (the daemon's `[hub] trusted`,
+    /// never the plugin's).
+    pub trusted: Vec<String>,
 }
 
 impl Default for HookConfig {
@@ -108,6 +111,7 @@ impl Default for HookConfig {
             extraction: false,
             strict: true,
             require_approval: true,
+            trusted: Vec::new(),
         }
     }
 }
@@ -351,7 +355,7 @@ impl Hooks {
         let mut recalled = Vec::new();
         if input.config.auto_recall
             && let Some(prompt) = input.prompt()
-            && let Some((block, ids)) = recall(engine, prompt, &already_recalled).await
+            && let Some((block, ids)) = recall(engine, &input.config.trusted, prompt, &already_recalled).await
         {
             parts.push(block);
             recalled = ids;
@@ -541,7 +545,12 @@ fn sorted(counts: &Mutex<HashMap<String, u64>>) -> Vec<(String, u64)> {
 /// formats them for injection. `None` when nothing relevant is found (nothing is injected as
 /// filler) or search is not possible right now (a hook never fails). Experiences are shared
 /// across agents, so recall does not filter by the asking agent.
-async fn recall(engine: &Engine, prompt: &str, already_recalled: &[String]) -> Option<(String, Vec<String>)> {
+async fn recall(
+    engine: &Engine,
+    trusted: &[String],
+    prompt: &str,
+    already_recalled: &[String],
+) -> Option<(String, Vec<String>)> {
     let query = cut(prompt, RECALL_QUERY_CHARS);
     // Ask for a few more than shown, so experiences shown earlier leave room for new ones.
     let top_k = RECALL_TOP_K + already_recalled.len().min(RECALL_TOP_K);
@@ -560,6 +569,7 @@ async fn recall(engine: &Engine, prompt: &str, already_recalled: &[String]) -> O
             return None;
         }
     };
+    let found = crate::trust::for_agents(engine, trusted, found);
     // Search's own relevance floor drops weak matches; a hit with no relevance at all is never
     // worth a place in a prompt whatever that floor is.
     let fresh: Vec<Found> = found
@@ -586,7 +596,7 @@ pub fn format_safe_experiences(found: &[Found]) -> Option<(String, Vec<String>)>
             continue;
         }
         let entry = format!(
-            "{}. [{}]\n   resource: {}\n   result: {}\n   score: {}/5 (id {}{})\n",
+            "{}. [{}]\n   resource: {}\n   result: {}\n   score: {}/5 (id {}{}{})\n",
             ids.len() + 1,
             escape_for_prompt(&cut(&experience.task, RECALL_FIELD_CHARS)),
             escape_for_prompt(&cut(&experience.resource, RECALL_FIELD_CHARS)),
@@ -594,6 +604,7 @@ pub fn format_safe_experiences(found: &[Found]) -> Option<(String, Vec<String>)>
             experience.score,
             experience.id,
             if experience.has_content { "; details: kb_content" } else { "" },
+            crate::trust::agent_note(experience).map(|note| format!("; {note}")).unwrap_or_default(),
         );
         if block.chars().count() + entry.chars().count() + FOOTER.len() > RECALL_BUDGET_CHARS {
             break;

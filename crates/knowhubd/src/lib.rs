@@ -15,6 +15,7 @@ mod rpc;
 pub mod server;
 pub mod services;
 pub mod supervisor;
+pub mod trust;
 
 pub use config::Config;
 pub use daemon::Daemon;

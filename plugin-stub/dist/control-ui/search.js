@@ -67,6 +67,7 @@ export function searchView(app) {
       ]),
       facts([
         ["Source", hit.source],
+        ["Origin", hit.provenance],
         ["Agent", hit.agent_id],
         ["Added", when(hit.created_at)],
         ["Relevance", typeof hit.relevance === "number" ? hit.relevance.toFixed(3) : ""],

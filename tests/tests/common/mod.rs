@@ -175,9 +175,10 @@ impl TestDaemon {
         answer["id"].as_str().expect("an id").to_owned()
     }
 
-    /// The ids `kb.search` returns for `query`, best first.
+    /// The ids `kb.search` returns for `query`, best first, as the user sees them (teammates' and
+    /// extracted experiences not yet reviewed included; agents do not see those).
     pub fn search_ids(&self, query: &str) -> Vec<String> {
-        let answer = self.ok("kb.search", json!({"query": query, "top_k": 10, "min_score": 1}));
+        let answer = self.ok("kb.search", json!({"query": query, "top_k": 10, "min_score": 1, "unreviewed": true}));
         ids_of(&answer)
     }
 

@@ -150,23 +150,7 @@ pub struct Benign {
 pub fn benign(sets: &[(&str, Vec<String>)], corpora_dir: &Path) -> anyhow::Result<Benign> {
     let mut all: Vec<(String, Vec<String>)> =
         sets.iter().map(|(name, texts)| ((*name).to_owned(), texts.clone())).collect();
-    for corpus in ["english-experiences", "debian-en", "debian-zh", "cmrc-trial-chunks", "conv-en"] {
-        let path = corpora_dir.join(corpus).join("corpus.jsonl");
-        let Ok(data) = std::fs::read_to_string(&path) else { continue };
-        let mut texts = Vec::new();
-        for line in data.lines().filter(|line| !line.trim().is_empty()) {
-            let row: Value = serde_json::from_str(line)?;
-            let fields: Vec<&str> = row
-                .as_object()
-                .into_iter()
-                .flatten()
-                .filter(|(name, _)| name.as_str() != "id")
-                .filter_map(|(_, value)| value.as_str())
-                .collect();
-            texts.push(fields.join("\n"));
-        }
-        all.push((format!("corpus {corpus}"), texts));
-    }
+    all.extend(corpora(corpora_dir)?);
     let mut benign = Benign::default();
     for (name, texts) in all {
         let by_form = benign.by_set.entry(name.clone()).or_default();
@@ -209,4 +193,28 @@ pub fn print_benign(benign: &Benign) {
     for example in &benign.examples {
         println!("  CHANGED {example}");
     }
+}
+
+/// The search corpora of `data/`, each as a named set of texts (every string field of a row
+/// but its id).
+pub fn corpora(corpora_dir: &Path) -> anyhow::Result<Vec<(String, Vec<String>)>> {
+    let mut all = Vec::new();
+    for corpus in ["english-experiences", "debian-en", "debian-zh", "cmrc-trial-chunks", "conv-en"] {
+        let path = corpora_dir.join(corpus).join("corpus.jsonl");
+        let Ok(data) = std::fs::read_to_string(&path) else { continue };
+        let mut texts = Vec::new();
+        for line in data.lines().filter(|line| !line.trim().is_empty()) {
+            let row: Value = serde_json::from_str(line)?;
+            let fields: Vec<&str> = row
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(name, _)| name.as_str() != "id")
+                .filter_map(|(_, value)| value.as_str())
+                .collect();
+            texts.push(fields.join("\n"));
+        }
+        all.push((format!("corpus {corpus}"), texts));
+    }
+    Ok(all)
 }

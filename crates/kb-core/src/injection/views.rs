@@ -103,7 +103,7 @@ static BASE64_RUN: LazyLock<Regex> =
 /// The base64 runs of `text` that decode to readable text (UTF-8, almost no control
 /// characters). At most 64 runs and 64 KiB of decoded text are looked at, so a large image
 /// or key in a submission cannot make the check expensive.
-fn base64_runs(text: &str) -> Vec<String> {
+pub(super) fn base64_runs(text: &str) -> Vec<String> {
     let mut decoded_texts = Vec::new();
     let mut budget = 64 * 1024;
     for run in BASE64_RUN.find_iter(text).take(64) {

@@ -38,6 +38,9 @@ pub struct Reviewed {
     pub before: Vec<Option<Status>>,
     /// Approved ids that merged into the experience they duplicate: (approved, into).
     pub merged: Vec<(String, String)>,
+    /// Approved ids that were active already and are now marked reviewed (a teammate's or an
+    /// extracted experience that reaches agents from now on).
+    pub newly_reviewed: Vec<String>,
 }
 
 pub(super) enum Rewritten {
@@ -89,6 +92,12 @@ impl Engine {
         Ok(out)
     }
 
+    /// Active experiences from teammates or extraction that the user has not reviewed, newest
+    /// first (see `kb_store::Reader::unreviewed`).
+    pub fn unreviewed(&self, limit: usize) -> EngineResult<Vec<Experience>> {
+        Ok(self.reader().unreviewed(limit)?)
+    }
+
     /// The review queue's decision on experiences: `Active` approves (the user's call overrides
     /// a suspicion: the flags stay, and auto-recall still leaves flagged experiences out),
     /// `Rejected` rejects (kept, so the same text submitted or proposed again stays rejected).
@@ -96,7 +105,7 @@ impl Engine {
     /// passes the gate again and merges into the experience it duplicates, if any. Returns, per
     /// id, the status it had (`None`: unknown id), and the approved ids that merged.
     pub fn review(&self, ids: &[String], status: Status, edit: Option<&Edit>) -> EngineResult<Reviewed> {
-        let mut reviewed = Reviewed { before: vec![None; ids.len()], merged: Vec::new() };
+        let mut reviewed = Reviewed { before: vec![None; ids.len()], merged: Vec::new(), newly_reviewed: Vec::new() };
         let mut plain: Vec<usize> = Vec::new();
         if status == Status::Active {
             let id_refs: Vec<&str> = ids.iter().map(String::as_str).collect();
@@ -124,6 +133,11 @@ impl Engine {
             let plain_ids: Vec<&str> = plain.iter().map(|position| ids[*position].as_str()).collect();
             let mut store = self.lock_writer();
             let (before, _) = store.set_status(&plain_ids, status, now_ms())?;
+            if status == Status::Active {
+                // Approving is reviewing: a teammate's or an extracted experience, active or
+                // held, reaches agents from now on (see `kb_core::experience::REVIEWED_FLAG`).
+                reviewed.newly_reviewed = store.mark_reviewed(&plain_ids, now_ms())?;
+            }
             self.after_write(&mut store, &HashSet::new());
             for (position, before) in plain.into_iter().zip(before) {
                 reviewed.before[position] = before;
@@ -192,15 +206,16 @@ impl Engine {
             return Err(EngineError::invalid(
                 "edit",
                 format!(
-                    "the edited text is held as a suspected prompt injection ({}); {id} stays held as it was: \
+                    "the edited text is held as {}; {id} stays held as it was: \
                      approve it without this edit, or edit it again",
-                    gated.flags.join(", ")
+                    held_because(&gated)
                 ),
             ));
         }
-        // The user approves: held or not by the gate before, it becomes active; the flags stay.
+        // The user approves: held or not by the gate before, it becomes active; the flags stay,
+        // and it is marked reviewed.
         gated.status = Status::Active;
-        for flag in experience.flags {
+        for flag in experience.flags.into_iter().chain([kb_core::experience::REVIEWED_FLAG.to_owned()]) {
             if !gated.flags.contains(&flag) {
                 gated.flags.push(flag);
             }
@@ -268,4 +283,17 @@ impl Engine {
         self.reader().backup_to(destination)?;
         Ok(std::fs::metadata(destination).map(|meta| meta.len()).unwrap_or(0))
     }
+}
+
+/// Why the gate held an edit, in words: "a suspected prompt injection (prompt_injection)", or the
+/// risky action with the words that matched.
+fn held_because(gated: &kb_core::Gated) -> String {
+    let mut parts = Vec::new();
+    if gated.flags.iter().any(|flag| flag == "prompt_injection") {
+        parts.push("a suspected prompt injection (prompt_injection)".to_owned());
+    }
+    if !gated.reasons.is_empty() {
+        parts.push(format!("telling an agent to take a risky action (risky_action: {})", gated.reasons.join("; ")));
+    }
+    parts.join(" and ")
 }

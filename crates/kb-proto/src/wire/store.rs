@@ -93,6 +93,11 @@ pub struct SearchParams {
     /// (the default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<String>,
+    /// Also return teammates' and extracted experiences the user has not reviewed, marked (for
+    /// the user's own tools: `kbctl search`). Left out, the answer holds only what may reach
+    /// an agent's prompt (see `provenance`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreviewed: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -120,6 +125,10 @@ pub struct SearchHit {
     pub agent_id: Option<String>,
     pub source: String,
     pub created_at: String,
+    /// Where it came from when not from this user's own agents, and whether the user reviewed
+    /// it: "from teammate alice, not reviewed: …", "extracted from a conversation, reviewed".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<String>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -129,6 +138,9 @@ pub struct SearchHit {
 #[serde(deny_unknown_fields)]
 pub struct ContentParams {
     pub experience_id: String,
+    /// Also give the content of an experience agents may not see yet (see `SearchParams`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreviewed: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -195,6 +207,10 @@ pub struct ExperienceRecord {
     /// shared by teammates too (`kb.get`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub origins: Vec<OriginRecord>,
+    /// Where it came from when not from this user's own agents, and whether the user reviewed
+    /// it (see `SearchHit::provenance`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<String>,
 }
 
 /// A teammate's copy of an experience, as the team hub delivered it.
@@ -417,6 +433,10 @@ pub struct BackupResult {
 pub struct PendingParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<i64>,
+    /// Also list, after the held ones, the active teammates' and extracted experiences that wait
+    /// for the user's review before agents see them (`kbctl pending`, the Control UI).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreviewed: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -440,6 +460,11 @@ pub struct PendingRecord {
     pub similar: Option<Box<ExperienceRecord>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub similarity: Option<f64>,
+    /// Why it is held, in words: each risky action with the words that matched ("pipes a
+    /// download into a shell: `curl … | sh`"), or that it awaits review as a teammate's or an
+    /// extracted experience.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<String>,
 }
 
 /// What an extracted proposal came with.

@@ -30,7 +30,8 @@ fn why_held(held: &PendingRecord) -> String {
 }
 
 pub(super) async fn pending(client: &mut Client, limit: i64, json: bool) -> anyhow::Result<ExitCode> {
-    let result: wire::PendingResult = call(client, method::PENDING, &json!({"limit": limit})).await?;
+    let result: wire::PendingResult =
+        call(client, method::PENDING, &json!({"limit": limit, "unreviewed": true})).await?;
     if json {
         output::json(&result)?;
     } else if result.experiences.is_empty() {
@@ -46,6 +47,9 @@ pub(super) async fn pending(client: &mut Client, limit: i64, json: bool) -> anyh
                 clip(&record.task, 60),
                 clip(&record.resource, 30)
             ))?;
+            for reason in &held.reasons {
+                output::line(format!("    {}", clip(reason, 110)))?;
+            }
             if let (Some(similar), Some(similarity)) = (&held.similar, held.similarity) {
                 output::line(format!("    resembles {} ({:.2}): {}", similar.id, similarity, clip(&similar.task, 60)))?;
             }
@@ -104,7 +108,8 @@ async fn approve_or_reject(
 
 /// `kbctl review`: each held experience in turn, answered from standard input.
 pub(super) async fn one_at_a_time(client: &mut Client, limit: i64) -> anyhow::Result<ExitCode> {
-    let pending: wire::PendingResult = call(client, method::PENDING, &json!({"limit": limit})).await?;
+    let pending: wire::PendingResult =
+        call(client, method::PENDING, &json!({"limit": limit, "unreviewed": true})).await?;
     if pending.experiences.is_empty() {
         output::line("nothing is waiting for review")?;
         return Ok(ExitCode::SUCCESS);
@@ -182,6 +187,9 @@ fn show(held: &PendingRecord, position: usize, total: usize) -> std::io::Result<
     output::line(format!("resource: {}", record.resource))?;
     output::line(format!("result:   {}", record.result))?;
     output::line(format!("score:    {}/5", record.score))?;
+    for reason in &held.reasons {
+        output::line(format!("held:     {reason}"))?;
+    }
     if let Some(session) = &record.session_key {
         output::line(format!("session:  {session}"))?;
     }

@@ -55,7 +55,7 @@ pub(super) async fn submit(
 pub(super) async fn show(client: &mut Client, id: &str, json: bool) -> anyhow::Result<ExitCode> {
     let record: wire::ExperienceRecord = call(client, method::GET, &json!({"experience_id": id})).await?;
     let content: Option<wire::ContentResult> = if record.has_content {
-        Some(call(client, method::CONTENT, &json!({"experience_id": record.id})).await?)
+        Some(call(client, method::CONTENT, &json!({"experience_id": record.id, "unreviewed": true})).await?)
     } else {
         None
     };
@@ -77,6 +77,9 @@ pub(super) async fn show(client: &mut Client, id: &str, json: bool) -> anyhow::R
             record.merge_count,
             record.recall_count,
         ))?;
+        if let Some(provenance) = &record.provenance {
+            output::line(format!("origin:   {provenance}"))?;
+        }
         if let Some(content) = content {
             output::line(format!("--- content ({}) ---\n{}", content.content_type, content.content))?;
         }
@@ -171,6 +174,9 @@ fn print_search(result: &SearchResult) -> anyhow::Result<()> {
             hit.id,
             if hit.has_content { " (has detailed content: kbctl show ID)" } else { "" }
         ))?;
+        if let Some(provenance) = &hit.provenance {
+            output::line(format!("   {provenance}"))?;
+        }
     }
     if let Some(note) = &result.note {
         output::error_line(format!("note: {note}"));

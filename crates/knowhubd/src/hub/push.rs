@@ -56,9 +56,10 @@ fn to_change(entry: &Outgoing, config: &HubConfig, strict: &GatePolicy, machine:
     let withdraw = || Change::Delete(id.clone());
     let Some((experience, content)) = &entry.current else { return withdraw() };
     // Extracted and then approved by the user is shared like a submit ("extracted" says where
-    // it came from, not that it is held); any other flag keeps it home.
+    // it came from, "reviewed" that the user approved it, not that it is held); any other flag
+    // keeps it home.
     let shareable = experience.status == Status::Active
-        && experience.flags.iter().all(|flag| flag == "extracted")
+        && experience.flags.iter().all(|flag| flag == "extracted" || flag == kb_core::experience::REVIEWED_FLAG)
         && if entry.confirmation {
             experience.source == Source::Hub
         } else {

@@ -22,7 +22,8 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
             if hook.is_empty() || hook.len() > 128 {
                 return Err(invalid("hook", "must be a hook name"));
             }
-            let config = hook_config(params.config.as_ref())?;
+            let mut config = hook_config(params.config.as_ref())?;
+            config.trusted = app.config.hub.trusted.clone();
             let input = HookInput { hook, event: &params.event, ctx: &params.ctx, config };
             if let Some(conversation) = input.conversation() {
                 // Queued off the hook's path: the turn has ended, and nothing waits for this.

@@ -14,6 +14,7 @@ use kb_store::ListFilter;
 
 use super::{RpcResult, experience_id, invalid, page_limit, parse, rfc3339, to_rpc_error};
 use crate::app::App;
+use crate::trust::Provenance;
 use kb_engine::engine::{CarriedVariant, Engine, ImportEntry, Reindexed, SearchMode, SearchQuery};
 use kb_engine::semantic::Refresh;
 use kb_engine::stats::Cause;
@@ -76,11 +77,17 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
             };
             let (found, answered) = engine.search(query).await.map_err(|error| to_rpc_error(&engine, error))?;
             engine.search_latency.record(started.elapsed());
+            let trusted = &app.config.hub.trusted;
+            // What an agent may see, unless the user's own tool asks for everything (marked).
+            let found =
+                if params.unreviewed == Some(true) { found } else { crate::trust::for_agents(engine, trusted, found) };
             let results: Vec<wire::SearchHit> = found
                 .into_iter()
                 .map(|found| {
                     let experience = found.experience;
+                    let provenance = Provenance::of(engine, trusted, &experience).label();
                     wire::SearchHit {
+                        provenance,
                         id: experience.id.to_string(),
                         relevance: (found.relevance * 1000.0).round() / 1000.0,
                         has_content: experience.has_content,
@@ -107,6 +114,25 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
             let engine = &app.engine;
             let params: wire::ContentParams = parse(&params)?;
             let id = experience_id("experience_id", &params.experience_id)?;
+            if params.unreviewed != Some(true) {
+                let experience = engine.get(&id).map_err(|error| to_rpc_error(&engine, error))?;
+                if experience.status != Status::Active {
+                    return Err(invalid(
+                        "experience_id",
+                        format!("{id} is {}; its content is shown with `kbctl show {id}`", experience.status.as_str()),
+                    ));
+                }
+                let provenance = Provenance::of(engine, &app.config.hub.trusted, &experience);
+                if !provenance.usable_by_agents() {
+                    return Err(invalid(
+                        "experience_id",
+                        format!(
+                            "{id} is {}; its content is shown with `kbctl show {id}`",
+                            provenance.label().unwrap_or_default()
+                        ),
+                    ));
+                }
+            }
             let (content, content_type) = engine.content(&id).map_err(|error| to_rpc_error(&engine, error))?;
             RpcResult::Ok(wire::ContentResult { experience_id: id, content, content_type })
         })
@@ -118,7 +144,9 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
             let id = experience_id("experience_id", &params.experience_id)?;
             let experience = engine.get(&id).map_err(|error| to_rpc_error(&engine, error))?;
             let variants = engine.variants(&id).map_err(|error| to_rpc_error(&engine, error))?;
+            let provenance = Provenance::of(engine, &app.config.hub.trusted, &experience).label();
             let mut record = record(experience);
+            record.provenance = provenance;
             record.variants = variants.into_iter().map(variant_record).collect();
             record.origins = engine
                 .origins(&id)
@@ -180,7 +208,24 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
             let params: wire::PendingParams = parse(&params)?;
             let limit = page_limit(params.limit, 100)?;
             let held = engine.pending(limit).map_err(|error| to_rpc_error(&engine, error))?;
-            let experiences: Vec<wire::PendingRecord> = held.into_iter().map(pending_record).collect();
+            let trusted = &app.config.hub.trusted;
+            let mut experiences: Vec<wire::PendingRecord> =
+                held.into_iter().map(|held| pending_record(engine, trusted, held)).collect();
+            // Then what is active but reaches no agent until reviewed: teammates' and extracted
+            // experiences the user neither approved nor trusts the author of.
+            let room = limit.saturating_sub(experiences.len());
+            if params.unreviewed == Some(true) && room > 0 {
+                let unreviewed = engine.unreviewed(room).map_err(|error| to_rpc_error(&engine, error))?;
+                experiences.extend(
+                    unreviewed
+                        .into_iter()
+                        .filter(|experience| !Provenance::of(engine, trusted, experience).usable_by_agents())
+                        .map(|experience| {
+                            let held = kb_engine::engine::Held { experience, proposal: None, similar: None };
+                            pending_record(engine, trusted, held)
+                        }),
+                );
+            }
             RpcResult::Ok(wire::PendingResult { count: experiences.len(), experiences })
         })
         .expect("method names are unique");
@@ -206,7 +251,14 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
             let experiences = engine.list(&filter).map_err(|error| to_rpc_error(&engine, error))?;
             let next_before_id =
                 (experiences.len() == limit).then(|| experiences.last().map(|last| last.id.to_string())).flatten();
-            let experiences: Vec<wire::ExperienceRecord> = experiences.into_iter().map(record).collect();
+            let trusted = &app.config.hub.trusted;
+            let experiences: Vec<wire::ExperienceRecord> = experiences
+                .into_iter()
+                .map(|experience| {
+                    let provenance = Provenance::of(engine, trusted, &experience).label();
+                    wire::ExperienceRecord { provenance, ..record(experience) }
+                })
+                .collect();
             RpcResult::Ok(wire::ListResult { count: experiences.len(), experiences, next_before_id })
         })
         .expect("method names are unique");
@@ -329,7 +381,7 @@ fn review(engine: &Engine, params: &Params<'_>, status: Status) -> RpcResult<wir
     for (id, before) in ids.into_iter().zip(reviewed.before) {
         match before {
             None => result.missing.push(id),
-            Some(before) if before == status => result.unchanged.push(id),
+            Some(before) if before == status && !reviewed.newly_reviewed.contains(&id) => result.unchanged.push(id),
             Some(before) => {
                 tracing::info!(%id, from = before.as_str(), to = status.as_str(), reason = params.reason.as_deref().unwrap_or(""), "reviewed");
                 result.changed.push(id);
@@ -458,14 +510,30 @@ fn record(experience: Experience) -> wire::ExperienceRecord {
         recall_count: experience.recall_count,
         variants: Vec::new(),
         origins: Vec::new(),
+        provenance: None,
     }
 }
 
-fn pending_record(held: kb_engine::engine::Held) -> wire::PendingRecord {
+/// A held (or unreviewed) experience for the review queue, marked with where it came from and
+/// with the reasons it is held in words (each risky action and the words that matched).
+fn pending_record(engine: &Engine, trusted: &[String], held: kb_engine::engine::Held) -> wire::PendingRecord {
     let (similar, similarity) =
         held.similar.map(|(experience, similarity)| (Box::new(record(experience)), similarity)).unzip();
+    let provenance = Provenance::of(engine, trusted, &held.experience);
+    let mut text = format!("{}\n{}\n{}", held.experience.task, held.experience.resource, held.experience.result);
+    if held.experience.has_content
+        && let Ok((content, _)) = engine.content(held.experience.id.as_str())
+    {
+        text.push('\n');
+        text.push_str(&content);
+    }
+    let mut reasons: Vec<String> = kb_core::risky::risky_actions(&text).iter().map(|action| action.reason()).collect();
+    if held.experience.status == Status::Active && !provenance.usable_by_agents() {
+        reasons.push(provenance.label().unwrap_or_default());
+    }
     wire::PendingRecord {
-        experience: record(held.experience),
+        reasons,
+        experience: wire::ExperienceRecord { provenance: provenance.label(), ..record(held.experience) },
         extraction: held.proposal.map(|proposal| wire::ProposalRecord {
             job_id: proposal.job_id,
             outcome: proposal.outcome,

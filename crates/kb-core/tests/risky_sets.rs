@@ -1,0 +1,127 @@
+//! The risky-action check against the sets in `tests/data` (see `tests/data/README.md`): risky
+//! experiences held, ordinary command-line experiences (and every benign set of the injection
+//! and redaction checks) passing. Development and blind parts are asserted separately; the
+//! tldr pages, text nobody wrote for the check, too. `kb-bench gate` prints the same figures.
+
+use kb_core::risky::risky_actions;
+use kb_core::{GatePolicy, NewExperience, Status, gate};
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+struct Labelled {
+    text: String,
+    #[serde(default)]
+    class: String,
+    #[serde(default)]
+    label: String,
+}
+
+fn lines(data: &str) -> Vec<Labelled> {
+    data.lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|error| panic!("{error}: {line}")))
+        .collect()
+}
+
+/// Whether the gate holds `text` for a risky action (as a submit's result).
+fn held(text: &str) -> bool {
+    let new = NewExperience {
+        task: "note".to_owned(),
+        resource: "risky sets".to_owned(),
+        result: text.to_owned(),
+        ..NewExperience::default()
+    };
+    let gated = gate(new, &GatePolicy::default()).unwrap();
+    gated.status == Status::Pending && gated.flags.iter().any(|flag| flag == "risky_action")
+}
+
+/// Held share of `risky`, flagged share of `ordinary`, with the texts that went wrong.
+fn measure(risky: &[&str], ordinary: &[&str]) -> (f64, f64, Vec<String>, Vec<String>) {
+    let missed: Vec<String> = risky.iter().filter(|text| !held(text)).map(|text| format!("{text:?}")).collect();
+    let flagged: Vec<String> = ordinary
+        .iter()
+        .filter(|text| !risky_actions(text).is_empty())
+        .map(|text| format!("{text:?}: {:?}", risky_actions(text).iter().map(|a| a.reason()).collect::<Vec<_>>()))
+        .collect();
+    let held_rate = 1.0 - missed.len() as f64 / risky.len().max(1) as f64;
+    let flagged_rate = flagged.len() as f64 / ordinary.len().max(1) as f64;
+    (held_rate, flagged_rate, missed, flagged)
+}
+
+fn texts(set: &[Labelled]) -> Vec<&str> {
+    set.iter().map(|entry| entry.text.as_str()).collect()
+}
+
+#[test]
+fn risky_sets_are_held_and_ordinary_ones_pass() {
+    // The blind part was measured once, before any change for it (README): 88.7% held, 2.5%
+    // flagged. Its floor is that first measurement, not the goal.
+    let parts = [
+        ("development", include_str!("data/risky_dev.jsonl"), include_str!("data/ordinary_dev.jsonl"), 0.95),
+        ("blind", include_str!("data/risky_blind.jsonl"), include_str!("data/ordinary_blind.jsonl"), 0.88),
+    ];
+    for (part, risky, ordinary, floor) in parts {
+        let risky = lines(risky);
+        let ordinary = lines(ordinary);
+        assert!(risky.len() >= 50 && ordinary.len() >= 40, "{part}: too few texts");
+        assert!(risky.iter().all(|entry| !entry.class.is_empty()), "{part}: every risky text names its class");
+        let (held_rate, flagged_rate, missed, flagged) = measure(&texts(&risky), &texts(&ordinary));
+        eprintln!("{part}: risky held {:.1}%, ordinary flagged {:.1}%", held_rate * 100.0, flagged_rate * 100.0);
+        assert!(held_rate >= floor, "{part}: only {:.1}% held; missed:\n{}", held_rate * 100.0, missed.join("\n"));
+        assert!(flagged_rate <= 0.03, "{part}: {:.1}% flagged:\n{}", flagged_rate * 100.0, flagged.join("\n"));
+    }
+}
+
+#[test]
+fn tldr_pages_ordinary_commands_pass_and_risky_ones_are_held() {
+    let pages = lines(include_str!("data/tldr_commands.jsonl"));
+    assert!(pages.len() >= 4000);
+    let risky: Vec<&str> =
+        pages.iter().filter(|entry| entry.label.starts_with("risky:")).map(|entry| entry.text.as_str()).collect();
+    let ordinary: Vec<&str> =
+        pages.iter().filter(|entry| entry.label == "ordinary").map(|entry| entry.text.as_str()).collect();
+    assert_eq!(risky.len() + ordinary.len(), pages.len(), "every example is labelled");
+    let (held_rate, flagged_rate, missed, flagged) = measure(&risky, &ordinary);
+    eprintln!(
+        "tldr pages: risky held {:.1}% of {}, ordinary flagged {:.2}% of {}",
+        held_rate * 100.0,
+        risky.len(),
+        flagged_rate * 100.0,
+        ordinary.len()
+    );
+    eprintln!("missed:\n{}", missed.join("\n"));
+    assert!(flagged_rate <= 0.01, "{:.2}% flagged:\n{}", flagged_rate * 100.0, flagged.join("\n"));
+    assert!(held_rate >= 0.95, "only {:.1}% held; missed:\n{}", held_rate * 100.0, missed.join("\n"));
+}
+
+#[test]
+fn the_benign_sets_of_the_other_checks_pass() {
+    let sets = [
+        include_str!("data/injection_benign.jsonl"),
+        include_str!("data/injection_heldout_benign.jsonl"),
+        include_str!("data/injection_heldout2_benign.jsonl"),
+        include_str!("data/injection_heldout3_benign.jsonl"),
+        include_str!("data/injection_heldout4_benign.jsonl"),
+        include_str!("data/injection_heldout5_benign.jsonl"),
+        include_str!("data/injection_thirdparty_benign.jsonl"),
+        include_str!("data/redaction_benign.jsonl"),
+    ];
+    // Benign for the injection check, yet some do what this check holds (an installer piped into
+    // `sh`, `verify=False`, a kubeconfig read): labelled by reading, they count as risky here.
+    let relabelled = lines(include_str!("data/risky_in_benign_sets.jsonl"));
+    let all: Vec<Labelled> = sets.iter().flat_map(|set| lines(set)).collect();
+    let (risky, ordinary): (Vec<&Labelled>, Vec<&Labelled>) =
+        all.iter().partition(|entry| relabelled.iter().any(|risky| risky.text == entry.text));
+    assert_eq!(risky.len(), relabelled.len(), "every relabelled text is in a set");
+    let risky: Vec<&str> = risky.iter().map(|entry| entry.text.as_str()).collect();
+    let ordinary: Vec<&str> = ordinary.iter().map(|entry| entry.text.as_str()).collect();
+    let (held_rate, flagged_rate, _, flagged) = measure(&risky, &ordinary);
+    eprintln!(
+        "benign sets of the other checks: risky held {:.1}% of {}, ordinary flagged {:.2}% of {}",
+        held_rate * 100.0,
+        risky.len(),
+        flagged_rate * 100.0,
+        ordinary.len()
+    );
+    assert!(flagged_rate <= 0.01, "{:.2}% flagged:\n{}", flagged_rate * 100.0, flagged.join("\n"));
+}

@@ -686,3 +686,37 @@ fn an_approval_edit_that_adds_an_injection_is_not_approved() {
     let found = daemon.ok("kb.search", json!({"query": "deploy docs www-data", "min_score": 1}));
     assert_eq!(common::ids_of(&found), [id], "{found}");
 }
+
+/// A rejected proposal's text submitted by an agent is refused; confirmed by the user, it is
+/// active again and counts as reviewed, so agents find it.
+#[test]
+fn a_confirmed_submit_of_a_rejected_proposal_reaches_agents_again() {
+    let llm = ScriptedLlm::start();
+    let daemon = start(&llm, "");
+    llm.script([Reply::proposals(json!([deploy_proposal()]), 700)]);
+    agent_end(&daemon, "s1", &deploy_session(1), &plugin_config(true, "strict", true));
+    wait_for_jobs(&daemon, 1, Duration::from_secs(30));
+    let held = pending(&daemon);
+    assert_eq!(held.len(), 1, "{held:?}");
+    let id = held[0]["id"].as_str().unwrap().to_owned();
+    daemon.ok("kb.reject", json!({"ids": [id]}));
+    let proposal = deploy_proposal();
+    let submit = json!({"task": proposal["task"], "resource": proposal["resource"], "result": proposal["result"]});
+    let refused = daemon.call("kb.submit", submit.clone());
+    assert!(
+        matches!(&refused, Err(kb_proto::ClientError::Rpc { code, .. }) if *code == kb_proto::ErrorCode::Refused.code()),
+        "{refused:?}"
+    );
+    let mut confirmed = submit;
+    confirmed["confirm"] = json!(true);
+    let answer = daemon.ok("kb.submit", confirmed);
+    assert_eq!((answer["id"].as_str(), answer["status"].as_str()), (Some(id.as_str()), Some("active")), "{answer}");
+    let record = daemon.ok("kb.get", json!({"experience_id": id}));
+    assert!(record["flags"].as_array().unwrap().contains(&json!("reviewed")), "{record}");
+    // What agents search (unreviewed ones left out) finds it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !daemon.search_ids("deploy docs EACCES www-data").contains(&id) {
+        assert!(Instant::now() < deadline, "the confirmed experience never reached agents' search");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

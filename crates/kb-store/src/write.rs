@@ -271,7 +271,13 @@ pub(crate) fn write_in(
         ))
         .doing("preparing the rejected proposal lookup")?;
     let mut set_status = tx
-        .prepare_cached("UPDATE experiences SET status = ?2, dedup_key = ?3 WHERE id = ?1")
+        .prepare_cached(&format!(
+            "UPDATE experiences SET status = ?2, dedup_key = ?3, \
+                 flags = CASE WHEN NOT ?4 OR (',' || flags || ',') LIKE '%,{reviewed},%' THEN flags \
+                              WHEN flags = '' THEN '{reviewed}' ELSE flags || ',{reviewed}' END \
+             WHERE id = ?1",
+            reviewed = kb_core::experience::REVIEWED_FLAG
+        ))
         .doing("preparing the status update")?;
     let mut find_similar =
         tx.prepare_cached(&format!("SELECT {TARGET_COLUMNS} WHERE e.id = ?1")).doing("preparing the similar lookup")?;
@@ -361,9 +367,16 @@ pub(crate) fn write_in(
                     .execute(params![target.id, now_ms, i64::from(gated.score), derived_change, *seq as i64])
                     .doing("merging a duplicate")?;
                 if revive {
-                    // A revived proposal takes the key its text has, as a submit would.
+                    // A revived proposal takes the key its text has, as a submit would; the user
+                    // confirmed it, so when it is active it counts as reviewed (a teammate's or
+                    // an extracted one then reaches agents, `knowhubd::trust`).
                     set_status
-                        .execute(params![target.id, gated.status.as_str(), gated.dedup_key])
+                        .execute(params![
+                            target.id,
+                            gated.status.as_str(),
+                            gated.dedup_key,
+                            gated.status == Status::Active
+                        ])
                         .doing("making a rejected experience active again")?;
                 }
                 if adds_content {

@@ -560,10 +560,11 @@ async fn recall(engine: &Engine, prompt: &str, already_recalled: &[String]) -> O
             return None;
         }
     };
-    // Search's own relevance floor drops weak matches; a hit with no relevance at all is never
-    // worth a place in a prompt whatever that floor is.
+    // Search ranks; whether a hit is worth a place in a prompt nobody asked it for is decided
+    // apart, on its evidence (`kb_engine::relevance`): one shared word is not enough.
     let fresh: Vec<Found> = found
         .into_iter()
+        .filter(|item| item.evidence.worth_showing_unasked())
         .filter(|item| item.relevance > 0.0 && !already_recalled.iter().any(|id| *id == item.experience.id.to_string()))
         .take(RECALL_TOP_K)
         .collect();
@@ -681,6 +682,7 @@ mod tests {
                 recall_count: 0,
             },
             relevance: 1.0,
+            evidence: Default::default(),
         }
     }
 

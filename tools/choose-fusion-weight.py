@@ -125,3 +125,34 @@ def main():
 
 if __name__ == "__main__":
     main()
+
+
+def bootstrap_report(paths, rules):
+    """Per set x model, each rule's margin over the better single retriever with its 95% paired
+    bootstrap interval (2,000 resamples of the questions, fixed seed), in points."""
+    import random
+
+    rng = random.Random(0x4B48)
+    for model_dir in paths:
+        model = os.path.basename(os.path.normpath(model_dir))
+        english = "multilingual" not in model
+        for name in sorted(os.listdir(model_dir)):
+            rows = [json.loads(line) for line in open(os.path.join(model_dir, name), encoding="utf-8")]
+            bm25 = [scores([i for i, _ in sorted(keyword(r), key=lambda p: -p[1])], r["relevant"]) for r in rows]
+            vec = [scores([i for i, _ in r["vector"]], r["relevant"]) for r in rows]
+            line = []
+            for scale, weight in rules:
+                fused = [scores(fuse(r, weight, english, min_max if scale == "min-max" else by_best), r["relevant"]) for r in rows]
+                parts = []
+                for k, label in ((0, "R@5"), (1, "MRR")):
+                    single = bm25 if mean([s[k] for s in bm25]) >= mean([s[k] for s in vec]) else vec
+                    diffs = [f[k] - s[k] for f, s in zip(fused, single)]
+                    means = sorted(mean(rng.choices(diffs, k=len(diffs))) for _ in range(2000))
+                    parts.append(f"{label} {mean(diffs) * 100:+.1f} [{means[50] * 100:+.1f}, {means[1949] * 100:+.1f}]")
+                line.append(f"{scale} {weight}: " + ", ".join(parts))
+            print(f"  {name[:-6]:<20} {model:<28} " + " | ".join(line))
+
+
+if len(sys.argv) > 1 and os.environ.get("BOOTSTRAP"):
+    print("\nmargin over the better single retriever, 95% paired bootstrap (points)")
+    bootstrap_report(sys.argv[1:], [("min-max", 0.5), ("min-max", 0.6)])

@@ -81,9 +81,9 @@ fn candidate_fusions(model: &str) -> Vec<(String, Rule)> {
     let script = |non_han, mixed, han| ScriptWeights { non_han, mixed, han };
     let raw = |fusion| Rule::Fuse { fusion, floor: false };
     vec![
-        ("min-max, vectors 0.5 (shipped)".to_owned(), Rule::MinMax(fusion::VECTOR_WEIGHT)),
+        (format!("min-max, vectors {} (shipped)", fusion::VECTOR_WEIGHT), Rule::MinMax(fusion::VECTOR_WEIGHT)),
+        ("min-max, vectors 0.5".to_owned(), Rule::MinMax(0.5)),
         ("min-max, vectors 0.4".to_owned(), Rule::MinMax(0.4)),
-        ("min-max, vectors 0.6".to_owned(), Rule::MinMax(0.6)),
         ("BM25 / its best, vectors min-max 0.5".to_owned(), Rule::BestScaled(0.5)),
         ("BM25 / its best, vectors min-max 0.4".to_owned(), Rule::BestScaled(0.4)),
         (

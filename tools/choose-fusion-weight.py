@@ -3,7 +3,7 @@
 each data set out, from the candidates `kb-bench quality --dump-candidates DIR/<model>` wrote
 (BM25's raw scores and coverage, the vectors' cosines without a floor, per question).
 
-For each weight, each set x model: R@5 and MRR@10 of `min-max(BM25 ranking) x (1 - w) +
+For each rule (BM25's scale, weight), each set x model: R@5 and MRR@10 of `min-max(BM25 ranking) x (1 - w) +
 min-max(cosine) x w` (BM25's ranking as `fusion::keyword`: `(bm25 / (bm25 + 10))^3 + 0.15 x
 coverage`; an English model's weight scaled by the query's non-Han share), and its margin over
 the better single retriever (BM25 ranking alone, cosine alone) on the same candidates. In each
@@ -11,6 +11,9 @@ fold the weight whose worst margin over the other sets' pairs is best is chosen;
 0.1 point go to 0.5 (the plain half), then to the weight nearest it.
 
     tools/choose-fusion-weight.py DUMPS/all-minilm-l6-v2-onnx DUMPS/multilingual-e5-small-onnx
+
+With BOOTSTRAP=1 it also prints, per set x model, the margins of min-max 0.5 and 0.6 over the
+better single retriever with 95% paired-bootstrap intervals (the README's last column).
 """
 
 import json

@@ -9,7 +9,7 @@ use tantivy::{DocAddress, Score, Searcher};
 
 use super::Evidence;
 use super::query::{covered_tokens, doc_freq, text_query};
-use crate::analyzer::{analyze_with_spans, is_stop_word};
+use crate::analyzer::{analyze_with_spans, is_framing_word, is_stop_word};
 use crate::schema::Fields;
 
 /// For each of `addresses`, the idf-weighted share of `terms` it has (see
@@ -42,8 +42,9 @@ pub(super) fn coverage(
 }
 
 /// For each of `addresses`, what it holds of `query`'s content words ([`Evidence`]): the words
-/// are the query's analyzed tokens that are not function words and not part of a longer token of
-/// the query, each weighted by its idf, a word no document has as the rarest word there is.
+/// are the query's analyzed tokens that are not function or framing words
+/// (`analyzer::is_framing_word`: "how do I") and not part of a longer token of the query, each
+/// weighted by its idf, a word no document has as the rarest word there is.
 pub(super) fn evidence(
     searcher: &Searcher,
     fields: &Fields,
@@ -57,7 +58,7 @@ pub(super) fn evidence(
     let mut words: Vec<&str> = spans
         .iter()
         .zip(&covered)
-        .filter(|((term, _), is_covered)| !**is_covered && !is_stop_word(term))
+        .filter(|((term, _), is_covered)| !**is_covered && !is_framing_word(term))
         .map(|((term, _), _)| *term)
         .collect();
     words.sort_unstable();

@@ -168,7 +168,7 @@ pub fn vector_weight(model_id: &str, query: &str) -> f32 {
 /// models, weights 0.1 to 0.9, the one whose worst margin over the better single retriever on the
 /// other sets is best): 0.6 in four folds of six (0.8 without cmrc-trial, 0.5 divided by BM25's
 /// best without english-experiences). The plain half lost 4.0 points of R@5 and 5.4 of MRR@10 to
-/// all-MiniLM-L6-v2's vectors on english-experiences; 0.6 costs multilingual-e5-small 1.3 points
+/// all-MiniLM-L6-v2's vectors on english-experiences; 0.6 costs multilingual-e5-small 1.1 points
 /// of MRR@10 against BM25 on the CMRC paragraphs (README).
 pub const VECTOR_WEIGHT: f32 = 0.6;
 

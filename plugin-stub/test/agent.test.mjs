@@ -11,7 +11,8 @@
 //   anything else   answers at once (one model call).
 
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
+import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
 import { Daemon, sleep, until } from "./helpers.mjs";
@@ -166,6 +167,37 @@ describe("real agent turns with KnowHub (openclaw@2026.9.6)", { concurrency: 1 }
     for (const request of requests2) assert.ok(!turnText(request).includes(INTRO), turnText(request));
     // The turn-1 message in the history does not keep the intro either: OpenClaw does not persist injected context.
     assert.ok(!JSON.stringify(requests2[0].messages).includes(INTRO));
+  });
+
+  test("BM25 alone (no model can load): a prompt sharing one common word with the store gets no recall block; a prompt about a stored experience gets it", { timeout: 900_000 }, async () => {
+    // Issue 25: "What is the capital of Mongolia? Answer in one word." was sent a recalled
+    // experience about running vitest "after one pass". A daemon of its own, embeddings off.
+    const bm25 = new Daemon();
+    writeFileSync(path.join(bm25.home, "config.toml"), "[embedding]\nenabled = false\n");
+    await bm25.spawn();
+    try {
+      assert.equal((await bm25.call("status", {})).result.embedder.state, "disabled");
+      home.configure({ socketPath: bm25.socket, ...PLUGIN_CONFIG, reminderMode: "off" }, scriptedModelConfig(model.baseUrl));
+      const submit = (item) => bm25.call("kb.submit", { ...item, score: 5 }).then((answer) => answer.result.id);
+      const vitest = await submit({ task: "Run the vitest suite exactly once in CI", resource: "vitest --run", result: "Exits after one pass instead of watching" });
+      await submit({ task: "Pin the node version for the CI", resource: ".nvmrc", result: "setup-node reads it" });
+
+      const received = async (sessionId, message) => {
+        const result = await agentTurn(home, { sessionId, message, timeout: 600_000 });
+        assert.equal(result.code, 0, `${message}:\n${result.stderr.slice(-3_000)}`);
+        const requests = requestsOf(model, message);
+        assert.equal(requests.length, 1, message);
+        return turnText(requests[0]);
+      };
+      const mongolia = await received("bm25-gate-1", "What is the capital of Mongolia? Answer in one word.");
+      assert.ok(!mongolia.includes(RECALL_BLOCK), mongolia);
+      assert.ok(!mongolia.includes(vitest), mongolia);
+      const about = await received("bm25-gate-2", "How do I run the vitest suite once in CI without watch mode?");
+      assert.ok(about.includes(RECALL_BLOCK) && about.includes(vitest), about);
+    } finally {
+      home.configure({ socketPath: daemon.socket, ...PLUGIN_CONFIG }, scriptedModelConfig(model.baseUrl));
+      await bm25.stop();
+    }
   });
 
   describe("through a gateway", { concurrency: 1 }, () => {

@@ -664,17 +664,13 @@ fn identifiers_find_their_experience_first_in_hybrid_search() {
     assert_eq!(found_first, 50, "missed: {misses:?}");
 }
 
-/// The relevance floor of the default model: multilingual-e5-small scores unrelated texts near
-/// 0.8, so a fixed 0.25 let every experience through as "relevant" (the real-agent-turns issue:
-/// "Found 5 relevant experiences" for a store of 5). Questions on other topics, English and
-/// Chinese, find nothing in hybrid mode; a paraphrase with no word in common still finds its
-/// experience through vectors.
 /// A Chinese query whose words BM25 finds in every experience about the database, ranking the
-/// wrong one first by a hair: with a multilingual model the vectors settle it (the fusion gives
-/// them weight where BM25's best two scores are close); before, Chinese queries were left to
-/// BM25 alone and the answer was BM25's order.
+/// wrong one first by a hair: with a multilingual model the vectors are heard (half the ranking
+/// whatever the script), so the experience they put first is among the first two; before issue
+/// 25 Chinese queries were left to BM25 unless its best two scores were close (a term tuned on
+/// the sets it was judged on; the plain fusion measured as well on the Chinese sets, README).
 #[test]
-fn e5_settles_a_chinese_query_that_bm25_cannot_decide() {
+fn e5_hears_the_vectors_on_a_chinese_query_that_bm25_cannot_decide() {
     let daemon = start("", &e5(), &ort_library());
     wait_for_embedder(&daemon, "ready");
     let pool =
@@ -693,15 +689,22 @@ fn e5_settles_a_chinese_query_that_bm25_cannot_decide() {
     let vector = search(&daemon, query, "vector");
     assert_eq!(ids_of(&vector).first(), Some(&pool), "{vector}");
     let hybrid = search(&daemon, query, "hybrid");
-    assert_eq!(ids_of(&hybrid).first(), Some(&pool), "{hybrid}");
+    assert!(ids_of(&hybrid)[..2].contains(&pool), "{hybrid}");
+    assert_ne!(ids_of(&hybrid), ids_of(&bm25), "{hybrid}");
 }
 
+/// The ranking of an explicit search is not cut by a cosine floor (a floor measured on some sets
+/// cut the true matches of short conversational turns on others); whether anything is worth
+/// showing unasked is decided apart (`kb_engine::relevance`): with multilingual-e5-small,
+/// prompts on other topics, English and Chinese, get nothing from auto-recall, nor does "the
+/// capital of Mongolia" (issue 25), while a paraphrase with no word in common is recalled.
 #[test]
-fn e5_drops_unrelated_vector_matches_and_keeps_a_paraphrase() {
+fn e5_recalls_nothing_unrelated_and_keeps_a_paraphrase() {
     let items = english_experiences(60);
     let daemon = start("", &e5(), &ort_library());
     wait_for_embedder(&daemon, "ready");
     daemon.ok("kb.import", json!({"items": items}));
+    daemon.submit("Run vitest exactly once in CI", "vitest --run", "Exits after one pass, not watching", 5);
     let wanted = daemon.submit(
         "the nightly database dump fills the disk",
         "pg_dump --compress=9 piped to the object store",
@@ -709,17 +712,33 @@ fn e5_drops_unrelated_vector_matches_and_keeps_a_paraphrase() {
         4,
     );
     wait_for_embedder(&daemon, "ready");
-    for unrelated in
-        ["recipe for vegetarian lasagna with spinach", "how to care for an orchid indoors", "怎么做提拉米苏蛋糕"]
-    {
-        let answer = search(&daemon, unrelated, "vector");
-        assert_eq!(ids_of(&answer), Vec::<String>::new(), "{unrelated}: {answer}");
-        let answer = search(&daemon, unrelated, "hybrid");
-        assert_eq!(ids_of(&answer), Vec::<String>::new(), "{unrelated}: {answer}");
+    let recalled = |prompt: &str| -> Option<String> {
+        let answer = daemon.ok(
+            "hook.event",
+            json!({"hook": "before_prompt_build", "event": {"prompt": prompt, "messages": []},
+                   "ctx": {"sessionKey": format!("recall:{prompt}"), "sessionId": "s1"},
+                   "config": {"reminderMode": "off", "autoRecall": true}}),
+        );
+        answer.get("prependContext").and_then(Value::as_str).map(str::to_owned)
+    };
+    for unrelated in [
+        "recipe for vegetarian lasagna with spinach",
+        "how to care for an orchid indoors",
+        "怎么做提拉米苏蛋糕",
+        "What is the capital of Mongolia? Answer in one word.",
+    ] {
+        assert_eq!(recalled(unrelated), None, "{unrelated}");
+        // An explicit search still ranks: the nearest experiences, not nothing.
+        assert!(!ids_of(&search(&daemon, unrelated, "vector")).is_empty(), "{unrelated}");
     }
-    let answer = search(&daemon, "keep postgres backups off the server's own storage", "hybrid");
-    assert_eq!(ids_of(&answer).first(), Some(&wanted), "{answer}");
-
+    let paraphrase = "keep postgres backups off the server's own storage";
+    let block = recalled(paraphrase).expect("the paraphrase recalls its experience");
+    assert!(block.contains(&wanted), "{block}");
+    // Searched, it ties (cosine 0.855, 0.859) with a Kubernetes one on ephemeral-storage.
+    let answer = search(&daemon, paraphrase, "vector");
+    assert!(ids_of(&answer)[..2].contains(&wanted), "{answer}");
+    let answer = search(&daemon, paraphrase, "hybrid");
+    assert!(ids_of(&answer)[..3].contains(&wanted), "{answer}");
     // The int8 rewrite is cached in the data directory, and the next start loads it as it is
     // (same model id, so no re-embedding; the cache is not written again).
     let home = status(&daemon)["paths"]["home"].as_str().unwrap().to_owned();
@@ -741,8 +760,8 @@ fn e5_drops_unrelated_vector_matches_and_keeps_a_paraphrase() {
     assert_eq!(status(&daemon)["embedder"]["model"], model_id);
     assert_eq!(std::fs::metadata(&tables).unwrap().modified().unwrap(), written);
     assert_eq!(std::fs::read_to_string(cache.join("float-model-id")).unwrap(), remembered);
-    let answer = search(&daemon, "keep postgres backups off the server's own storage", "hybrid");
-    assert_eq!(ids_of(&answer).first(), Some(&wanted), "{answer}");
+    let answer = search(&daemon, "keep postgres backups off the server's own storage", "vector");
+    assert!(ids_of(&answer)[..2].contains(&wanted), "{answer}");
 }
 
 #[test]

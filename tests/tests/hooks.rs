@@ -359,3 +359,56 @@ fn without_a_model_function_words_alone_recall_nothing() {
     assert_eq!(daemon.search_ids("cache for the pnpm store").len(), 1);
     assert!(session.prompt_build("how to pin the node version for the CI").unwrap().contains(".nvmrc"));
 }
+
+/// Without a model (BM25 alone, the fallback when no model can load), auto-recall shows an
+/// experience only on evidence (`kb_engine::relevance`): a prompt that shares one word with it,
+/// common or rare, many common words, function words, or a long pasted log that happens to
+/// contain a few of its words recalls nothing; a prompt about it does (issue 25: "What is the
+/// capital of Mongolia? Answer in one word." was sent an experience about vitest "after one pass").
+#[test]
+fn without_a_model_one_shared_word_is_not_evidence_for_auto_recall() {
+    let daemon = TestDaemon::start();
+    let vitest = daemon.submit(
+        "Run the vitest suite exactly once in CI",
+        "vitest --run",
+        "Exits after one pass instead of watching; the test cache stays warm",
+        5,
+    );
+    let zanzibar = daemon.submit(
+        "Configure the zanzibar frobnicator cache",
+        "frobnicator.toml cache_dir",
+        "Point cache_dir at a tmpfs; the build halves its time",
+        4,
+    );
+    daemon.submit("Pin the node version for the CI", ".nvmrc", "setup-node reads it", 4);
+    let log = "error: build failed after 3 attempts\n".to_owned()
+        + &"   Compiling serde v1.0.228\n   Compiling tokio v1.48.0\nwarning: unused variable `pass` in src/main.rs:42\n"
+            .repeat(4)
+        + "thread 'main' panicked at src/lib.rs:7: called `Option::unwrap()` on a `None` value\nnote: run with \
+           `RUST_BACKTRACE=1` environment variable to display a backtrace; the test harness exited once";
+    let hostile = [
+        // One common word in common ("one").
+        "What is the capital of Mongolia? Answer in one word.",
+        // Many common words, a few of them in the experiences ("run", "time", "once", "one").
+        "can you run this one more time and then tell me once again how long it took this time",
+        // Function words only.
+        "what is the and of for with to in it is",
+        // One rare word that happens to match, in a prompt about something else.
+        "Plan a family holiday in Zanzibar with beaches and snorkelling in August",
+        // A long pasted log that shares a few words with them.
+        log.as_str(),
+    ];
+    for (n, prompt) in hostile.iter().enumerate() {
+        let session =
+            Session::new(&daemon, &format!("hostile-{n}"), json!({"reminderMode": "off", "autoRecall": true}));
+        assert_eq!(session.prompt_build(prompt), None, "{prompt}");
+    }
+    // An explicit search still ranks what the words find: the gate is for what nobody asked.
+    assert!(daemon.search_ids("Plan a family holiday in Zanzibar").contains(&zanzibar));
+    // A prompt about a stored experience is recalled, long or short.
+    let about = Session::new(&daemon, "about", json!({"reminderMode": "off", "autoRecall": true}));
+    let block = about.prompt_build("How do I run the vitest suite once in CI without watching?").expect("recalled");
+    assert!(block.contains(&vitest) && !block.contains(&zanzibar), "{block}");
+    let short = Session::new(&daemon, "short", json!({"reminderMode": "off", "autoRecall": true}));
+    assert!(short.prompt_build("frobnicator cache_dir").expect("recalled").contains(&zanzibar));
+}

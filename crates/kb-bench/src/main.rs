@@ -18,7 +18,7 @@ mod quality;
 mod report;
 mod stats;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
@@ -87,6 +87,19 @@ enum Command {
         daemon: DaemonArgs,
         #[command(flatten)]
         activation: ActivationArgs,
+    },
+    /// Calibrates the word side of auto-recall's relevance gate on the development sets (BM25 in
+    /// process, no daemon): answers shown and false recalls at each threshold, leaving each set out.
+    RecallGate {
+        /// Another directory holding the data sets and unrelated-queries.txt.
+        #[arg(long, value_name = "DIR")]
+        data: Option<PathBuf>,
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "cmrc-trial,cmrc-trial-chunks,english-experiences,debian-en,debian-zh,conv-en"
+        )]
+        sets: Vec<String>,
     },
     /// Redaction caught/missed on the fake-secret catalogue, false redactions, injection
     /// detection and false-positive rates, and the gate's cost per submit; in process, no daemon.
@@ -373,6 +386,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let (mut load_args, mut quality_args, mut hybrid_args, mut activation_args) = (None, None, None, None);
     let (daemon_args, model_args) = match &cli.command {
         Command::Gate { iterations } => return gate::run(*iterations, cli.json),
+        Command::RecallGate { data, sets } => {
+            return quality::recall_gate::run(data.as_deref().unwrap_or(Path::new(BENCH_DATA_DIR)), sets);
+        }
         Command::Load { daemon, load } => {
             load_args = Some(load);
             (daemon, None)

@@ -10,6 +10,7 @@
 
 mod margin;
 mod metrics;
+pub mod recall_gate;
 mod set_report;
 mod sets;
 mod twin;
@@ -61,34 +62,79 @@ pub struct QualityOptions {
     pub quantize: bool,
 }
 
-/// The fusions compared with the one shipped for `model` (its directory name stands for the id),
-/// on the same candidates.
-fn candidate_fusions(model: &str) -> Vec<(String, Fusion)> {
-    let saturated = |half, han_power, han_vectors, gap_power| Fusion::Saturated {
-        half,
-        exponent: 3,
-        han_power,
-        han_vectors,
-        gap_power,
-    };
+/// A ranking of the same BM25 and vector candidates, computed here beside the daemon's hybrid.
+#[derive(Debug, Clone, Copy)]
+enum Rule {
+    /// The daemon's (`fusion::min_max_hybrid` of BM25's ranking and the vectors) at another
+    /// vector weight, scaled down for Han queries as `fusion::vector_weight` does.
+    MinMax(f32),
+    /// `fusion::best_scaled_hybrid` at this vector weight, scaled down for Han queries likewise.
+    BestScaled(f32),
+    /// A fusion of the raw candidates (`fusion::fuse`), with coverage added when saturated; with
+    /// `floor`, the vectors cut at the model's relevance floor first, as before issue 25.
+    Fuse { fusion: Fusion, floor: bool },
+}
+
+/// The rankings compared with the shipped one for `model` (its directory name stands for the
+/// id), on the same candidates.
+fn candidate_fusions(model: &str) -> Vec<(String, Rule)> {
     let script = |non_han, mixed, han| ScriptWeights { non_han, mixed, han };
+    let raw = |fusion| Rule::Fuse { fusion, floor: false };
     vec![
-        ("RRF k=60, equal weights".to_owned(), Fusion::Rrf { k: RRF_K, vector: ScriptWeights::uniform(1.0) }),
-        ("RRF k=60, vectors 1/0.5/0.25 by script".to_owned(), Fusion::Rrf { k: RRF_K, vector: script(1.0, 0.5, 0.25) }),
-        ("RRF k=10, vectors 1/0.5/0.25 by script".to_owned(), Fusion::Rrf { k: 10.0, vector: script(1.0, 0.5, 0.25) }),
-        ("min-max sum, vectors 1/0.5/0.25".to_owned(), Fusion::Weighted { vector: script(1.0, 0.5, 0.25) }),
-        ("min-max sum, vectors 0.5 all".to_owned(), Fusion::Weighted { vector: ScriptWeights::uniform(0.5) }),
-        ("OpenClaw 0.7 cos + 0.3/(1+rank)".to_owned(), Fusion::OpenClaw),
-        ("saturated BM25 + vectors + coverage, as shipped".to_owned(), fusion::shipped_for(model)),
-        ("saturated, Han vectors 0.25 x (1 - gap)^4 (multilingual)".to_owned(), fusion::SHIPPED),
-        ("saturated, Han queries to BM25 alone (English models)".to_owned(), fusion::SHIPPED_FOR_ENGLISH_MODELS),
-        ("saturated, Han vectors 0.5 x (1 - gap)^8".to_owned(), saturated(10.0, 6, 0.5, 8)),
-        ("saturated, han power 4".to_owned(), saturated(10.0, 4, 0.0, 0)),
-        ("saturated, han power 1".to_owned(), saturated(10.0, 1, 0.0, 0)),
-        ("saturated, vectors whatever the script".to_owned(), saturated(10.0, 0, 0.0, 0)),
-        ("saturated half 5, any script".to_owned(), saturated(5.0, 0, 0.0, 0)),
-        ("saturated half 20, any script".to_owned(), saturated(20.0, 0, 0.0, 0)),
+        (format!("min-max, vectors {} (shipped)", fusion::VECTOR_WEIGHT), Rule::MinMax(fusion::VECTOR_WEIGHT)),
+        ("min-max, vectors 0.5".to_owned(), Rule::MinMax(0.5)),
+        ("min-max, vectors 0.4".to_owned(), Rule::MinMax(0.4)),
+        ("BM25 / its best, vectors min-max 0.5".to_owned(), Rule::BestScaled(0.5)),
+        ("BM25 / its best, vectors min-max 0.4".to_owned(), Rule::BestScaled(0.4)),
+        (
+            "before issue 25: saturated + coverage, floor".to_owned(),
+            Rule::Fuse { fusion: fusion::shipped_for(model), floor: true },
+        ),
+        ("before issue 25, without the floor".to_owned(), raw(fusion::shipped_for(model))),
+        ("RRF k=60, equal weights".to_owned(), raw(Fusion::Rrf { k: RRF_K, vector: ScriptWeights::uniform(1.0) })),
+        (
+            "RRF k=60, vectors 1/0.5/0.25 by script".to_owned(),
+            raw(Fusion::Rrf { k: RRF_K, vector: script(1.0, 0.5, 0.25) }),
+        ),
+        ("raw min-max sum, vectors 0.5 all".to_owned(), raw(Fusion::Weighted { vector: ScriptWeights::uniform(0.5) })),
+        ("OpenClaw 0.7 cos + 0.3/(1+rank)".to_owned(), raw(Fusion::OpenClaw)),
     ]
+}
+
+/// The candidates ranked by `rule`, best first.
+fn rank_by(
+    rule: Rule,
+    model_id: &str,
+    query: &str,
+    bm25: &[(String, f32)],
+    vector: &[(String, f32)],
+    coverage_of: &dyn Fn(&String) -> f32,
+) -> Vec<(String, f32)> {
+    match rule {
+        Rule::MinMax(weight) => {
+            let weight = weight * fusion::vector_weight(model_id, query) / fusion::VECTOR_WEIGHT;
+            fusion::min_max_hybrid(weight, &fusion::keyword(bm25, coverage_of), vector)
+        }
+        Rule::BestScaled(weight) => {
+            let weight = weight * fusion::vector_weight(model_id, query) / fusion::VECTOR_WEIGHT;
+            fusion::best_scaled_hybrid(weight, &fusion::keyword(bm25, coverage_of), vector)
+        }
+        Rule::Fuse { fusion: chosen, floor } => {
+            let kept: Vec<(String, f32)>;
+            let vector = if floor {
+                let floor = kb_engine::semantic::default_min_similarity(model_id);
+                kept = vector.iter().filter(|(_, cosine)| *cosine >= floor).cloned().collect();
+                &kept[..]
+            } else {
+                vector
+            };
+            let fused = fusion::fuse(chosen, query, bm25, vector);
+            match chosen {
+                Fusion::Saturated { .. } => fusion::with_coverage(fused, fusion::COVERAGE_WEIGHT, coverage_of),
+                _ => fused,
+            }
+        }
+    }
 }
 
 pub async fn run(daemon_binary: &Path, options: &QualityOptions, quiet: bool) -> anyhow::Result<QualityReport> {
@@ -277,13 +323,10 @@ async fn measure_set(
             dumped.push_str(&line.to_string());
             dumped.push('\n');
         }
-        if embeddings.is_some() {
-            for (offset, (_, fusion)) in candidate_fusions().into_iter().enumerate() {
-                let fused = fusion::fuse(fusion, &query.text, &candidates["bm25"], &candidates["vector"]);
-                let fused = match fusion {
-                    Fusion::Saturated { .. } => fusion::with_coverage(fused, fusion::COVERAGE_WEIGHT, coverage_of),
-                    _ => fused,
-                };
+        if let Some(model_id) = &model {
+            for (offset, (_, rule)) in candidate_fusions().into_iter().enumerate() {
+                let fused =
+                    rank_by(rule, model_id, &query.text, &candidates["bm25"], &candidates["vector"], &coverage_of);
                 let ranking: Ranking<'_> = fused
                     .iter()
                     .take(TOP_K)

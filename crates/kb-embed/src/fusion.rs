@@ -1,6 +1,7 @@
-//! Pure helpers for hybrid search: two ways to fuse a BM25 ranking with a vector ranking, and a
-//! measure of how Chinese a query is (the English model is weak on Chinese, so its ranking
-//! should count for less there). Which fusion the daemon uses is decided by measurement.
+//! Pure helpers for hybrid search: the daemon's fusion of BM25's ranking with the vectors'
+//! ([`hybrid`]), the fusions it was measured against ([`Fusion`]), exact terms, and a measure of
+//! how Chinese a query is (an English model's vectors of Chinese text are noise). Which fusion
+//! the daemon uses is decided by measurement (`kb-bench quality`).
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -124,25 +125,16 @@ pub enum Fusion {
     Saturated { half: f32, exponent: i32, han_power: i32, han_vectors: f32, gap_power: i32 },
 }
 
-/// The fusion the daemon ships, chosen with `kb-bench quality` on CMRC (Chinese) and the
-/// English experience set with all-MiniLM-L6-v2: the only one measured there at least as good
-/// as the better single retriever on every set at Recall@5 and MRR@10 (see the README). With
-/// `han_power` 4 one CMRC chunk question (a Chinese question with Latin letters and digits)
-/// ranked lower than by BM25 alone; 6 ties BM25 there and changes nothing in English.
-///
-///
-/// The Han term (`han_vectors` 0.25, `gap_power` 4) is for models whose vectors read Chinese
-/// ([`reads_chinese`]); it was added when the Debian sets showed e5's vectors beating the hybrid
-/// on Chinese synopses (R@5 0.939 against 0.911). Measured on the candidates of all five sets
-/// (`kb-bench quality --dump-candidates`), with multilingual-e5-small it gains up to 3.9 points
-/// of MRR@10 on the Chinese sets and never falls below the better single retriever; its
-/// neighbours (`gap_power` 4 to 8, `han_vectors` 0.25 to 0.5) measured the same within 0.1
-/// point, so it is not a spike of one set. With all-MiniLM-L6-v2 the same term cost 3 points of
-/// R@5 on the Chinese chunks: an English model gets [`SHIPPED_FOR_ENGLISH_MODELS`].
+/// The fusion the daemon shipped before issue 25 (kept to be measured against): chosen with
+/// `kb-bench quality` on CMRC (Chinese) and the English experience set with all-MiniLM-L6-v2,
+/// with vectors cut by the model's relevance floor. It depended on that floor and on the cosine
+/// scale it was tuned with: on held-out conversation, with the floor off, it fell below BM25
+/// alone although its vectors got better. `han_power` 6, the Han term (`han_vectors` 0.25,
+/// `gap_power` 4) for models that read Chinese.
 pub const SHIPPED: Fusion =
     Fusion::Saturated { half: 10.0, exponent: 3, han_power: 6, han_vectors: 0.25, gap_power: 4 };
 
-/// [`SHIPPED`] without the Han term: a Chinese query is left to BM25.
+/// [`SHIPPED`] without the Han term (what English models got before issue 25).
 pub const SHIPPED_FOR_ENGLISH_MODELS: Fusion =
     Fusion::Saturated { half: 10.0, exponent: 3, han_power: 6, han_vectors: 0.0, gap_power: 0 };
 
@@ -158,23 +150,35 @@ pub fn reads_chinese(model_id: &str) -> bool {
         || id.split(|c: char| !c.is_ascii_alphanumeric()).any(|part| part == "zh")
 }
 
-/// The fusion the daemon uses with `model_id`'s vectors.
+/// The fusion shipped for `model_id`'s vectors before issue 25 ([`SHIPPED`] or
+/// [`SHIPPED_FOR_ENGLISH_MODELS`]), for comparison.
 pub fn shipped_for(model_id: &str) -> Fusion {
     if reads_chinese(model_id) { SHIPPED } else { SHIPPED_FOR_ENGLISH_MODELS }
 }
 
-/// Whether [`SHIPPED`] gives the vectors weight for `query` whatever BM25 finds (it does not
-/// for a mostly Han query: see `han_power`; there they count only where BM25 is undecided).
-pub fn vectors_weigh_in(query: &str) -> bool {
-    match SHIPPED {
-        Fusion::Saturated { han_power, .. } => (1.0 - han_share(query)).powi(han_power) >= 0.01,
-        _ => true,
-    }
+/// The vectors' share of a hybrid ranking: [`VECTOR_WEIGHT`], and for a model that does not read
+/// Chinese ([`reads_chinese`]) that times the share of the query that is not Han, since its
+/// cosines of Chinese text are noise.
+pub fn vector_weight(model_id: &str, query: &str) -> f32 {
+    if reads_chinese(model_id) { VECTOR_WEIGHT } else { VECTOR_WEIGHT * (1.0 - han_share(query)) }
 }
 
-/// Fuses with the fusion shipped for `model_id` ([`shipped_for`]), then rewards the candidates
-/// that hold the query's words ([`with_coverage`] at [`COVERAGE_WEIGHT`]); `coverage` gives a
-/// BM25 candidate's share of the query (`kb_index::Hit::coverage`), 0 for others.
+/// The vectors' share of a hybrid ranking, BM25's ranking having the rest. Chosen by leaving each
+/// set out (`tools/choose-fusion-weight.py` on `kb-bench quality --dump-candidates` of both
+/// models, weights 0.1 to 0.9, the one whose worst margin over the better single retriever on the
+/// other sets is best): 0.6 in four folds of six (0.8 without cmrc-trial, 0.5 divided by BM25's
+/// best without english-experiences). The plain half lost 4.0 points of R@5 and 5.4 of MRR@10 to
+/// all-MiniLM-L6-v2's vectors on english-experiences; 0.6 costs multilingual-e5-small 1.1 points
+/// of MRR@10 against BM25 on the CMRC paragraphs (README).
+pub const VECTOR_WEIGHT: f32 = 0.6;
+
+/// The daemon's hybrid ranking: BM25's own ranking ([`keyword`], what a search by BM25 alone
+/// answers) and the vectors' cosines, each min-max normalised over its candidates for this query
+/// (best 1, worst 0, absent 0), summed at `1 − w` and `w` = [`vector_weight`]. Nothing in it
+/// depends on a model's cosine scale (the vectors are not cut by a floor either), so it holds
+/// for fp32 and int8 and for another model unchanged; its one constant is the weight
+/// ([`VECTOR_WEIGHT`], chosen by leaving sets out). Whether a hit is worth showing unasked is decided apart, on its evidence
+/// (`kb_engine::relevance`).
 pub fn hybrid<I: Clone + Eq + Hash>(
     model_id: &str,
     query: &str,
@@ -182,7 +186,44 @@ pub fn hybrid<I: Clone + Eq + Hash>(
     vector: &[(I, f32)],
     coverage: impl Fn(&I) -> f32,
 ) -> Vec<(I, f32)> {
-    with_coverage(fuse(shipped_for(model_id), query, bm25, vector), COVERAGE_WEIGHT, coverage)
+    min_max_hybrid(vector_weight(model_id, query), &keyword(bm25, coverage), vector)
+}
+
+/// `ranked` (BM25's ranking, [`keyword`]) and `vector` min-max normalised and summed at
+/// `1 − vector_weight` and `vector_weight`, best first; BM25's ranking alone when the weight
+/// is 0.
+pub fn min_max_hybrid<I: Clone + Eq + Hash>(
+    vector_weight: f32,
+    ranked: &[(I, f32)],
+    vector: &[(I, f32)],
+) -> Vec<(I, f32)> {
+    if vector_weight <= 0.0 {
+        return ranked.to_vec();
+    }
+    weighted_score_fusion(&[(1.0 - vector_weight, ranked), (vector_weight, vector)])
+}
+
+/// As [`min_max_hybrid`], but BM25's ranking divided by its best score instead of min-max
+/// normalised: its scores have a true zero (no word held), so a candidate a hair below the best
+/// stays a hair below it however few candidates there are, where min-max would put the last of
+/// three close ones at 0.
+pub fn best_scaled_hybrid<I: Clone + Eq + Hash>(
+    vector_weight: f32,
+    ranked: &[(I, f32)],
+    vector: &[(I, f32)],
+) -> Vec<(I, f32)> {
+    if vector_weight <= 0.0 {
+        return ranked.to_vec();
+    }
+    let best = ranked.iter().map(|(_, score)| *score).fold(0.0f32, f32::max);
+    let mut fused = Fused::default();
+    for (id, score) in ranked {
+        fused.add(id, (1.0 - vector_weight) * if best > 0.0 { score.max(0.0) / best } else { 1.0 });
+    }
+    for (id, normalised) in min_max_normalize(vector) {
+        fused.add(&id, vector_weight * normalised);
+    }
+    fused.into_sorted()
 }
 
 /// How much a hybrid search adds for holding the whole query: `COVERAGE_WEIGHT × coverage`,
@@ -209,22 +250,25 @@ pub fn hybrid<I: Clone + Eq + Hash>(
 /// 0.944 / 0.839, english-experiences 0.872 / 0.799 → 0.867 / 0.800. Small, and mostly up.
 pub const COVERAGE_WEIGHT: f32 = 0.15;
 
-/// BM25's candidates ranked the way a hybrid search ranks them when the vectors have nothing to
-/// add: saturated as in [`SHIPPED`] (`(bm25 / (bm25 + 10))³`) plus [`COVERAGE_WEIGHT`] ×
-/// coverage. Searches by BM25 alone (no model, or `mode: bm25`) use it, so that a hybrid search
-/// is exactly this plus the weighted vectors. Through the socket (`kb-bench quality
+/// BM25 saturated as `(bm25 / (bm25 + KEYWORD_HALF))^KEYWORD_EXPONENT` in [`keyword`] (its
+/// constants from the fusion shipped before issue 25, [`SHIPPED`]).
+const KEYWORD_HALF: f32 = 10.0;
+const KEYWORD_EXPONENT: i32 = 3;
+
+/// BM25's candidates ranked as a search by BM25 alone ranks them, and as the hybrid takes BM25's
+/// side: saturated (`(bm25 / (bm25 + 10))³`) plus [`COVERAGE_WEIGHT`] × coverage. Searches by
+/// BM25 alone (no model, or `mode: bm25`) use it, and [`hybrid`] fuses it with the vectors. Through the socket (`kb-bench quality
 /// --no-embeddings`, R@1 / R@5 / MRR@10, plain BM25 → this, the 30 best candidates reranked):
 /// conv-en 0.062 / 0.295 / 0.167 → 0.069 / 0.320 / 0.181, the CMRC chunks 0.751 / 0.940 / 0.832
 /// → 0.765 / 0.943 / 0.839, debian-zh 0.767 / 0.911 / 0.830 → 0.773 / 0.914 / 0.833, debian-en
 /// 0.743 / 0.879 / 0.802 → 0.753 / 0.874 / 0.809, english-experiences 0.610 / 0.706 / 0.660 →
 /// 0.605 / 0.705 / 0.657, CMRC paragraphs 0.975 / 0.995 / 0.984 → 0.976 / 0.995 / 0.985.
 pub fn keyword<I: Clone>(bm25: &[(I, f32)], coverage: impl Fn(&I) -> f32) -> Vec<(I, f32)> {
-    let Fusion::Saturated { half, exponent, .. } = SHIPPED else { unreachable!("the shipped fusion is saturated") };
     let saturated = bm25
         .iter()
         .map(|(id, score)| {
             let score = score.max(0.0);
-            (id.clone(), (score / (score + half)).powi(exponent))
+            (id.clone(), (score / (score + KEYWORD_HALF)).powi(KEYWORD_EXPONENT))
         })
         .collect();
     with_coverage(saturated, COVERAGE_WEIGHT, coverage)
@@ -629,6 +673,31 @@ mod tests {
         assert_eq!(ids(&fused), ["all", "half", "other"]);
         let without = fuse(SHIPPED_FOR_ENGLISH_MODELS, "stop vitest watch mode", &bm25, &vectors);
         assert_eq!(ids(&without), ["half", "all", "other"]);
+    }
+
+    #[test]
+    fn the_hybrid_ranking_does_not_depend_on_the_models_cosine_scale_and_cuts_nothing() {
+        let bm25 = [("words", 14.0), ("both", 9.0), ("weak", 1.0)];
+        let no_coverage = |_: &&str| 0.0;
+        // The same neighbours as one model (cosines near 0.3) and as another, or the same model
+        // in int8 (near 0.85, squeezed): the same ranking, and no candidate dropped however low.
+        let low = [("meaning", 0.41), ("both", 0.35), ("weak", 0.12)];
+        let high: Vec<(&str, f32)> = low.iter().map(|(id, cosine)| (*id, 0.8 + cosine * 0.2)).collect();
+        let model = "multilingual-e5-small-onnx@1+int8";
+        let query = "stop the watcher";
+        let ranked_low = hybrid(model, query, &bm25, &low, no_coverage);
+        let ranked_high = hybrid(model, query, &bm25, &high, no_coverage);
+        assert_eq!(ids(&ranked_low), ids(&ranked_high));
+        assert_eq!(ids(&ranked_low), ["both", "meaning", "words", "weak"]);
+        // BM25's ranking and the vectors, each min-max normalised, weighted.
+        let both = (1.0 - VECTOR_WEIGHT) * (keyword(&bm25, no_coverage)[1].1 - keyword(&bm25, no_coverage)[2].1)
+            / (keyword(&bm25, no_coverage)[0].1 - keyword(&bm25, no_coverage)[2].1)
+            + VECTOR_WEIGHT * (0.35 - 0.12) / (0.41 - 0.12);
+        assert!((ranked_low[0].1 - both).abs() < 1e-5, "{ranked_low:?}");
+        // An English model's vectors count less as the query gets more Han, none when all Han.
+        assert_eq!(vector_weight("all-minilm-l6-v2-onnx@1", "测试一直在监视模式下不退出"), 0.0);
+        assert_eq!(vector_weight("all-minilm-l6-v2-onnx@1", query), VECTOR_WEIGHT);
+        assert_eq!(vector_weight(model, "测试一直在监视模式下不退出"), VECTOR_WEIGHT);
     }
 
     #[test]

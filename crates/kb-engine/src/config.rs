@@ -48,8 +48,9 @@ pub struct EmbeddingConfig {
     pub quantize: Option<bool>,
     /// Cosine similarity at or above which a submitted experience merges into a stored one.
     pub similar_threshold: f32,
-    /// Vector matches less similar than this are not results (they would be noise); unset, the
-    /// model's own floor (`semantic::default_min_similarity`).
+    /// Vector matches less similar than this are no evidence for auto-recall (`relevance`; an
+    /// explicit search ranks without a floor); unset, the model's own floor
+    /// (`semantic::default_min_similarity`).
     pub min_similarity: Option<f32>,
     /// Seconds between attempts to load a model that could not be loaded.
     pub retry_seconds: u64,

@@ -9,6 +9,7 @@
 pub mod config;
 pub mod engine;
 pub mod memory;
+pub mod relevance;
 pub mod semantic;
 pub mod stats;
 pub mod turns;

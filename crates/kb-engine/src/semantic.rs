@@ -68,7 +68,8 @@ pub struct ModelChoice {
 }
 
 impl ModelChoice {
-    /// Vector matches of `model_id` less similar (cosine) than this are not results.
+    /// Vector matches of `model_id` less similar (cosine) than this are no evidence for
+    /// auto-recall (`relevance`); ranking uses no floor.
     pub fn min_similarity_for(&self, model_id: &str) -> f32 {
         self.min_similarity.unwrap_or_else(|| default_min_similarity(model_id))
     }

@@ -94,6 +94,24 @@ const STOP_WORDS: [&str; 49] = [
     "是", "在", "和", "与", "及", "或", "也", "就", "都", "而", "被", "把", "吗", "呢", "吧", "啊",
 ];
 
+/// Words that frame a request rather than say what it is about: question words, pronouns,
+/// auxiliaries and politeness ("how do I", "can you please", "怎么", "我"). They are left out of
+/// the words a hit must hold to be shown unasked (`index::Evidence`), not out of the search.
+const FRAMING_WORDS: [&str; 58] = [
+    "how", "what", "why", "when", "where", "which", "who", "do", "does", "did", "done", "i", "me", "my", "we", "us",
+    "our", "you", "your", "he", "she", "him", "her", "its", "can", "could", "should", "would", "may", "might",
+    "must", "shall", "have", "has", "had", "am", "been", "being", "please", "thanks", "hi", "hello", "so", "just",
+    "from", "about", "without", "怎么", "怎样", "如何", "为什么", "什么", "我", "你", "我们", "请", "吗", "哪",
+];
+
+/// Whether an analyzed token is a function word or a word that frames a request
+/// ([`FRAMING_WORDS`]): no evidence of what a prompt is about.
+pub(crate) fn is_framing_word(token: &str) -> bool {
+    static ANALYZED: std::sync::LazyLock<std::collections::HashSet<String>> =
+        std::sync::LazyLock::new(|| FRAMING_WORDS.iter().flat_map(|word| analyze(word)).collect());
+    is_stop_word(token) || ANALYZED.contains(token)
+}
+
 /// Whether an analyzed token is a function word (as the analyzer emits it: lowercased, stemmed).
 pub(crate) fn is_stop_word(token: &str) -> bool {
     static ANALYZED: std::sync::LazyLock<std::collections::HashSet<String>> =

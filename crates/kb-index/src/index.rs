@@ -69,6 +69,23 @@ pub struct Hit {
     /// holds every term of the query; the daemon's ranking uses this to reward the latter
     /// (`kb_embed::fusion::with_coverage`). 0 when the request did not ask for it.
     pub coverage: f32,
+    /// How much of what the query says the experience holds, for deciding whether it is worth
+    /// showing unasked (auto-recall); default when the request did not ask for coverage.
+    pub evidence: Evidence,
+}
+
+/// What a hit holds of the query's content words (function words left out, see
+/// `analyzer::is_stop_word`), counting the words no experience has: unlike
+/// [`Hit::coverage`], which weighs only the terms BM25 searched, a word of the query the store
+/// has never seen still counts as something the hit does not say. Each word weighs its idf, an
+/// unseen word as the rarest word in the store; a word that is part of a longer query token
+/// (`json` of `tsconfig.json`) counts only through that token.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Evidence {
+    /// The idf-weighted share of the query's content words the hit has, 0..=1.
+    pub share: f32,
+    /// How many distinct content words of the query the hit has.
+    pub words: u32,
 }
 
 /// A term a search scores (see [`ExperienceIndex::search_terms`]).
@@ -275,12 +292,15 @@ impl ExperienceIndex {
         };
         let top_addresses = coverage::with_a_content_word(&searcher, &self.fields, request.query, top_addresses)
             .map_err(search_error)?;
-        let coverage = if request.coverage {
-            coverage::coverage(&searcher, &self.fields, &terms, &top_addresses).map_err(search_error)?
+        let (coverage, evidence) = if request.coverage {
+            (
+                coverage::coverage(&searcher, &self.fields, &terms, &top_addresses).map_err(search_error)?,
+                coverage::evidence(&searcher, &self.fields, request.query, &top_addresses).map_err(search_error)?,
+            )
         } else {
-            vec![0.0; top_addresses.len()]
+            (vec![0.0; top_addresses.len()], vec![Evidence::default(); top_addresses.len()])
         };
-        self.hits_of(&searcher, top_addresses, coverage).map_err(search_error)
+        self.hits_of(&searcher, top_addresses, coverage, evidence).map_err(search_error)
     }
 
     /// The terms a search for `query` scores, rarest first, with the number of documents that
@@ -324,12 +344,13 @@ impl ExperienceIndex {
         searcher: &Searcher,
         top: Vec<(Score, DocAddress)>,
         coverage: Vec<f32>,
+        evidence: Vec<Evidence>,
     ) -> tantivy::Result<Vec<Hit>> {
         let mut hits = Vec::with_capacity(top.len());
-        for ((bm25, address), coverage) in top.into_iter().zip(coverage) {
+        for (((bm25, address), coverage), evidence) in top.into_iter().zip(coverage).zip(evidence) {
             let document: TantivyDocument = searcher.doc(address)?;
             if let Some(id) = document.get_first(self.fields.id).and_then(|value| value.as_str()) {
-                hits.push(Hit { id: id.to_owned(), bm25, coverage });
+                hits.push(Hit { id: id.to_owned(), bm25, coverage, evidence });
             }
         }
         Ok(hits)

@@ -551,7 +551,7 @@ async fn recall(
     prompt: &str,
     already_recalled: &[String],
 ) -> Option<(String, Vec<String>)> {
-    let query = cut(prompt, RECALL_QUERY_CHARS);
+    let query = cut(without_timestamp(prompt), RECALL_QUERY_CHARS);
     // Ask for a few more than shown, so experiences shown earlier leave room for new ones.
     let top_k = RECALL_TOP_K + already_recalled.len().min(RECALL_TOP_K);
     let search = SearchQuery {
@@ -570,14 +570,34 @@ async fn recall(
         }
     };
     let found = crate::trust::for_agents(engine, trusted, found);
-    // Search's own relevance floor drops weak matches; a hit with no relevance at all is never
-    // worth a place in a prompt whatever that floor is.
+    // Search ranks; whether a hit is worth a place in a prompt nobody asked it for is decided
+    // apart, on its evidence (`kb_engine::relevance`): one shared word is not enough.
     let fresh: Vec<Found> = found
         .into_iter()
+        .filter(|item| item.evidence.worth_showing_unasked())
         .filter(|item| item.relevance > 0.0 && !already_recalled.iter().any(|id| *id == item.experience.id.to_string()))
         .take(RECALL_TOP_K)
         .collect();
     format_safe_experiences(&fresh)
+}
+
+/// `prompt` without the timestamp OpenClaw puts before the user's words (`[Thu 2026-11-26 19:02
+/// UTC] …`): its words say nothing of what the prompt is about, yet would count against every
+/// experience in auto-recall's gate.
+fn without_timestamp(prompt: &str) -> &str {
+    let Some(rest) = prompt.strip_prefix('[') else { return prompt };
+    match rest.split_once(']') {
+        Some((stamp, after))
+            if stamp.len() <= 40
+                && stamp.split_whitespace().any(|part| {
+                    let digits: Vec<&str> = part.split('-').collect();
+                    digits.len() == 3 && digits.iter().all(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+                }) =>
+        {
+            after.trim_start()
+        }
+        _ => prompt,
+    }
 }
 
 /// Formats experiences as an untrusted reference block within the size budget. Experiences
@@ -692,7 +712,16 @@ mod tests {
                 recall_count: 0,
             },
             relevance: 1.0,
+            evidence: Default::default(),
         }
+    }
+
+    #[test]
+    fn openclaws_timestamp_is_not_part_of_what_recall_searches_for() {
+        assert_eq!(without_timestamp("[Thu 2026-11-26 19:02 UTC] run vitest once"), "run vitest once");
+        assert_eq!(without_timestamp("[WIP] run vitest once"), "[WIP] run vitest once");
+        assert_eq!(without_timestamp("run [2026-11-26] vitest"), "run [2026-11-26] vitest");
+        assert_eq!(without_timestamp("[unclosed 2026-11-26"), "[unclosed 2026-11-26");
     }
 
     #[test]

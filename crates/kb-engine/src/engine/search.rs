@@ -1,10 +1,11 @@
 //! Search: BM25 and vectors, fused, exact terms pinned, checked against the store.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use kb_core::{Experience, Status};
 use kb_index::{Hit as Bm25Hit, SearchRequest};
 
+use crate::relevance::Evidence;
 use crate::semantic::{self, VectorFilter};
 
 use super::{Engine, EngineError, EngineResult, MAX_QUERY_CHARS, on_blocking_thread, truncate_chars};
@@ -14,24 +15,14 @@ pub(super) fn scored(bm25_hits: Vec<Bm25Hit>) -> Vec<(String, f32)> {
     bm25_hits.into_iter().map(|hit| (hit.id, hit.bm25)).collect()
 }
 
-/// A BM25 score below this is a match on common words only (in a store of 60 experiences,
-/// "for" and "with" together score about 1.5, one rare word about 4).
-pub(super) const WEAK_BM25: f32 = 5.0;
-
-/// Drops the BM25 hits that only common words found and the vectors, which passed the model's
-/// relevance floor, do not: both retrievers say "unrelated", and a hit then is filler ("recipe
-/// for vegetarian lasagna with spinach" found five deployment experiences through "for" and
-/// "with", each sold as relevant).
-pub(super) fn with_evidence(bm25_hits: Vec<(String, f32)>, vector_hits: &[(String, f32)]) -> Vec<(String, f32)> {
-    let supported: HashSet<&str> = vector_hits.iter().map(|(id, _)| id.as_str()).collect();
-    bm25_hits.into_iter().filter(|(id, score)| *score >= WEAK_BM25 || supported.contains(id.as_str())).collect()
-}
-
 /// A search hit with the stored experience.
 #[derive(Debug, Clone)]
 pub struct Found {
     pub experience: Experience,
     pub relevance: f32,
+    /// What speaks for it beyond its rank: whether it is worth showing unasked is
+    /// [`Evidence::worth_showing_unasked`](crate::relevance::Evidence::worth_showing_unasked).
+    pub evidence: Evidence,
 }
 
 pub struct SearchQuery<'a> {
@@ -184,15 +175,23 @@ impl Engine {
         let terms = if query.mode == SearchMode::Vector { Vec::new() } else { self.lookups(text, top_k) };
         let coverage: HashMap<String, f32> = bm25_hits.iter().map(|hit| (hit.id.clone(), hit.coverage)).collect();
         let coverage_of = |id: &String| coverage.get(id).copied().unwrap_or(0.0);
+        // What speaks for each candidate, kept apart from its rank for auto-recall's decision.
+        let mut evidence: HashMap<String, Evidence> = bm25_hits
+            .iter()
+            .map(|hit| (hit.id.clone(), Evidence { words: hit.evidence, ..Evidence::default() }))
+            .collect();
+        if let Some((model_id, vector_hits)) = &vector_hits {
+            let floor = self.semantic.choice().min_similarity_for(model_id);
+            for hit in vector_hits {
+                let entry = evidence.entry(hit.id.clone()).or_default();
+                entry.cosine = Some(hit.score);
+                entry.floor = floor;
+            }
+        }
         let bm25_hits = scored(bm25_hits);
         let (ranked, mode): (Vec<(String, f32)>, SearchMode) = match (query.mode, vector_hits) {
             (SearchMode::Hybrid, Some((model_id, vector_hits))) => {
                 let vector_hits: Vec<(String, f32)> = vector_hits.into_iter().map(|hit| (hit.id, hit.score)).collect();
-                let bm25_hits = if kb_embed::fusion::vectors_weigh_in(text) && terms.is_empty() {
-                    with_evidence(bm25_hits, &vector_hits)
-                } else {
-                    bm25_hits
-                };
                 (kb_embed::fusion::hybrid(&model_id, text, &bm25_hits, &vector_hits, coverage_of), SearchMode::Hybrid)
             }
             (SearchMode::Vector, Some((_, vector_hits))) => {
@@ -216,7 +215,15 @@ impl Engine {
                 None => stale,
             });
         }
-        let ranked = if terms.is_empty() { ranked } else { self.pin_exact(ranked, &terms)? };
+        let ranked = if terms.is_empty() {
+            ranked
+        } else {
+            let (pinned, holders) = self.pin_exact(ranked, &terms)?;
+            for id in holders {
+                evidence.entry(id).or_default().exact = true;
+            }
+            pinned
+        };
 
         // An origin filter is applied to the stored rows, so it looks at every candidate.
         let depth = if query.origin == Origin::All { top_k } else { ranked.len() };
@@ -236,7 +243,8 @@ impl Engine {
                 && query.agent_id.is_none_or(|agent| experience.agent_id.as_deref() == Some(agent))
                 && query.origin.admits(experience.source)
             {
-                found.push(Found { experience, relevance });
+                let evidence = evidence.get(experience.id.as_str()).copied().unwrap_or_default();
+                found.push(Found { experience, relevance, evidence });
             }
         }
         if !found.is_empty() {
@@ -266,12 +274,12 @@ impl Engine {
 
     /// The candidates whose task, resource or result holds the most of `terms` first
     /// ([`kb_embed::fusion::pin_exact`]), raised to the best candidate's relevance so that
-    /// relevance still falls down the list.
+    /// relevance still falls down the list; and the ids of those that hold an identifier of them.
     pub(super) fn pin_exact(
         &self,
         ranked: Vec<(String, f32)>,
         terms: &[kb_embed::fusion::ExactTerm],
-    ) -> EngineResult<Vec<(String, f32)>> {
+    ) -> EngineResult<(Vec<(String, f32)>, Vec<String>)> {
         let ids: Vec<&str> = ranked.iter().map(|(id, _)| id.as_str()).collect();
         let texts: HashMap<String, String> = self
             .reader()
@@ -285,12 +293,21 @@ impl Engine {
         let holds = |id: &String| texts.get(id).is_some_and(|text| terms.iter().any(|term| term.found_in(text)));
         let best = ranked.iter().map(|(_, score)| *score).fold(f32::NEG_INFINITY, f32::max);
         let mut pinned = kb_embed::fusion::pin_exact(ranked, terms, |id| texts.get(id).cloned());
+        // A quoted string (a word in backticks in a pasted log) is no lookup by itself: only an
+        // identifier counts as evidence for auto-recall.
+        let holds_identifier = |id: &String| {
+            texts.get(id).is_some_and(|text| terms.iter().any(|term| term.ignore_case && term.found_in(text)))
+        };
+        let mut holders = Vec::new();
         for (id, score) in &mut pinned {
             if holds(id) {
                 *score = score.max(best);
             }
+            if holds_identifier(id) {
+                holders.push(id.clone());
+            }
         }
-        Ok(pinned)
+        Ok((pinned, holders))
     }
 
     /// Whether vectors can answer now; `Err` says why not.
@@ -303,7 +320,10 @@ impl Engine {
     }
 
     /// Embeds the query and searches the vectors: the id of the model that answered (the fusion
-    /// depends on it) and its hits. `Err` says why vectors cannot answer.
+    /// depends on it) and its hits, however low their cosines: ranking uses no floor (a floor
+    /// measured on some sets cut the true matches of short conversational turns on others,
+    /// issue 25), and whether a hit is worth showing unasked is decided apart
+    /// (`relevance::Evidence`). `Err` says why vectors cannot answer.
     pub(super) fn vector_search(
         &self,
         text: &str,
@@ -312,12 +332,10 @@ impl Engine {
     ) -> Result<(String, Vec<kb_embed::Hit>), String> {
         let (model_id, vector) =
             self.semantic.embed_query_now(text).ok_or("the query could not be embedded (see the log)")?;
-        let mut hits = self
+        let hits = self
             .semantic
             .search(&model_id, &vector, k, filter)
             .ok_or_else(|| "the vector index is not loaded yet".to_owned())?;
-        let floor = self.semantic.choice().min_similarity_for(&model_id);
-        hits.retain(|hit| hit.score >= floor);
         Ok((model_id, hits))
     }
 

@@ -7,8 +7,9 @@ use std::collections::{HashMap, HashSet};
 use tantivy::query::{EnableScoring, Weight};
 use tantivy::{DocAddress, Score, Searcher};
 
-use super::query::{doc_freq, text_query};
-use crate::analyzer::{analyze_with_spans, is_stop_word};
+use super::Evidence;
+use super::query::{covered_tokens, doc_freq, text_query};
+use crate::analyzer::{analyze_with_spans, is_framing_word, is_stop_word};
 use crate::schema::Fields;
 
 /// For each of `addresses`, the idf-weighted share of `terms` it has (see
@@ -38,6 +39,62 @@ pub(super) fn coverage(
         }
     }
     Ok(addresses.iter().map(|(_, address)| held.get(address).copied().unwrap_or(0.0).min(1.0)).collect())
+}
+
+/// For each of `addresses`, what it holds of `query`'s content words ([`Evidence`]): the words
+/// are the query's analyzed tokens that are not function or framing words
+/// (`analyzer::is_framing_word`: "how do I") and not part of a longer token of the query, each
+/// weighted by its idf, a word no document has as the rarest word there is.
+pub(super) fn evidence(
+    searcher: &Searcher,
+    fields: &Fields,
+    query: &str,
+    addresses: &[(Score, DocAddress)],
+) -> tantivy::Result<Vec<Evidence>> {
+    let tokens = analyze_with_spans(query);
+    let spans: Vec<(&str, std::ops::Range<usize>)> =
+        tokens.iter().map(|(term, span)| (term.as_str(), span.clone())).collect();
+    let covered = covered_tokens(&spans);
+    let mut words: Vec<&str> = spans
+        .iter()
+        .zip(&covered)
+        .filter(|((term, _), is_covered)| !**is_covered && !is_framing_word(term))
+        .map(|((term, _), _)| *term)
+        .collect();
+    words.sort_unstable();
+    words.dedup();
+    let n_docs = searcher.num_docs();
+    // A word no document has weighs as the rarest one that some document has: in a small store
+    // idf's weight for an unseen word is several times any other (4.8 times in a store of one),
+    // and a prompt's framing words ("how do I") would outweigh all that a hit holds.
+    let idf = |doc_freq: u64| {
+        let doc_freq = doc_freq.clamp(1, n_docs.max(1)) as f32;
+        (1.0 + (n_docs as f32 - doc_freq + 0.5) / (doc_freq + 0.5)).ln()
+    };
+    let mut weighted = Vec::with_capacity(words.len());
+    for word in words {
+        weighted.push((word.to_owned(), doc_freq(searcher, fields, word)?));
+    }
+    let total: f32 = weighted.iter().map(|(_, doc_freq)| idf(*doc_freq)).sum();
+    let mut held: HashMap<DocAddress, Evidence> = HashMap::with_capacity(addresses.len());
+    if total > 0.0 {
+        let in_order = in_doc_order(addresses);
+        for word in weighted.iter().filter(|(_, doc_freq)| *doc_freq > 0) {
+            let weight = idf(word.1) / total;
+            for address in holding(searcher, fields, std::slice::from_ref(word), &in_order)? {
+                let evidence = held.entry(address).or_default();
+                evidence.share += weight;
+                evidence.words += 1;
+            }
+        }
+    }
+    Ok(addresses
+        .iter()
+        .map(|(_, address)| {
+            let evidence = held.get(address).copied().unwrap_or_default();
+            Evidence { share: evidence.share.min(1.0), ..evidence }
+        })
+        .collect())
 }
 
 /// `addresses` without the documents that share only function words with `query` (`for`,

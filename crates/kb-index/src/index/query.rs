@@ -114,7 +114,7 @@ pub(super) fn query_terms(searcher: &Searcher, fields: &Fields, query: &str) -> 
 
 /// For each token, whether another token's range strictly contains its range: whether it is a
 /// part of a longer token (see [`query_terms`]).
-fn covered_tokens(tokens: &[(&str, Range<usize>)]) -> Vec<bool> {
+pub(super) fn covered_tokens(tokens: &[(&str, Range<usize>)]) -> Vec<bool> {
     // Sorted by start, longest first: every range before a token's either starts earlier or
     // starts with it and ends no earlier. Equal ranges are handled as a group, so that a token
     // never counts as covered by one of the same extent.

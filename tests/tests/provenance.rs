@@ -24,17 +24,6 @@ fn daemon() -> TestDaemon {
     TestDaemon::start_in(home)
 }
 
-/// What auto-recall puts before the prompt of a new session asking `prompt`.
-fn recalled(daemon: &TestDaemon, session: &str, prompt: &str) -> String {
-    let answer = daemon.ok(
-        "hook.event",
-        json!({"hook": "before_prompt_build", "event": {"prompt": prompt, "messages": []},
-               "ctx": {"sessionKey": session, "sessionId": format!("{session}-id"), "agentId": "main"},
-               "config": {"reminderMode": "off", "autoRecall": true}}),
-    );
-    answer.get("prependContext").and_then(Value::as_str).unwrap_or("").to_owned()
-}
-
 /// The results of `kb.search` as the agent's `kb_search` asks it (no `unreviewed`).
 fn agent_search(daemon: &TestDaemon, query: &str) -> Vec<Value> {
     daemon.ok("kb.search", json!({"query": query, "top_k": 10, "min_score": 1}))["results"]
@@ -62,7 +51,7 @@ fn the_poison_examples_from_the_users_own_agent_are_held_with_their_reason() {
     assert_eq!(ordinary["status"], "active", "{ordinary}");
 
     // Neither reaches a prompt: not recalled, not found by the agent's search.
-    let context = recalled(&daemon, "s-own", "fix the failing deploy script and the deploy credentials");
+    let context = daemon.recalled("s-own", "fix the failing deploy script and the deploy credentials");
     assert!(!context.contains("evil.example") && !context.contains(".env"), "{context}");
     let found: Vec<String> = agent_search(&daemon, "deploy script credentials")
         .iter()
@@ -90,7 +79,7 @@ fn the_poison_examples_from_the_users_own_agent_are_held_with_their_reason() {
 
     // The user approves the curl one (their call): now it is theirs to use.
     daemon.ok("kb.approve", json!({"ids": [curl["id"]]}));
-    let context = recalled(&daemon, "s-own-2", "fix the failing deploy script");
+    let context = daemon.recalled("s-own-2", "fix the failing deploy script");
     assert!(context.contains("evil.example"), "approved by the user, it is recalled: {context}");
 }
 
@@ -190,7 +179,7 @@ fn extracted_experiences_reach_agents_only_once_approved() {
     let queue = daemon.ok("kb.pending", json!({"unreviewed": true}))["experiences"].as_array().unwrap().clone();
     assert!(queue.iter().any(|held| held["id"] == restart_id.as_str()), "{queue:?}");
     assert!(agent_search(&daemon, "nightly sync job").is_empty());
-    assert!(recalled(&daemon, "s-agent", "the nightly sync job is stuck again").is_empty());
+    assert!(daemon.recalled("s-agent", "the nightly sync job is stuck again").is_empty());
     let refused = daemon.call("kb.content", json!({"experience_id": restart_id})).expect_err("not reviewed");
     assert!(refused.to_string().contains("not reviewed"), "{refused}");
 
@@ -200,7 +189,7 @@ fn extracted_experiences_reach_agents_only_once_approved() {
     let found = agent_search(&daemon, "nightly sync job");
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(found[0]["provenance"], "extracted from a conversation, reviewed");
-    let context = recalled(&daemon, "s-agent-2", "the nightly sync job is stuck again");
+    let context = daemon.recalled("s-agent-2", "the nightly sync job is stuck again");
     assert!(context.contains("Restart the nightly sync job"), "{context}");
     assert!(context.contains("extracted from a conversation, reviewed by the user"), "{context}");
     assert!(!context.contains("evil.example"), "{context}");

@@ -54,16 +54,6 @@ fn held(daemon: &TestDaemon, task: &str) -> Option<Value> {
         .cloned()
 }
 
-fn recalled(daemon: &TestDaemon, session: &str, prompt: &str) -> String {
-    let answer = daemon.ok(
-        "hook.event",
-        json!({"hook": "before_prompt_build", "event": {"prompt": prompt, "messages": []},
-               "ctx": {"sessionKey": session, "sessionId": format!("{session}-id"), "agentId": "main"},
-               "config": {"reminderMode": "off", "autoRecall": true}}),
-    );
-    answer.get("prependContext").and_then(Value::as_str).unwrap_or("").to_owned()
-}
-
 fn wait(what: &str, daemon: &TestDaemon, check: impl FnMut() -> bool) {
     assert!(within(Duration::from_secs(15), check).is_some(), "{what}\n{}", daemon.log_text());
 }
@@ -127,7 +117,7 @@ fn a_teammates_experiences_reach_agents_only_once_reviewed_or_trusted() {
         "{plain}"
     );
     assert!(!as_agent(&bob, "restart ingest worker", "restart the ingest worker"));
-    let context = recalled(&bob, "bob-1", "restart the ingest worker and repair the deploy script credentials");
+    let context = bob.recalled("bob-1", "restart the ingest worker and repair the deploy script credentials");
     assert!(!context.contains("ingest") && !context.contains("evil.example") && !context.contains(".env"), "{context}");
     let shown = common::stdout(&bob.kbctl(&["search", "restart ingest worker"]));
     assert!(shown.contains("from teammate mallory, not reviewed"), "{shown}");
@@ -168,7 +158,7 @@ fn a_teammates_experiences_reach_agents_only_once_reviewed_or_trusted() {
     let id = plain["id"].as_str().unwrap().to_owned();
     bob.ok("kb.approve", json!({"ids": [id]}));
     assert!(as_agent(&bob, "restart ingest worker", "restart the ingest worker"));
-    let context = recalled(&bob, "bob-2", "restart the ingest worker");
+    let context = bob.recalled("bob-2", "restart the ingest worker");
     assert!(
         context.contains("restart the ingest worker") && context.contains("a teammate's, reviewed by the user"),
         "{context}"
@@ -214,13 +204,13 @@ fn a_teammates_experiences_reach_agents_only_once_reviewed_or_trusted() {
     );
     std::thread::sleep(Duration::from_secs(3));
     assert!(!as_agent(&bob, "rotate kafka certs", "rotate the kafka certs"), "re-shared after rejection");
-    assert!(!recalled(&bob, "bob-3", "rotate the kafka certs").contains("kafka-certs job"));
+    assert!(!bob.recalled("bob-3", "rotate the kafka certs").contains("kafka-certs job"));
 
     // Dave trusts alice: her honest share reaches his agents unreviewed, marked; mallory's
     // plain one does not; and a risky one is held even from alice.
     alice.submit("compact the kafka topics weekly", "kafka-topics --compact", "disk use fell by half", 4);
     wait("alice's share arrives", &dave, || as_agent(&dave, "compact kafka topics", "compact the kafka topics weekly"));
-    let context = recalled(&dave, "dave-1", "compact the kafka topics");
+    let context = dave.recalled("dave-1", "compact the kafka topics");
     assert!(context.contains("from an author the user trusts"), "{context}");
     assert!(!as_agent(&dave, "restart ingest worker", "restart the ingest worker"));
     share_raw(

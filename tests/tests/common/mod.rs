@@ -175,6 +175,18 @@ impl TestDaemon {
         answer["id"].as_str().expect("an id").to_owned()
     }
 
+    /// What auto-recall puts before the prompt of a new session `session` asking `prompt`
+    /// (`before_prompt_build`, reminders off); empty when nothing is recalled.
+    pub fn recalled(&self, session: &str, prompt: &str) -> String {
+        let answer = self.ok(
+            "hook.event",
+            json!({"hook": "before_prompt_build", "event": {"prompt": prompt, "messages": []},
+                   "ctx": {"sessionKey": session, "sessionId": format!("{session}-id"), "agentId": "main"},
+                   "config": {"reminderMode": "off", "autoRecall": true}}),
+        );
+        answer.get("prependContext").and_then(Value::as_str).unwrap_or("").to_owned()
+    }
+
     /// The ids `kb.search` returns for `query`, best first, as the user sees them (teammates' and
     /// extracted experiences not yet reviewed included; agents do not see those).
     pub fn search_ids(&self, query: &str) -> Vec<String> {

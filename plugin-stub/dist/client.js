@@ -16,7 +16,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 
-import { PROVE_METHOD, ProofFailure, ProofTimeout, proveConnection } from "./proof.js";
+import { PROVE_METHOD, ProofBusy, ProofFailure, ProofTimeout, proveConnection } from "./proof.js";
 
 /** The socket's file name inside its directory, as in crates/kb-proto/src/paths.rs. */
 const SOCKET_FILE_NAME = "knowhubd.sock";
@@ -149,6 +149,8 @@ class ProvingAgent extends http.Agent {
         socket.destroy();
         if (error instanceof ProofFailure) {
           callback(new UntrustedSocketError(socketPath, `the process listening there did not prove that it is your knowhubd: ${error.message}`, FIX_PROOF));
+        } else if (error instanceof ProofBusy) {
+          callback(new RpcError(ERROR_CODES.unavailable, error.message, undefined));
         } else if (error instanceof ProofTimeout) {
           // A listener that accepts and never answers is a hanging daemon: said as the call's.
           callback(new DeadlineError(options.proofFor ?? PROVE_METHOD, error.timeoutMs, socketPath));
@@ -395,8 +397,9 @@ export class KnowhubClient {
       });
       req.on("error", (error) => {
         if (settled) return;
-        // Refused by the proof, or the proof timed out: nothing of this call was sent.
-        if (error instanceof UntrustedSocketError || error instanceof DeadlineError) {
+        // Refused by the proof, the proof timed out, or the daemon was at its connection limit
+        // (503): nothing of this call was sent.
+        if (error instanceof UntrustedSocketError || error instanceof DeadlineError || error instanceof RpcError) {
           finish(error);
           return;
         }

@@ -40,6 +40,18 @@ export class ProofFailure extends Error {
   }
 }
 
+/**
+ * The listener answered the proof with HTTP 503: a daemon at its connection limit says so to a
+ * new connection before reading it. Nothing was proved and nothing else is sent; it is reported
+ * as busy, not as a stranger, since a stranger gains nothing by it either.
+ */
+export class ProofBusy extends Error {
+  constructor(reason) {
+    super(reason);
+    this.name = "ProofBusy";
+  }
+}
+
 /** The listener accepted the connection but did not answer the proof in time. */
 export class ProofTimeout extends Error {
   timeoutMs;
@@ -179,6 +191,9 @@ export function proveConnection(
 
 /** Checks one answer to the proof; throws ProofFailure when it does not prove the daemon. */
 function checkAnswer(status, body, nonce, socketPath, uid) {
+  if (status === 503) {
+    throw new ProofBusy(`the daemon at ${socketPath} is at its connection limit (HTTP 503) and took no call`);
+  }
   let message;
   try {
     message = JSON.parse(body.toString("utf8"));

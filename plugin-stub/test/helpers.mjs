@@ -146,7 +146,7 @@ export function writeKeyFile(socket, key) {
 /**
  * A JSON-RPC server on a temp Unix socket that records every request and answers with
  * `respond(request)`: a result object, `{hang: true}` to never answer, `{delayMs, result}`, or
- * `{raw}` for a body as it is.
+ * `{raw}` for a body as it is; `status` for an HTTP status other than 200.
  *
  * It proves itself like the daemon: at `listen()` it writes a random key to `<socket>.key`
  * and answers `daemon.prove` with it. `options.key` gives the key (`null`: none, so it answers
@@ -185,9 +185,10 @@ export class RecordingServer {
           return;
         }
         const send = () => {
-          if (answer.raw !== undefined) return res.writeHead(200, { "content-type": "application/json" }).end(answer.raw);
+          const status = answer.status ?? 200;
+          if (answer.raw !== undefined) return res.writeHead(status, { "content-type": "application/json" }).end(answer.raw);
           const body = JSON.stringify({ jsonrpc: "2.0", id: request.id, ...("error" in answer ? { error: answer.error } : { result: answer.result }) });
-          res.writeHead(200, { "content-type": "application/json" }).end(body);
+          res.writeHead(status, { "content-type": "application/json" }).end(body);
         };
         if (answer.delayMs) setTimeout(send, answer.delayMs);
         else send();

@@ -307,3 +307,25 @@ test("another user's listener behind a socket file that passes every file check:
     rmSync(mine, { recursive: true, force: true });
   }
 });
+
+test("a daemon at its connection limit (HTTP 503 to the proof) is reported as busy, not as a stranger, and gets nothing", async () => {
+  const busy = new RecordingServer(inject, {
+    prove: (request) => ({ status: 503, error: { code: -32005, message: "too many connections" } }),
+  });
+  await busy.listen();
+  try {
+    const api = plugin(busy.socket);
+    const answers = await turn(api);
+    assert.equal(answers.prompt, undefined, "the prompt hook injects nothing");
+    for (const tool of [answers.search, answers.submit]) {
+      assert.equal(tool.details.error?.kind, "rpc", tool.content[0].text);
+      assert.equal(tool.details.error.code, -32005);
+      assert.match(tool.content[0].text, /KnowHub is temporarily unavailable: the daemon at .* is at its connection limit \(HTTP 503\) and took no call\. Try again later\./);
+      assert.ok(!tool.content[0].text.includes("did not prove"), tool.content[0].text);
+    }
+    assert.deepEqual(busy.payloads, [], "nothing but proof requests reached it");
+    assert.ok(busy.received.length > 0);
+  } finally {
+    await busy.dispose();
+  }
+});

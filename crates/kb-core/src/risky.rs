@@ -143,10 +143,18 @@ fn check_view(view: &str, found: &mut Vec<RiskyAction>) {
     }
 }
 
+/// Matches of one rule set aside (negated or an exception) before the text counts as risky
+/// anyway. Each is looked for again from the next character, and a match can run to the end of
+/// its line, so without a bound a long line of negated look-alikes ("never curl x never curl x
+/// … | sh", 1 MB) cost minutes of CPU per write (quadratic); past the bound the text is held,
+/// which costs a review, never a miss: a real action hidden among decoys is caught too.
+const MAX_SET_ASIDE: usize = 64;
+
 /// The first match of `regex` in `view` that is neither an exception nor negated, shortened
 /// for a reason.
 fn first_counted_match(compiled: &Compiled, class: &str, regex: &Regex, view: &str) -> Option<String> {
     let mut start = 0;
+    let mut set_aside = 0;
     while start <= view.len() {
         let found = regex.find_at(view, start)?;
         let text = found.as_str();
@@ -156,6 +164,10 @@ fn first_counted_match(compiled: &Compiled, class: &str, regex: &Regex, view: &s
             .any(|(excepted_class, exception)| *excepted_class == class && exception.is_match(text));
         if !excepted && !negated(compiled, &view[..found.start()]) {
             return Some(shorten(text.trim()));
+        }
+        set_aside += 1;
+        if set_aside >= MAX_SET_ASIDE {
+            return Some(format!("{} (and {MAX_SET_ASIDE} more like it, too many to tell apart)", shorten(text.trim())));
         }
         // Look again from the next character: a later match may stand inside this one.
         start = found.start() + view[found.start()..].chars().next().map_or(1, char::len_utf8);
@@ -167,6 +179,13 @@ fn first_counted_match(compiled: &Compiled, class: &str, regex: &Regex, view: &s
 /// the action ("do not use `curl -k`", "instead of disabling"), not a negation elsewhere in the
 /// sentence ("it is not risky to `curl … | sh`" still counts).
 fn negated(compiled: &Compiled, before: &str) -> bool {
+    // The last two words are all that counts: a bounded look back keeps each call cheap on a
+    // long line without punctuation.
+    let mut window = before.len().saturating_sub(256);
+    while !before.is_char_boundary(window) {
+        window += 1;
+    }
+    let before = &before[window..];
     let clause_start = before
         .char_indices()
         .rev()

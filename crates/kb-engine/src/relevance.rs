@@ -123,8 +123,9 @@ mod tests {
         assert_eq!(mongolia.len(), 1, "{mongolia:?}");
         let (_, words) = mongolia[0];
         assert_eq!(words.words, 1, "{words:?}");
-        // Five words of the prompt the store has never seen ("what" is not a function word).
-        assert!(words.share < 0.2, "{words:?}");
+        // One of the prompt's five content words ("capital", "mongolia", "answer", "one",
+        // "word"; "what" frames the question), the other four never seen by the store.
+        assert!(words.share <= 0.2 + 1e-6, "{words:?}");
         assert!(!Evidence { words, ..Evidence::default() }.worth_showing_unasked());
         let about = evidence("run the vitest suite once");
         assert_eq!(about[0].0, "vitest");

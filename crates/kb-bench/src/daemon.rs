@@ -343,3 +343,23 @@ pub fn directory_bytes(dir: &Path) -> u64 {
         })
         .sum()
 }
+
+/// `kb.search` of `query` in `mode` (hybrid, bm25 or vector), its `top_k` best of any score, as
+/// a benchmark asks it.
+pub async fn search_mode(
+    client: &mut Client,
+    query: &str,
+    mode: &str,
+    top_k: i64,
+) -> anyhow::Result<kb_proto::wire::SearchResult> {
+    let params = kb_proto::wire::SearchParams {
+        query: query.to_owned(),
+        top_k: Some(top_k),
+        min_score: Some(1),
+        agent_id: None,
+        mode: Some(mode.to_owned()),
+        origin: None,
+        unreviewed: None,
+    };
+    client.call(kb_proto::method::SEARCH, &params).await.with_context(|| format!("kb.search {query:?} ({mode}) failed"))
+}

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use kb_embed::{Embedder as _, FastEmbedder, LoadOptions, ModelSpec, Precision, VectorIndex};
 use kb_proto::Client;
-use kb_proto::wire::{ImportResult, SearchParams, SearchResult, StatusResult};
+use kb_proto::wire::{ImportResult, SearchResult, StatusResult};
 use serde::Serialize;
 
 use crate::daemon::{BenchDaemon, Memory, model_config};
@@ -478,16 +478,7 @@ async fn time_queries(
 }
 
 async fn search(client: &mut Client, query: &str, mode: &str) -> anyhow::Result<SearchResult> {
-    let params = SearchParams {
-        query: query.to_owned(),
-        top_k: Some(TOP_K),
-        min_score: Some(1),
-        agent_id: None,
-        mode: Some(mode.to_owned()),
-        origin: None,
-        unreviewed: None,
-    };
-    client.call(kb_proto::method::SEARCH, &params).await.with_context(|| format!("kb.search {query:?} ({mode}) failed"))
+    crate::daemon::search_mode(client, query, mode, TOP_K).await
 }
 
 fn print_header(

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use kb_proto::Client;
-use kb_proto::wire::{ImportResult, SearchParams, SearchResult, StatusResult};
+use kb_proto::wire::{ImportResult, SearchResult, StatusResult};
 use serde_json::json;
 
 use crate::daemon::BenchDaemon;
@@ -177,16 +177,7 @@ async fn timed_searches(
 }
 
 async fn search(client: &mut Client, query: &str, mode: &str) -> anyhow::Result<SearchResult> {
-    let params = SearchParams {
-        query: query.to_owned(),
-        top_k: Some(5),
-        min_score: Some(1),
-        agent_id: None,
-        mode: Some(mode.to_owned()),
-        origin: None,
-        unreviewed: None,
-    };
-    client.call(kb_proto::method::SEARCH, &params).await.with_context(|| format!("kb.search {query:?} ({mode}) failed"))
+    crate::daemon::search_mode(client, query, mode, 5).await
 }
 
 /// Waits until the model is loaded and nothing waits for a vector; at once without a model.

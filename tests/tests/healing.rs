@@ -27,17 +27,17 @@ fn status(daemon: &TestDaemon) -> Value {
     daemon.ok("status", json!({}))
 }
 
-/// Waits (up to 20 s, with nobody writing or restarting anything) for the index to say ready;
-/// returns that status.
-fn wait_until_index_ready(daemon: &TestDaemon) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(20);
+/// Waits (up to 5 s) for the index to say degraded: a write is staged in memory and answered,
+/// and the index's commit (within 250 ms) is what fails on a full disk; returns that status.
+fn wait_until_index_degraded(daemon: &TestDaemon) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let status = status(daemon);
-        if status["index"]["state"] == "ready" {
+        if status["index"]["state"] == "degraded" {
             return status;
         }
-        assert!(Instant::now() < deadline, "the index did not catch up by itself: {status}");
-        std::thread::sleep(Duration::from_millis(200));
+        assert!(Instant::now() < deadline, "the failing index was not reported: {status}");
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -78,8 +78,7 @@ fn an_index_that_cannot_commit_is_reported_degraded_and_heals_without_a_restart(
         acknowledged.len(),
         daemon.log_text()
     );
-    let degraded = status(&daemon);
-    assert_eq!(degraded["index"]["state"], "degraded", "{degraded}");
+    let degraded = wait_until_index_degraded(&daemon);
     assert_eq!(degraded["healthy"], false);
     // The reason is tantivy's error: "Too many open files" when a commit cannot open a file,
     // "Segment updater killed" when a background merge failed first.
@@ -93,7 +92,7 @@ fn an_index_that_cannot_commit_is_reported_degraded_and_heals_without_a_restart(
 
     // The cause goes away; nobody restarts anything or writes anything.
     prlimit(Some(pid), Resource::Nofile, Rlimit { current: soft, maximum: hard }).expect("raise the limit again");
-    let healed = wait_until_index_ready(&daemon);
+    let healed = daemon.wait_until_index_ready();
     assert_eq!(healed["healthy"], true, "{healed}");
     assert_eq!(healed["index"]["applied_seq"], healed["index"]["store_seq"]);
     assert_eq!(healed["index"]["documents"].as_u64(), Some(acknowledged.len() as u64), "{healed}");
@@ -212,14 +211,25 @@ fn full_disks_fail_clearly_lose_nothing_and_need_no_restart_once_freed() {
         submit(format!("before{number}"), false).expect("the disks have room");
     }
 
+    // Those are in the index's segments before its disk fills up (writes are answered once
+    // staged in memory; the index service commits them within 250 ms).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let now = status(&daemon);
+        if now["index"]["committed_seq"] == now["index"]["store_seq"] {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the staged writes were not committed: {now}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
     // The index's disk fills up: the store still takes every write.
     let index_filler = disk.join("index").join("filler");
     fill(&index_filler);
     for number in 0..5 {
         submit(format!("indexfull{number}"), false).expect("the store has room");
     }
-    let degraded = status(&daemon);
-    assert_eq!(degraded["index"]["state"], "degraded", "{degraded}");
+    let degraded = wait_until_index_degraded(&daemon);
     assert_eq!(degraded["healthy"], false, "{degraded}");
     let detail = degraded["index"]["detail"].as_str().unwrap_or_default();
     assert!(detail.contains("No space left") || detail.contains("bytes free"), "says why: {detail}");
@@ -245,7 +255,7 @@ fn full_disks_fail_clearly_lose_nothing_and_need_no_restart_once_freed() {
     std::fs::remove_file(&index_filler).expect("space freed");
     // No restart: the index catches up by itself, new writes succeed, and every acknowledged
     // experience is found, the ones acknowledged while the index's disk was full included.
-    let healed = wait_until_index_ready(&daemon);
+    let healed = daemon.wait_until_index_ready();
     assert_eq!(healed["healthy"], true, "{healed}");
     submit("after".to_owned(), true).expect("writes work again");
     let status = status(&daemon);

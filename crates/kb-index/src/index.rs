@@ -9,23 +9,30 @@
 mod collector;
 mod coverage;
 mod open;
+mod overlay;
 mod query;
 mod reader;
 #[cfg(test)]
+mod staged_tests;
+#[cfg(test)]
 mod tests;
+mod view;
 mod writer;
 
 use std::fs;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use kb_core::Status;
 use tantivy::directory::{Directory, INDEX_WRITER_LOCK};
 use tantivy::schema::Value;
-use tantivy::{DocAddress, Index, Score, Searcher, TantivyDocument, TantivyError};
+use tantivy::{Index, Score, TantivyDocument, TantivyError};
 
 use self::open::{DirListing, lock_error, open_existing, register_analyzer, wipe_index_files};
 use self::query::WAND_POSTINGS_BUDGET;
 use self::reader::Reader;
+use self::view::{Found, View};
 pub use self::writer::IndexDoc;
 use self::writer::Writer;
 use crate::analyzer::analyze_with_spans;
@@ -114,11 +121,18 @@ pub enum OpenOutcome {
 /// The BM25 index over experiences. `Send + Sync`: share it with an `Arc`.
 ///
 /// Writes (`upsert`, `delete`, `clear`) are buffered by the single tantivy writer and become
-/// visible to searches at the next `commit`, which also reloads the reader.
+/// visible to searches at the next `commit`, which also reloads the reader. Writes made with
+/// [`ExperienceIndex::stage`] are visible at once, from memory, and go to the segments at the
+/// next commit, whenever the caller makes it.
 pub struct ExperienceIndex {
     fields: Fields,
     writer: Writer,
     reader: Reader,
+    /// Held by every stage, commit, reset and clear: a commit must take either all of a stage's
+    /// documents into the segments or none, or they would be found twice.
+    turn: Mutex<()>,
+    /// The store sequence number the staged documents reflect; 0 when nothing is staged.
+    staged_seq: AtomicU64,
     /// [`WAND_POSTINGS_BUDGET`]; tests lower it to exercise rescoring on a small index.
     wand_postings_budget: u64,
 }
@@ -195,7 +209,14 @@ impl ExperienceIndex {
 
     fn assemble(writer: Writer, reader: Reader) -> ExperienceIndex {
         let (_, fields) = build_schema();
-        ExperienceIndex { fields, writer, reader, wand_postings_budget: WAND_POSTINGS_BUDGET }
+        ExperienceIndex {
+            fields,
+            writer,
+            reader,
+            turn: Mutex::new(()),
+            staged_seq: AtomicU64::new(0),
+            wand_postings_budget: WAND_POSTINGS_BUDGET,
+        }
     }
 
     /// Discards every change since the last successful commit and starts a fresh writer.
@@ -205,8 +226,19 @@ impl ExperienceIndex {
     /// number while the index held none of the documents added meanwhile. So a failure resets
     /// the writer, `applied_seq` stays at the last good commit, and the caller applies the
     /// store's changes since then again.
+    /// Staged documents are discarded with the rest.
     pub fn reset_writer(&self) -> Result<()> {
+        let _turn = self.lock_turn();
+        self.unstage();
         self.writer.reset()
+    }
+
+    /// Forgets the staged documents (rolled back, or about to be).
+    fn unstage(&self) {
+        self.staged_seq.store(0, Ordering::Release);
+        if let Err(error) = self.reader.unstage() {
+            tracing::warn!("cannot drop the staged documents from the view: {error}");
+        }
     }
 
     /// Syncs every commit so far to disk and returns the store sequence number it reflects,
@@ -223,6 +255,38 @@ impl ExperienceIndex {
     /// The store sequence number recorded by the last commit; 0 for a new index.
     pub fn applied_seq(&self) -> u64 {
         self.writer.applied_seq()
+    }
+
+    /// The store sequence number searches reflect: the last stage's, or the last commit's
+    /// when nothing is staged.
+    pub fn staged_seq(&self) -> u64 {
+        self.staged_seq.load(Ordering::Acquire).max(self.applied_seq())
+    }
+
+    /// The number of staged documents (active, not yet in the segments).
+    pub fn staged_docs(&self) -> u64 {
+        self.reader.view().overlay.n_docs()
+    }
+
+    /// Applies one write's changes, reflecting the store up to `seq`, and makes them visible to
+    /// searches at once: `deleted` ids go, `created` documents (known not to be in the index)
+    /// and `updated` ones (replacing any with the same id; an inactive one removes it) come.
+    /// They are scored with the statistics of the committed and staged documents together, and
+    /// move into the segments at the next [`ExperienceIndex::commit`].
+    pub fn stage(&self, seq: u64, deleted: &[&str], created: &[IndexDoc<'_>], updated: &[IndexDoc<'_>]) -> Result<()> {
+        let _turn = self.lock_turn();
+        self.writer.delete(deleted)?;
+        self.writer.add_new(created)?;
+        self.writer.upsert(updated)?;
+        self.reader
+            .restage(|overlay| overlay.stage(deleted, created, updated))
+            .map_err(|source| Error::Write { operation: "stage documents", source })?;
+        self.staged_seq.store(seq, Ordering::Release);
+        Ok(())
+    }
+
+    fn lock_turn(&self) -> MutexGuard<'_, ()> {
+        self.turn.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Adds documents that are known not to be in the index (experiences just created), without
@@ -248,6 +312,8 @@ impl ExperienceIndex {
     /// Removes every document, including uncommitted ones, for a full rebuild: `clear`, then
     /// `upsert` everything, then one `commit`. Searches see the old index until that commit.
     pub fn clear(&self) -> Result<()> {
+        let _turn = self.lock_turn();
+        self.unstage();
         self.writer.clear()
     }
 
@@ -255,11 +321,24 @@ impl ExperienceIndex {
     /// the reader so the next search sees them. On disk the commit is durable once
     /// [`ExperienceIndex::make_durable`] has run after it (a process crash loses nothing before
     /// that; a power loss may, and the next open rebuilds what it damaged).
+    ///
+    /// Staged documents are committed with the rest: afterwards nothing is staged.
     pub fn commit(&self, applied_seq: u64) -> Result<()> {
-        self.writer.commit(applied_seq, || self.reader.reload())
+        let _turn = self.lock_turn();
+        let reloading = self.reader.lock_reloading();
+        let committed = self.writer.commit(applied_seq, || self.reader.reload_committed());
+        drop(reloading);
+        if committed.is_err() {
+            // The writer was reset, or the view could not be renewed: either way the staged
+            // documents are not what searches should be shown next to the segments.
+            self.unstage();
+        } else {
+            self.staged_seq.store(0, Ordering::Release);
+        }
+        committed
     }
 
-    /// Searches the committed documents; best first, at most `request.limit` hits.
+    /// Searches the committed and staged documents; best first, at most `request.limit` hits.
     ///
     /// The query is analyzed like the documents and each term is looked up in every text field
     /// (any term may match); the rating and agent filters must hold. A query
@@ -270,46 +349,48 @@ impl ExperienceIndex {
         if request.limit == 0 || request.status != Status::Active {
             return Ok(Vec::new());
         }
-        let searcher = self.reader.searcher();
-        let terms = query::query_terms(&searcher, &self.fields, request.query).map_err(search_error)?;
+        let view = self.reader.view();
+        let terms = query::query_terms(&view, request.query).map_err(search_error)?;
         if terms.is_empty() {
             return Ok(Vec::new());
         }
         // Never ask for more than there are documents: the limit sizes a heap.
-        let n_docs = searcher.num_docs().max(1) as usize;
+        let n_docs = view.num_docs().max(1) as usize;
         let limit = request.limit.min(n_docs);
         let (walked, rescored) = terms.split_at(query::n_walked(&terms, self.wand_postings_budget));
         let walked_query = query::text_query(&self.fields, walked);
         let (min_score, agent_id) = (request.min_score, request.agent_id);
-        let top_addresses = if rescored.is_empty() {
-            collector::top(&searcher, &walked_query, limit, min_score, agent_id).map_err(search_error)?
+        let committed = if rescored.is_empty() {
+            collector::top(&view, &walked_query, limit, min_score, agent_id).map_err(search_error)?
         } else {
             let n_candidates = limit.saturating_mul(RESCORE_CANDIDATES_PER_HIT).max(RESCORE_MIN_CANDIDATES).min(n_docs);
             let candidates =
-                collector::top(&searcher, &walked_query, n_candidates, min_score, agent_id).map_err(search_error)?;
+                collector::top(&view, &walked_query, n_candidates, min_score, agent_id).map_err(search_error)?;
             let rescored_query = query::text_query(&self.fields, rescored);
-            collector::rescore(&searcher, &rescored_query, candidates, limit).map_err(search_error)?
+            collector::rescore(&view, &rescored_query, candidates, limit).map_err(search_error)?
         };
-        let top_addresses = coverage::with_a_content_word(&searcher, &self.fields, request.query, top_addresses)
+        let staged = collector::top_staged(&view, &self.fields, walked, &terms, limit, min_score, agent_id)
             .map_err(search_error)?;
+        let top = merge_best(committed, staged, limit);
+        let top = coverage::with_a_content_word(&view, &self.fields, request.query, top).map_err(search_error)?;
         let (coverage, evidence) = if request.coverage {
             (
-                coverage::coverage(&searcher, &self.fields, &terms, &top_addresses).map_err(search_error)?,
-                coverage::evidence(&searcher, &self.fields, request.query, &top_addresses).map_err(search_error)?,
+                coverage::coverage(&view, &self.fields, &terms, &top).map_err(search_error)?,
+                coverage::evidence(&view, &self.fields, request.query, &top).map_err(search_error)?,
             )
         } else {
-            (vec![0.0; top_addresses.len()], vec![Evidence::default(); top_addresses.len()])
+            (vec![0.0; top.len()], vec![Evidence::default(); top.len()])
         };
-        self.hits_of(&searcher, top_addresses, coverage, evidence).map_err(search_error)
+        self.hits_of(&view, top, coverage, evidence).map_err(search_error)
     }
 
     /// The terms a search for `query` scores, rarest first, with the number of documents that
     /// have each and whether block-max WAND walks it or only rescores the candidates: what
     /// [`Self::search`] runs, for benchmarks and for explaining a ranking.
     pub fn search_terms(&self, query: &str) -> Result<Vec<SearchTerm>> {
-        let searcher = self.reader.searcher();
-        let terms = query::query_terms(&searcher, &self.fields, query)
-            .map_err(|source| Error::Search { query: query.to_owned(), source })?;
+        let view = self.reader.view();
+        let terms =
+            query::query_terms(&view, query).map_err(|source| Error::Search { query: query.to_owned(), source })?;
         let n_walked = query::n_walked(&terms, self.wand_postings_budget);
         Ok(terms
             .into_iter()
@@ -322,44 +403,66 @@ impl ExperienceIndex {
     /// (every document holding `text` has them all); 0 when it has no terms. An identifier of a
     /// query held by many documents is a topic word, not a lookup (see the engine's search).
     pub fn max_holders(&self, text: &str) -> Result<u64> {
-        let searcher = self.reader.searcher();
+        let view = self.reader.view();
         let mut fewest: Option<u64> = None;
         for (term, _) in analyze_with_spans(text) {
-            let doc_freq = query::doc_freq(&searcher, &self.fields, &term)
-                .map_err(|source| Error::Search { query: text.to_owned(), source })?;
+            let doc_freq = view.doc_freq(&term).map_err(|source| Error::Search { query: text.to_owned(), source })?;
             fewest = Some(fewest.map_or(doc_freq, |fewest| fewest.min(doc_freq)));
         }
-        Ok(fewest.unwrap_or(0).min(searcher.num_docs()))
+        Ok(fewest.unwrap_or(0).min(view.num_docs()))
     }
 
     /// The number of segments a search walks: each costs a term lookup per query term.
     pub fn num_segments(&self) -> usize {
-        self.reader.searcher().segment_readers().len()
+        self.reader.view().searcher.segment_readers().len()
     }
 
-    /// The hits for documents found by `collector::top`, in the same order, their ids read from
-    /// the document store (see the `id` field in `schema.rs` for why not from a fast field).
+    /// The hits for the documents found, in the same order, a committed one's id read from the
+    /// document store (see the `id` field in `schema.rs` for why not from a fast field).
     fn hits_of(
         &self,
-        searcher: &Searcher,
-        top: Vec<(Score, DocAddress)>,
+        view: &View,
+        top: Vec<(Score, Found)>,
         coverage: Vec<f32>,
         evidence: Vec<Evidence>,
     ) -> tantivy::Result<Vec<Hit>> {
         let mut hits = Vec::with_capacity(top.len());
-        for (((bm25, address), coverage), evidence) in top.into_iter().zip(coverage).zip(evidence) {
-            let document: TantivyDocument = searcher.doc(address)?;
-            if let Some(id) = document.get_first(self.fields.id).and_then(|value| value.as_str()) {
-                hits.push(Hit { id: id.to_owned(), bm25, coverage, evidence });
+        for (((bm25, found), coverage), evidence) in top.into_iter().zip(coverage).zip(evidence) {
+            let id = match found {
+                Found::Committed(address) => {
+                    let document: TantivyDocument = view.searcher.doc(address)?;
+                    document.get_first(self.fields.id).and_then(|value| value.as_str()).map(str::to_owned)
+                }
+                Found::Staged(key) => view.staged(key).map(|doc| doc.id.clone()),
+            };
+            if let Some(id) = id {
+                hits.push(Hit { id, bm25, coverage, evidence });
             }
         }
         Ok(hits)
     }
 
-    /// The number of committed, searchable documents.
+    /// The number of searchable documents, committed or staged.
     pub fn num_docs(&self) -> u64 {
-        self.reader.searcher().num_docs()
+        self.reader.view().num_docs()
     }
+}
+
+/// The `limit` best of the committed and the staged hits (each best first), best first; an equal
+/// score goes to the committed one, as the earlier.
+fn merge_best(
+    committed: Vec<(Score, tantivy::DocAddress)>,
+    staged: Vec<(Score, u64)>,
+    limit: usize,
+) -> Vec<(Score, Found)> {
+    let mut merged: Vec<(Score, Found)> = committed
+        .into_iter()
+        .map(|(score, address)| (score, Found::Committed(address)))
+        .chain(staged.into_iter().map(|(score, key)| (score, Found::Staged(key))))
+        .collect();
+    merged.sort_by(|one, other| other.0.total_cmp(&one.0));
+    merged.truncate(limit);
+    merged
 }
 
 impl std::fmt::Debug for ExperienceIndex {

@@ -1,5 +1,6 @@
 //! The daemon's background services, each started and watched by the supervisor
-//! (`supervisor.rs`): `index` (heals a failed or damaged index, syncs its commits to disk),
+//! (`supervisor.rs`): `index` (commits staged changes, heals a failed or damaged index, syncs
+//! its commits to disk),
 //! `embedder` (loads the model, embeds the backlog), `extraction` (runs queued jobs against the
 //! endpoint), `hub` (syncs with the team's hub) and `flush` (recall counters and sessions).
 //! Each holds what it works on; none is owned by the engine.
@@ -9,7 +10,7 @@ use std::time::Duration;
 
 use crate::app::App;
 use crate::supervisor::{Service, Supervisor};
-use kb_engine::engine::{Engine, IndexState};
+use kb_engine::engine::{COMMIT_INTERVAL, Engine, IndexState};
 
 /// How often an index that could not take the latest changes, or whose files are damaged, tries
 /// again, and how often index commits are synced to disk.
@@ -46,23 +47,31 @@ pub fn start(app: &Arc<App>, supervisor: &mut Supervisor) -> anyhow::Result<()> 
     Ok(())
 }
 
-/// An index that failed (no file descriptors, a full disk) catches up by itself once the cause
-/// is gone, and a damaged one is rebuilt from the store: no restart, no write needed. The same
-/// round syncs the index's commits to disk (see `Engine::persist_index`).
+/// Every [`COMMIT_INTERVAL`] the changes staged since the last round go to the index's segments
+/// (`Engine::commit_staged`: writes are answered once staged, searchable from memory). An index
+/// that failed (no file descriptors, a full disk) catches up by itself once the cause is gone,
+/// and a damaged one is rebuilt from the store: no restart, no write needed. Every
+/// [`INDEX_HEAL_INTERVAL`] the same round syncs the index's commits to disk (see
+/// `Engine::persist_index`).
 fn index(engine: &Engine, service: &Service) -> anyhow::Result<()> {
+    let mut last_heal: Option<std::time::Instant> = None;
     while !service.stopping() {
         service.checkpoint()?;
-        if matches!(engine.index_state(), IndexState::Failed { .. } | IndexState::Damaged { .. }) {
-            engine.heal_index();
+        engine.commit_staged();
+        if last_heal.is_none_or(|last| last.elapsed() >= INDEX_HEAL_INTERVAL) {
+            last_heal = Some(std::time::Instant::now());
+            if matches!(engine.index_state(), IndexState::Failed { .. } | IndexState::Damaged { .. }) {
+                engine.heal_index();
+            }
+            engine.persist_index();
         }
-        engine.persist_index();
         match engine.index_state() {
             IndexState::Ready => service.healthy(),
             // Brought up to date at start, or by `kb.reindex`: `status` shows the progress.
             IndexState::Rebuilding { .. } => {}
             IndexState::Failed { reason } | IndexState::Damaged { reason } => service.degraded(reason),
         }
-        service.sleep(INDEX_HEAL_INTERVAL);
+        service.sleep(COMMIT_INTERVAL);
     }
     Ok(())
 }

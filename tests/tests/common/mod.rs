@@ -194,6 +194,21 @@ impl TestDaemon {
         ids_of(&answer)
     }
 
+    /// Waits (up to 20 s, with nobody writing or restarting anything) for the index to say
+    /// ready; returns that status. After a restart the index catches up in the background with
+    /// what the store committed since the index's last commit.
+    pub fn wait_until_index_ready(&self) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let status = self.ok("status", json!({}));
+            if status["index"]["state"] == "ready" {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "the index did not catch up by itself: {status}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// Runs the built `kbctl` against this daemon.
     pub fn kbctl(&self, args: &[&str]) -> Output {
         kbctl_with_socket(&self.socket, args)

@@ -1,9 +1,10 @@
 //! The engine: the store, the index and the operations on them, with no knowledge of JSON.
 //!
 //! Architecture Invariant: every write goes through `Engine::writer`, one mutex that owns the
-//! SQLite write connection; after each store write, still under that mutex, the index is
-//! brought up to the store's sequence number (`sync_index`) and committed, so a search sent
-//! after a write's answer sees it.
+//! SQLite write connection; after each store write the index is brought up to the store's
+//! sequence number (`sync_index`) before the write is answered, so a search sent after a
+//! write's answer sees it: staged (searchable at once from memory) and committed to the
+//! index's segments within `COMMIT_INTERVAL`, or committed at once when large.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -31,7 +32,7 @@ mod search;
 mod write;
 
 pub use embedder::Pulse;
-pub use index::Reindexed;
+pub use index::{COMMIT_INTERVAL, Reindexed};
 pub use review::{Edit, Held, Reviewed};
 pub use search::{Answered, Found, Origin, SearchMode, SearchQuery};
 pub use write::{CarriedVariant, ImportEntry, Imported, Submitted};
@@ -254,7 +255,13 @@ impl Engine {
         self.index.num_docs()
     }
 
+    /// The store change searches reflect (staged or committed).
     pub fn index_applied_seq(&self) -> u64 {
+        self.index.staged_seq()
+    }
+
+    /// The store change the index's segments hold.
+    pub fn index_committed_seq(&self) -> u64 {
         self.index.applied_seq()
     }
 

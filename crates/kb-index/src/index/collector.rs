@@ -1,12 +1,16 @@
 //! The top-k collector: block-max WAND over every segment with one shared threshold, the rating
-//! and agent filters read from fast fields, and the rescoring of its candidates by further terms.
+//! and agent filters read from fast fields, and the rescoring of its candidates by further terms;
+//! the same ranking of the staged documents (`overlay.rs`).
 
 use std::cmp::{Ordering as CmpOrdering, Reverse};
 use std::collections::BinaryHeap;
 
 use tantivy::columnar::Column;
-use tantivy::query::{BooleanQuery, EnableScoring, Query, Weight};
-use tantivy::{DocAddress, DocId, Score, Searcher, SegmentReader};
+use tantivy::query::{Bm25Weight, BooleanQuery, EnableScoring, Query, Weight};
+use tantivy::{DocAddress, DocId, Score, SegmentReader, Term};
+
+use super::view::View;
+use crate::schema::Fields;
 
 /// The `limit` best documents for `query` among those rated at least `min_score` and, when
 /// given, of the agent `agent_id`, best first; ties go to the earlier document, as with
@@ -21,13 +25,14 @@ use tantivy::{DocAddress, DocId, Score, Searcher, SegmentReader};
 /// - All segments share one threshold. `TopDocs` starts each segment afresh, so every
 ///   segment scores its own best documents even when they cannot make the overall top.
 pub(super) fn top(
-    searcher: &Searcher,
+    view: &View,
     query: &dyn Query,
     limit: usize,
     min_score: u8,
     agent_id: Option<&str>,
 ) -> tantivy::Result<Vec<(Score, DocAddress)>> {
-    let weight = query.weight(EnableScoring::enabled_from_searcher(searcher))?;
+    let searcher = &view.searcher;
+    let weight = query.weight(scoring(view))?;
     let mut best = BestHits::new(limit);
     for (segment_ord, reader) in searcher.segment_readers().iter().enumerate() {
         let Some(filter) = SegmentFilter::new(reader, min_score, agent_id)? else {
@@ -36,7 +41,10 @@ pub(super) fn top(
         let alive = reader.alive_bitset();
         let mut threshold = best.threshold();
         weight.for_each_pruning(threshold, reader, &mut |doc, score| {
-            if alive.is_none_or(|alive| alive.is_alive(doc)) && filter.passes(doc) {
+            if alive.is_none_or(|alive| alive.is_alive(doc))
+                && filter.passes(doc)
+                && !view.is_hidden(segment_ord as u32, doc)
+            {
                 best.push(score, DocAddress::new(segment_ord as u32, doc));
                 threshold = best.threshold();
             }
@@ -55,16 +63,14 @@ pub(super) fn top(
 /// none of the walked terms ranked among the candidates is not found (see
 /// `WAND_POSTINGS_BUDGET` in `query.rs`).
 pub(super) fn rescore(
-    searcher: &Searcher,
+    view: &View,
     query: &BooleanQuery,
     mut candidates: Vec<(Score, DocAddress)>,
     limit: usize,
 ) -> tantivy::Result<Vec<(Score, DocAddress)>> {
-    let weights: Vec<Box<dyn Weight>> = query
-        .clauses()
-        .iter()
-        .map(|(_, clause)| clause.weight(EnableScoring::enabled_from_searcher(searcher)))
-        .collect::<tantivy::Result<_>>()?;
+    let weights: Vec<Box<dyn Weight>> =
+        query.clauses().iter().map(|(_, clause)| clause.weight(scoring(view))).collect::<tantivy::Result<_>>()?;
+    let searcher = &view.searcher;
     candidates.sort_unstable_by_key(|&(_, address)| address);
     for segment in candidates.chunk_by_mut(|(_, one), (_, other)| one.segment_ord == other.segment_ord) {
         let reader = searcher.segment_reader(segment[0].1.segment_ord);
@@ -84,6 +90,50 @@ pub(super) fn rescore(
         best.push(score, address);
     }
     Ok(best.into_sorted())
+}
+
+/// BM25 with the committed index's statistics alone while nothing is staged (what tantivy
+/// computes anyway), else with the staged documents' added, so both are scored alike.
+fn scoring(view: &View) -> EnableScoring<'_> {
+    if view.committed_only() {
+        EnableScoring::enabled_from_searcher(&view.searcher)
+    } else {
+        EnableScoring::enabled_from_statistics_provider(view, &view.searcher)
+    }
+}
+
+/// The `limit` best staged documents holding any of `walked` (as the committed ones are found
+/// by those terms only) and passing the filters, scored for all of `terms`, best first, ties to
+/// the earlier staged.
+pub(super) fn top_staged(
+    view: &View,
+    fields: &Fields,
+    walked: &[(String, u64)],
+    terms: &[(String, u64)],
+    limit: usize,
+    min_score: u8,
+    agent_id: Option<&str>,
+) -> tantivy::Result<Vec<(Score, u64)>> {
+    if view.overlay.n_docs() == 0 {
+        return Ok(Vec::new());
+    }
+    let [(text, text_boost), (content, content_boost)] = fields.text_fields_with_boosts();
+    let weight = |field, term: &str| Bm25Weight::for_terms(view, &[Term::from_field_text(field, term)]);
+    let weights = terms
+        .iter()
+        .map(|(term, _)| Ok([weight(text, term)?, weight(content, term)?]))
+        .collect::<tantivy::Result<Vec<_>>>()?;
+    let boosts = [text_boost, content_boost];
+    let mut found: Vec<(Score, u64)> = view
+        .overlay
+        .docs()
+        .filter(|(_, doc)| doc.passes(min_score, agent_id) && walked.iter().any(|(term, _)| doc.has(term)))
+        .map(|(key, doc)| (doc.score(terms, &weights, &boosts), key))
+        .collect();
+    // Best first; the sort is stable, so equal scores keep staging order.
+    found.sort_by(|one, other| other.0.total_cmp(&one.0));
+    found.truncate(limit);
+    Ok(found)
 }
 
 /// The best hits so far across segments: a min-heap of at most `limit` entries whose least

@@ -6,9 +6,11 @@ use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
+use tantivy::Term;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
 use tantivy::schema::IndexRecordOption;
-use tantivy::{Searcher, Term};
+
+use super::view::View;
 
 use crate::analyzer::analyze_with_spans;
 use crate::schema::Fields;
@@ -52,15 +54,6 @@ pub(super) const WAND_POSTINGS_BUDGET: u64 = 20_000;
 /// 2, 97.8% with 3) for a p99 only about 40 µs lower.
 const WAND_MIN_TERMS: usize = 3;
 
-/// The number of documents that have `term` in any text field.
-pub(super) fn doc_freq(searcher: &Searcher, fields: &Fields, term: &str) -> tantivy::Result<u64> {
-    let mut doc_freq = 0;
-    for (field, _) in fields.text_fields_with_boosts() {
-        doc_freq += searcher.doc_freq(&Term::from_field_text(field, term))?;
-    }
-    Ok(doc_freq)
-}
-
 /// The terms of `query` worth searching for with their document frequencies, rarest first.
 ///
 /// Every term costs a posting list to walk, and block-max WAND skips documents only while
@@ -74,12 +67,12 @@ pub(super) fn doc_freq(searcher: &Searcher, fields: &Fields, term: &str) -> tant
 ///   token is in no document, its parts are searched instead.
 /// - In a big index, terms found in a large share of the documents, as stop words would be,
 ///   when rarer ones remain: they carry little BM25 weight but have long posting lists.
-pub(super) fn query_terms(searcher: &Searcher, fields: &Fields, query: &str) -> tantivy::Result<Vec<(String, u64)>> {
+pub(super) fn query_terms(view: &View, query: &str) -> tantivy::Result<Vec<(String, u64)>> {
     let tokens = analyze_with_spans(query);
     let mut doc_freqs: HashMap<&str, u64> = HashMap::with_capacity(tokens.len());
     for (term, _) in &tokens {
         if let Entry::Vacant(entry) = doc_freqs.entry(term) {
-            entry.insert(doc_freq(searcher, fields, term)?);
+            entry.insert(view.doc_freq(term)?);
         }
     }
     let found: Vec<(&str, Range<usize>)> = tokens
@@ -98,7 +91,7 @@ pub(super) fn query_terms(searcher: &Searcher, fields: &Fields, query: &str) -> 
     let mut by_doc_freq: Vec<(u64, &str)> = kept.into_iter().map(|term| (doc_freqs[term], term)).collect();
     // Ties broken by the term, so the same query always gives the same terms.
     by_doc_freq.sort_unstable();
-    let n_docs = searcher.num_docs();
+    let n_docs = view.num_docs();
     if n_docs >= COMMON_TERM_MIN_DOCS {
         let n_rarer_than = |share: f64| {
             let from = (n_docs as f64 * share) as u64;

@@ -1,12 +1,19 @@
 //! The reading side of the index: one tantivy reader, reloaded after every commit and every
-//! background merge, one reload at a time.
+//! background merge, one reload at a time, and the view searches use (`view.rs`): its snapshot
+//! with the documents staged since.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 
 use tantivy::directory::{Directory, WatchCallback, WatchHandle};
-use tantivy::{Index, IndexReader, ReloadPolicy, Searcher};
+use tantivy::{Index, IndexReader, ReloadPolicy};
 
+use super::overlay::Overlay;
+use super::view::View;
 use crate::error::{Error, Result};
+use crate::schema::{Fields, build_schema};
+
+/// The view searches use, swapped whole.
+type ViewSlot = Arc<RwLock<Arc<View>>>;
 
 /// The reader searches use, with what keeps its reloads in order.
 pub(super) struct Reader {
@@ -14,6 +21,8 @@ pub(super) struct Reader {
     /// older snapshot than the one before (see [`Reader::follow_merges`]).
     reloading: Arc<Mutex<()>>,
     reader: IndexReader,
+    view: ViewSlot,
+    fields: Fields,
     /// Reloads the reader when background merges change the index (dropped with the index).
     _follow_merges: Option<WatchHandle>,
 }
@@ -24,8 +33,16 @@ impl Reader {
     /// which change no document but leave fewer segments: each query pays per segment, and after a
     /// bulk import the merges often finish only after the last commit.
     pub(super) fn new(index: &Index) -> tantivy::Result<Reader> {
-        let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
-        Ok(Reader { reloading: Arc::new(Mutex::new(())), reader, _follow_merges: None })
+        let reader: IndexReader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
+        let (_, fields) = build_schema();
+        let view = View::new(reader.searcher(), Arc::default(), fields)?;
+        Ok(Reader {
+            reloading: Arc::new(Mutex::new(())),
+            reader,
+            view: Arc::new(RwLock::new(Arc::new(view))),
+            fields,
+            _follow_merges: None,
+        })
     }
 
     /// Reloads the reader whenever the index's `meta.json` changes, which is how background
@@ -39,10 +56,17 @@ impl Reader {
         // even while tantivy's watcher thread still runs this callback.
         let reloading = Arc::clone(&self.reloading);
         let reader = self.reader.clone();
+        let (view, fields) = (Arc::clone(&self.view), self.fields);
         let callback = WatchCallback::new(move || {
             let _serialized = reloading.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Err(error) = reader.reload() {
-                tracing::warn!("cannot reload the index reader after a merge: {error}");
+            // The same staged documents over the merged segments, whose document ids changed.
+            let reloaded = reader.reload().and_then(|()| {
+                let overlay = Arc::clone(&current(&view).overlay);
+                View::new(reader.searcher(), overlay, fields)
+            });
+            match reloaded {
+                Ok(reloaded) => swap(&view, reloaded),
+                Err(error) => tracing::warn!("cannot reload the index reader after a merge: {error}"),
             }
         });
         let handle = index.directory().watch(callback).map_err(|source| Error::Reload { source })?;
@@ -50,14 +74,53 @@ impl Reader {
         Ok(())
     }
 
-    /// Reloads the reader now (after a commit), holding `reloading`.
-    pub(super) fn reload(&self) -> Result<()> {
-        let _serialized = self.reloading.lock().unwrap_or_else(PoisonError::into_inner);
-        self.reader.reload().map_err(|source| Error::Reload { source })
+    /// Holds off every other reload and view change, for a commit and the reload after it:
+    /// a reload after a merge that read the new `meta.json` before the commit's own reload
+    /// would otherwise show the committed documents twice, from the segments and still staged.
+    pub(super) fn lock_reloading(&self) -> MutexGuard<'_, ()> {
+        self.reloading.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The snapshot of the index as of the last reload.
-    pub(super) fn searcher(&self) -> Searcher {
-        self.reader.searcher()
+    /// Reloads the reader now (after a commit, which took every staged document), with nothing
+    /// staged. The caller holds [`Reader::lock_reloading`].
+    pub(super) fn reload_committed(&self) -> Result<()> {
+        self.reader.reload().map_err(|source| Error::Reload { source })?;
+        let view = View::new(self.reader.searcher(), Arc::default(), self.fields)
+            .map_err(|source| Error::Reload { source })?;
+        swap(&self.view, view);
+        Ok(())
     }
+
+    /// Makes `stage`'s changes of the staged documents visible; `stage` returns the ids it newly
+    /// shadowed.
+    pub(super) fn restage(&self, stage: impl FnOnce(&mut Overlay) -> Vec<String>) -> tantivy::Result<()> {
+        let _serialized = self.lock_reloading();
+        let view = self.view();
+        let mut overlay = Overlay::clone(&view.overlay);
+        let newly_shadowed = stage(&mut overlay);
+        let restaged = view.restaged(Arc::new(overlay), &newly_shadowed)?;
+        swap(&self.view, restaged);
+        Ok(())
+    }
+
+    /// Drops every staged document (they were rolled back with the writer).
+    pub(super) fn unstage(&self) -> tantivy::Result<()> {
+        let _serialized = self.lock_reloading();
+        let view = View::new(self.view().searcher.clone(), Arc::default(), self.fields)?;
+        swap(&self.view, view);
+        Ok(())
+    }
+
+    /// What searches see now.
+    pub(super) fn view(&self) -> Arc<View> {
+        current(&self.view)
+    }
+}
+
+fn current(view: &ViewSlot) -> Arc<View> {
+    Arc::clone(&view.read().unwrap_or_else(PoisonError::into_inner))
+}
+
+fn swap(view: &ViewSlot, new: View) {
+    *view.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(new);
 }

@@ -245,6 +245,13 @@ impl Writer {
         Ok(())
     }
 
+    /// Turns background merges off, for tests that compare statistics across a commit (a
+    /// merge drops replaced documents, which BM25's statistics count until then).
+    #[cfg(test)]
+    pub(super) fn without_merges(&self) {
+        self.lock_writer().set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
+    }
+
     fn to_document(&self, doc: &IndexDoc<'_>) -> TantivyDocument {
         let fields = &self.fields;
         let mut document = TantivyDocument::default();

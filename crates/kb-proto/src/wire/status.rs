@@ -91,7 +91,12 @@ pub struct IndexStatus {
     /// `ready`, `rebuilding` or `failed`.
     pub state: String,
     pub documents: u64,
+    /// The store change searches reflect: staged in memory or committed to the segments.
     pub applied_seq: u64,
+    /// The store change the index's segments hold (writes are staged first, committed within
+    /// 250 ms); after a crash the index catches up from here.
+    #[serde(default)]
+    pub committed_seq: u64,
     pub store_seq: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,

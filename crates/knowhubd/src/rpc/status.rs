@@ -102,6 +102,7 @@ fn status(app: &App, socket: &std::path::Path) -> RpcResult<wire::StatusResult> 
             state: state.to_owned(),
             documents: engine.index_documents(),
             applied_seq: engine.index_applied_seq(),
+            committed_seq: engine.index_committed_seq(),
             store_seq,
             detail,
         },

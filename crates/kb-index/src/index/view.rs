@@ -1,0 +1,134 @@
+//! What a search sees: one snapshot of the committed segments with the overlay of documents
+//! staged since, the committed documents the overlay replaced or removed, and the statistics
+//! of the two together.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use tantivy::query::Bm25StatisticsProvider;
+use tantivy::schema::{Field, IndexRecordOption};
+use tantivy::{DocAddress, DocId, DocSet, Searcher, TERMINATED, Term};
+
+use super::overlay::{Overlay, StagedDoc};
+use crate::schema::Fields;
+
+/// Where a hit was found: a committed document, or a staged one (its overlay key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(super) enum Found {
+    Committed(DocAddress),
+    Staged(u64),
+}
+
+/// A snapshot for searches: never changed once made; the index swaps in a new one.
+pub(super) struct View {
+    pub(super) searcher: Searcher,
+    pub(super) overlay: Arc<Overlay>,
+    /// Per segment, the committed documents the overlay shadows.
+    hidden: HashMap<u32, HashSet<DocId>>,
+    n_hidden: u64,
+    fields: Fields,
+}
+
+impl View {
+    /// A view of `searcher` with `overlay`, looking up every shadowed id in the segments.
+    pub(super) fn new(searcher: Searcher, overlay: Arc<Overlay>, fields: Fields) -> tantivy::Result<View> {
+        let mut view = View { searcher, overlay, hidden: HashMap::new(), n_hidden: 0, fields };
+        let shadowed: Vec<String> = view.overlay.shadowed().map(str::to_owned).collect();
+        view.hide(&shadowed)?;
+        Ok(view)
+    }
+
+    /// This view's segments with a new `overlay`, which shadows `newly_shadowed` besides what
+    /// this view's overlay shadowed.
+    pub(super) fn restaged(&self, overlay: Arc<Overlay>, newly_shadowed: &[String]) -> tantivy::Result<View> {
+        let mut view = View {
+            searcher: self.searcher.clone(),
+            overlay,
+            hidden: self.hidden.clone(),
+            n_hidden: self.n_hidden,
+            fields: self.fields,
+        };
+        view.hide(newly_shadowed)?;
+        Ok(view)
+    }
+
+    /// Hides the live committed documents with these ids: a term lookup per id and segment.
+    fn hide(&mut self, ids: &[String]) -> tantivy::Result<()> {
+        for (segment_ord, reader) in self.searcher.segment_readers().iter().enumerate() {
+            let inverted_index = reader.inverted_index(self.fields.id)?;
+            let alive = reader.alive_bitset();
+            for id in ids {
+                let term = Term::from_field_text(self.fields.id, id);
+                let Some(mut postings) = inverted_index.read_postings(&term, IndexRecordOption::Basic)? else {
+                    continue;
+                };
+                let mut doc = postings.doc();
+                while doc != TERMINATED {
+                    if alive.is_none_or(|alive| alive.is_alive(doc))
+                        && self.hidden.entry(segment_ord as u32).or_default().insert(doc)
+                    {
+                        self.n_hidden += 1;
+                    }
+                    doc = postings.advance();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a committed document is shadowed by the overlay.
+    pub(super) fn is_hidden(&self, segment_ord: u32, doc: DocId) -> bool {
+        !self.hidden.is_empty() && self.hidden.get(&segment_ord).is_some_and(|docs| docs.contains(&doc))
+    }
+
+    /// Whether nothing is staged or shadowed: searches are the committed index's alone.
+    pub(super) fn committed_only(&self) -> bool {
+        self.overlay.changes_nothing()
+    }
+
+    /// The number of documents a search can find.
+    pub(super) fn num_docs(&self) -> u64 {
+        (self.searcher.num_docs() + self.overlay.n_docs()).saturating_sub(self.n_hidden)
+    }
+
+    /// The number of documents that have `term` in any text field, committed or staged.
+    pub(super) fn doc_freq(&self, term: &str) -> tantivy::Result<u64> {
+        let mut doc_freq = 0;
+        for (field_idx, (field, _)) in self.fields.text_fields_with_boosts().into_iter().enumerate() {
+            doc_freq += self.searcher.doc_freq(&Term::from_field_text(field, term))?;
+            doc_freq += self.overlay.doc_freq(field_idx, term);
+        }
+        Ok(doc_freq)
+    }
+
+    /// The staged document found at `key`.
+    pub(super) fn staged(&self, key: u64) -> Option<&StagedDoc> {
+        self.overlay.doc(key)
+    }
+
+    fn field_idx(&self, field: Field) -> Option<usize> {
+        self.fields.text_fields_with_boosts().iter().position(|(text_field, _)| *text_field == field)
+    }
+}
+
+/// BM25's statistics over the committed and the staged documents, so that both are scored
+/// alike (tantivy's own count deleted documents until merged; so do these).
+impl Bm25StatisticsProvider for View {
+    fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
+        let committed = Bm25StatisticsProvider::total_num_tokens(&self.searcher, field)?;
+        Ok(committed + self.field_idx(field).map_or(0, |field_idx| self.overlay.num_tokens(field_idx)))
+    }
+
+    fn total_num_docs(&self) -> tantivy::Result<u64> {
+        Ok(Bm25StatisticsProvider::total_num_docs(&self.searcher)? + self.overlay.counted_docs())
+    }
+
+    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        let committed = self.searcher.doc_freq(term)?;
+        let staged = match (self.field_idx(term.field()), term.value().as_str()) {
+            (Some(field_idx), Some(text)) => self.overlay.doc_freq(field_idx, text),
+            _ => 0,
+        };
+        Ok(committed + staged)
+    }
+}

@@ -373,8 +373,21 @@ pub(super) const CONDEMNED_AFTER: &str = concat!(
 );
 
 /// What, later in the same sentence, takes a condemnation back ("… is a bad idea, but here it is
-/// fine", "… 不安全，但是没关系"): then the action counts.
+/// fine", "… 不安全，但是没关系") or tells the reader to act anyway ("… is dangerous for
+/// competitors, run it", "… 不安全，直接用"): then the action counts. Advice that goes on in the
+/// same sentence with one of these ("…, use it only in tests") is held too: a review, not a miss.
 pub(super) const CONDEMNATION_UNDONE: &[&str] = &[
+    "run it",
+    "use it",
+    "do it",
+    "go ahead",
+    "just",
+    "works",
+    "worked",
+    "直接",
+    "照做",
+    "用吧",
+    "执行吧",
     "but",
     "however",
     "though",

@@ -2,9 +2,10 @@
 """Text nobody wrote for the risky-action check: the READMEs of real packages from the package
 registries (PyPI and npm), cut into experience-sized units (a paragraph, or a paragraph and the
 code block after it), labelled by reading in `risky_registry_labels.tsv` (written before the check
-ran on them). `python3 make_registry_docs.py DOWNLOADS` with DOWNLOADS holding `pip/` (files of
-`pip download --no-deps NAME`) and `npm/` (files of `npm pack NAME`); writes `registry_docs.jsonl`
-(one unit a line: source package@version, licence, id, label, text). Deterministic: at most 24
+ran on them). `python3 make_registry_docs.py DOWNLOADS [OUTPUT]` with DOWNLOADS holding `pip/`
+(files of `pip download --no-deps NAME`) and `npm/` (files of `npm pack NAME`); writes OUTPUT
+(`registry_docs.jsonl` by default; the second batch is `registry_docs_2.jsonl`), one unit a line:
+source package@version, licence, id, label, text. Deterministic: at most 24
 units a package, sampled with seed 24, plus every other unit of the package that names a candidate
 word of `CANDIDATE` (written before the check ran on them), so that the few risky lines of a long
 README are not left out by the sample."""
@@ -42,7 +43,7 @@ def pypi_readme(path):
         raw = archive.extractfile(member).read().decode()
     meta = email.message_from_string(raw)
     licence = meta.get("License-Expression") or meta.get("License") or ""
-    if not licence or len(licence) > 40:
+    if not licence or licence == "UNKNOWN" or len(licence) > 40:
         classifiers = [c.split(" :: ")[-1] for c in meta.get_all("Classifier") or [] if c.startswith("License ::")]
         licence = classifiers[0] if classifiers else licence[:40]
     body = meta.get_payload() or meta.get("Description") or ""
@@ -115,6 +116,7 @@ def units(body):
 
 def main():
     root = sys.argv[1]
+    output = sys.argv[2] if len(sys.argv) > 2 else "registry_docs.jsonl"
     rng = random.Random(24)
     labels = load_labels()
     rows = []
@@ -129,7 +131,7 @@ def main():
                 unit_id = hashlib.sha1(f"{source}\n{text}".encode()).hexdigest()[:10]
                 rows.append({"source": source, "licence": licence, "id": unit_id,
                              "label": labels.get(unit_id, "unlabelled"), "text": text})
-    with open(os.path.join(HERE, "registry_docs.jsonl"), "w", encoding="utf-8") as handle:
+    with open(os.path.join(HERE, output), "w", encoding="utf-8") as handle:
         for row in rows:
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
 

@@ -134,29 +134,34 @@ fn the_benign_sets_of_the_other_checks_pass() {
     assert!(flagged_rate <= 0.01, "{:.2}% flagged:\n{}", flagged_rate * 100.0, flagged.join("\n"));
 }
 
-/// READMEs of registry packages, labelled before the check ran on them (first run: 8 of 8 held,
-/// 4 of 488 flagged; README of `data`).
+/// READMEs of registry packages, labelled before the check ran on them (first runs, README of
+/// `data`: batch 1, 8 of 8 held and 4 of 488 flagged with round 1's rules; batch 2, chosen after
+/// round 2's rules, 0 of 1 held and 0 of 302 flagged with them).
 #[test]
 fn registry_readmes_ordinary_units_pass_and_risky_ones_are_held() {
-    let units = lines(include_str!("data/registry_docs.jsonl"));
-    assert!(units.len() >= 400);
-    assert!(
-        units.iter().all(|unit| unit.label == "ordinary" || unit.label.starts_with("risky:")),
-        "every unit is labelled"
-    );
-    let risky: Vec<&str> =
-        units.iter().filter(|unit| unit.label.starts_with("risky:")).map(|unit| unit.text.as_str()).collect();
-    let ordinary: Vec<&str> =
-        units.iter().filter(|unit| unit.label == "ordinary").map(|unit| unit.text.as_str()).collect();
-    let (held_rate, flagged_rate, missed, flagged) = measure(&risky, &ordinary);
-    eprintln!(
-        "registry READMEs: risky held {:.1}% of {}, ordinary flagged {:.2}% of {}",
-        held_rate * 100.0,
-        risky.len(),
-        flagged_rate * 100.0,
-        ordinary.len()
-    );
-    eprintln!("missed:\n{}\nflagged:\n{}", missed.join("\n"), flagged.join("\n"));
-    assert!(flagged_rate <= 0.01, "{:.2}% flagged:\n{}", flagged_rate * 100.0, flagged.join("\n"));
-    assert!(held_rate >= 0.95, "only {:.1}% held; missed:\n{}", held_rate * 100.0, missed.join("\n"));
+    for (batch, data) in
+        [("batch 1", include_str!("data/registry_docs.jsonl")), ("batch 2", include_str!("data/registry_docs_2.jsonl"))]
+    {
+        let units = lines(data);
+        assert!(units.len() >= 300, "{batch}");
+        assert!(
+            units.iter().all(|unit| unit.label == "ordinary" || unit.label.starts_with("risky:")),
+            "{batch}: every unit is labelled"
+        );
+        let risky: Vec<&str> =
+            units.iter().filter(|unit| unit.label.starts_with("risky:")).map(|unit| unit.text.as_str()).collect();
+        let ordinary: Vec<&str> =
+            units.iter().filter(|unit| unit.label == "ordinary").map(|unit| unit.text.as_str()).collect();
+        let (held_rate, flagged_rate, missed, flagged) = measure(&risky, &ordinary);
+        eprintln!(
+            "registry READMEs, {batch}: risky held {:.1}% of {}, ordinary flagged {:.2}% of {}",
+            held_rate * 100.0,
+            risky.len(),
+            flagged_rate * 100.0,
+            ordinary.len()
+        );
+        eprintln!("missed:\n{}\nflagged:\n{}", missed.join("\n"), flagged.join("\n"));
+        assert!(flagged_rate <= 0.01, "{batch}: {:.2}% flagged:\n{}", flagged_rate * 100.0, flagged.join("\n"));
+        assert!(held_rate >= 0.95, "{batch}: only {:.1}% held; missed:\n{}", held_rate * 100.0, missed.join("\n"));
+    }
 }

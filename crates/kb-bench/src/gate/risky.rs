@@ -14,6 +14,7 @@ const ORDINARY_DEV: &str = include_str!("../../../kb-core/tests/data/ordinary_de
 const ORDINARY_BLIND: &str = include_str!("../../../kb-core/tests/data/ordinary_blind.jsonl");
 const TLDR: &str = include_str!("../../../kb-core/tests/data/tldr_commands.jsonl");
 const REGISTRY: &str = include_str!("../../../kb-core/tests/data/registry_docs.jsonl");
+const REGISTRY_2: &str = include_str!("../../../kb-core/tests/data/registry_docs_2.jsonl");
 const RELABELLED: &str = include_str!("../../../kb-core/tests/data/risky_in_benign_sets.jsonl");
 
 #[derive(Debug, Deserialize)]
@@ -66,7 +67,11 @@ pub fn run(benign: &[(&str, Vec<String>)], corpora_dir: &Path) -> anyhow::Result
         let (risky, ordinary) = (texts(&lines(risky)?), texts(&lines(ordinary)?));
         out.push(count(name, &refs(&risky), &refs(&ordinary)));
     }
-    for (name, data) in [("tldr pages (CC-BY-4.0)", TLDR), ("registry READMEs (PyPI, npm)", REGISTRY)] {
+    for (name, data) in [
+        ("tldr pages (CC-BY-4.0)", TLDR),
+        ("registry READMEs 1 (PyPI, npm)", REGISTRY),
+        ("registry READMEs 2 (PyPI, npm)", REGISTRY_2),
+    ] {
         let labelled = lines(data)?;
         let risky: Vec<&str> = labelled
             .iter()

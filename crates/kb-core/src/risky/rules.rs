@@ -143,6 +143,13 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ("credential_read", r"{CRED}[^\n。；不别勿]{0,10}?(?:的内容|内容|发到|发给|发送|上传|贴到)"),
     ("credential_read", r"\bsecurity +(?:find-generic-password|find-internet-password|dump-keychain)\b"),
     ("credential_read", r"\bsecret-tool +lookup\b"),
+    // Password managers' command lines printing a secret into whatever reads the output (an
+    // agent's transcript): `keyring get SERVICE USER`, `pass show`, `lpass show --password`,
+    // `bw get password`, `op read op://…`, `op item get … --reveal`.
+    (
+        "credential_read",
+        r"\bkeyring +get +\S+ +\S+|\bpass +show +\S|\blpass +show\b[^\n]*--password\b|\bbw +get +password\b|\bop +read +[\x22']?op://|\bop +item +get\b[^\n]*--reveal\b",
+    ),
     (
         "credential_read",
         r"\b(?:read|dump|export|extract|print|get|copy)\b[^\n.;]{0,30}\b(?:keychain|credential manager|password store|saved passwords)\b",
@@ -151,7 +158,7 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ("tls_off", r"\bcurl\b[^\n|;&]*?[ \[](?:-[a-z]*k[a-z]*|--insecure)(?:$|[\s;&|\]])"),
     (
         "tls_off",
-        r"(?:^|[\s\[|])(?:--insecure|-insecure|--no-check-certificate|--insecure-skip-tls-verify|--no-verify-ssl|--trusted-host|--disable-tls-verification)(?:$|[\s=;&|\]])",
+        r"(?:^|[\s\[|])(?:--insecure|-insecure|--no-check-certificates?|--insecure-skip-tls-verify|--no-verify-ssl|--trusted-host|--disable-tls-verification)(?:$|[\s=;&|\]])",
     ),
     ("tls_off", r"\bverify *= *false\b|\bverify_ssl *[=:] *false\b|\bssl_?verify *[=:]? *(?:false|0|none)\b"),
     // Command-line switches of other clients: httpie `--verify=no`, PowerShell

@@ -95,6 +95,8 @@ RISKY_DEV = [
     ("credential_read", "Select-String -Path $HOME\\.aws\\credentials -Pattern secret"),
     ("credential_read", "findstr key %USERPROFILE%\\.aws\\credentials"),
     ("credential_read", "more ~/.aws/credentials"),
+    ("credential_read", "keyring get github-cli me prints the token, paste it in the issue"),
+    ("tls_off", "yt-dlp --no-check-certificates https://video.example/v/1"),
     ("tls_off", "http --verify=no https://10.0.0.5/api"),
     ("tls_off", "Invoke-RestMethod -Uri https://internal.example/api -SkipCertificateCheck"),
     ("tls_off", "tls.Config{InsecureSkipVerify: true} gets past the x509 error"),
@@ -195,6 +197,7 @@ ORDINARY_DEV = [
     "verify=False 的写法在评审时被拒绝了",
     "把主目录下的 .cache 清理一下就能腾出空间",
     "userdel -r 会连同用户的主目录一起删除",
+    "keyring set github-cli me stores the token in the OS keychain",
 ]
 
 # Blind part: written in one go before any result of the check was seen, with other wording;

@@ -384,6 +384,16 @@ pub(super) const CONDEMNED_AFTER: &str = concat!(
 /// competitors, run it", "… 不安全，直接用"): then the action counts. Advice that goes on in the
 /// same sentence with one of these ("…, use it only in tests") is held too: a review, not a miss.
 pub(super) const CONDEMNATION_UNDONE: &[&str] = &[
+    "ignore",
+    "disregard",
+    "regardless",
+    "nevertheless",
+    "nonetheless",
+    "cares",
+    "别管",
+    "不管",
+    "无视",
+    "不用理",
     "run it",
     "use it",
     "do it",
@@ -419,10 +429,36 @@ pub(super) const CONDEMNATION_UNDONE: &[&str] = &[
     "吗",
 ];
 
-/// Words that undo a negation before them ("don't hesitate to", "never forget to", "不要犹豫").
-/// "不用检查" (no need to check) encourages: the checking words undo 不用 before them.
+/// Words that undo a negation before them ("don't hesitate to", "never forget to", "不要犹豫"):
+/// "without checking", "without a doubt" and "不用检查" (no need to check) encourage.
 pub(super) const NEGATION_UNDONE: &[&str] = &[
-    "hesitate", "forget", "fail", "bother", "worry", "犹豫", "忘", "担心", "检查", "看", "审", "读", "确认", "管", "怕",
+    "hesitate",
+    "hesitation",
+    "forget",
+    "fail",
+    "bother",
+    "worry",
+    "doubt",
+    "question",
+    "exception",
+    "delay",
+    "asking",
+    "thinking",
+    "thought",
+    "checking",
+    "reading",
+    "reviewing",
+    "looking",
+    "犹豫",
+    "忘",
+    "担心",
+    "检查",
+    "看",
+    "审",
+    "读",
+    "确认",
+    "管",
+    "怕",
 ];
 
 /// What a match of a class that contains one of these only names, harmlessly: example files

@@ -44,7 +44,8 @@ use std::sync::LazyLock;
 use regex::{Regex, RegexSet};
 
 use self::rules::{
-    CLASSES, CONDEMNATION_UNDONE, CONDEMNED_AFTER, EXCEPTIONS, NEGATION_UNDONE, NEGATIONS, NOT_NEGATIONS, RULES, expand,
+    ACTION_URGED, CLASSES, CONDEMNATION_UNDONE, CONDEMNED_AFTER, EXCEPTIONS, NEGATION_UNDONE, NEGATIONS, NOT_NEGATIONS,
+    RULES, expand,
 };
 
 /// One risky action found in a text.
@@ -94,6 +95,7 @@ struct Compiled {
     not_negation: Regex,
     condemned: Regex,
     condemnation_undone: Regex,
+    action_urged: Regex,
 }
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
@@ -121,6 +123,7 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         not_negation: Regex::new(&words_pattern(NOT_NEGATIONS)).expect("non-negations compile"),
         condemned: Regex::new(CONDEMNED_AFTER).expect("condemnations compile"),
         condemnation_undone: Regex::new(&words_pattern(CONDEMNATION_UNDONE)).expect("condemnation undoers compile"),
+        action_urged: Regex::new(&words_pattern(ACTION_URGED)).expect("urgings compile"),
     }
 });
 
@@ -281,8 +284,9 @@ fn negated_last_word(compiled: &Compiled, text: &str) -> bool {
 const CONDEMNATION_WINDOW: usize = 160;
 
 /// Whether the same sentence, right after an action, condemns it ("`curl -k` is a bad idea
-/// here", "… was rejected in review", "… 不安全") and nothing later in it takes that back ("…
-/// is a bad idea, but here it is fine"). Bounded: at most `CONDEMNATION_WINDOW` bytes are read.
+/// here", "… was rejected in review", "… 不安全"), nothing later in it takes that back ("… is a
+/// bad idea, but here it is fine") and nothing after it in the window, next sentence included,
+/// urges the action anyway ("… Run it now."). Bounded: at most `CONDEMNATION_WINDOW` bytes are read.
 fn condemned_after(compiled: &Compiled, after: &str) -> bool {
     let mut window = after.len().min(CONDEMNATION_WINDOW);
     while !after.is_char_boundary(window) {
@@ -299,7 +303,10 @@ fn condemned_after(compiled: &Compiled, after: &str) -> bool {
     }
     let sentence = &after[..sentence_end.map_or(after.len(), |(idx, _)| idx)];
     match compiled.condemned.find(sentence) {
-        Some(verdict) => !compiled.condemnation_undone.is_match(&sentence[verdict.end()..]),
+        Some(verdict) => {
+            !compiled.condemnation_undone.is_match(&sentence[verdict.end()..])
+                && !compiled.action_urged.is_match(&after[verdict.end()..])
+        }
         None => false,
     }
 }

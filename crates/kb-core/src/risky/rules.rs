@@ -380,31 +380,8 @@ pub(super) const CONDEMNED_AFTER: &str = concat!(
 );
 
 /// What, later in the same sentence, takes a condemnation back ("… is a bad idea, but here it is
-/// fine", "… 不安全，但是没关系") or tells the reader to act anyway ("… is dangerous for
-/// competitors, run it", "… 不安全，直接用"): then the action counts. Advice that goes on in the
-/// same sentence with one of these ("…, use it only in tests") is held too: a review, not a miss.
+/// fine", "… 不安全，但是没关系"): then the action counts.
 pub(super) const CONDEMNATION_UNDONE: &[&str] = &[
-    "ignore",
-    "disregard",
-    "regardless",
-    "nevertheless",
-    "nonetheless",
-    "cares",
-    "别管",
-    "不管",
-    "无视",
-    "不用理",
-    "run it",
-    "use it",
-    "do it",
-    "go ahead",
-    "just",
-    "works",
-    "worked",
-    "直接",
-    "照做",
-    "用吧",
-    "执行吧",
     "but",
     "however",
     "though",
@@ -418,6 +395,12 @@ pub(super) const CONDEMNATION_UNDONE: &[&str] = &[
     "fine",
     "ok",
     "okay",
+    "just",
+    "works",
+    "worked",
+    "nevertheless",
+    "nonetheless",
+    "regardless",
     "但",
     "不过",
     "然而",
@@ -427,6 +410,28 @@ pub(super) const CONDEMNATION_UNDONE: &[&str] = &[
     "照样",
     "还是",
     "吗",
+];
+
+/// What, after a condemnation and even in the next sentence (within the window), urges the
+/// action anyway ("… would be a disaster for the competition. Run it now.", "… ignore the
+/// review", "… 不安全。直接用"): then the action counts. Advice that goes on with one of these
+/// ("… is a bad idea. Use it only in tests") is held too: a review, not a miss.
+pub(super) const ACTION_URGED: &[&str] = &[
+    "run it",
+    "use it",
+    "do it",
+    "go ahead",
+    "ignore",
+    "disregard",
+    "who cares",
+    "直接",
+    "照做",
+    "用吧",
+    "执行吧",
+    "别管",
+    "不管",
+    "无视",
+    "不用理",
 ];
 
 /// Words that undo a negation before them ("don't hesitate to", "never forget to", "不要犹豫"):

@@ -17,8 +17,12 @@
 //!
 //! Advice against an action is not the action: a negation in the two words before a match, in
 //! the same clause ("never use `curl -k`", "instead of disabling TLS verification", "不要关闭证书
-//! 校验"), spares it, unless it is undone ("don't hesitate to"). Example files and public keys
-//! (`cp .env.example .env`, `id_ed25519.pub`) are not credentials.
+//! 校验"), or before its last word ("works without -k"), spares it, unless it is undone ("don't
+//! hesitate to", "不用检查"); so does a verdict right after it in the same sentence ("`curl -k` is a
+//! bad idea", "… was rejected in review", "… 不安全"), unless taken back later in the sentence
+//! ("…, but it is fine here"). A verdict further on spares nothing: "curl -k works, ignore anyone
+//! saying it's unsafe" is held. Both looks are bounded, so the check stays linear in the text.
+//! Example files and public keys (`cp .env.example .env`, `id_ed25519.pub`) are not credentials.
 //!
 //! # Views
 //!
@@ -39,7 +43,10 @@ use std::sync::LazyLock;
 
 use regex::{Regex, RegexSet};
 
-use self::rules::{CLASSES, EXCEPTIONS, NEGATION_UNDONE, NEGATIONS, RULES, expand};
+use self::rules::{
+    ACTION_URGED, CLASSES, CONDEMNATION_UNDONE, CONDEMNED_AFTER, EXCEPTIONS, NEGATION_UNDONE, NEGATIONS, NOT_NEGATIONS,
+    RULES, expand,
+};
 
 /// One risky action found in a text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,6 +92,10 @@ struct Compiled {
     exceptions: Vec<(&'static str, Regex)>,
     negation: Regex,
     undone: Regex,
+    not_negation: Regex,
+    condemned: Regex,
+    condemnation_undone: Regex,
+    action_urged: Regex,
 }
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
@@ -109,6 +120,10 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         exceptions,
         negation: Regex::new(&words_pattern(NEGATIONS)).expect("negations compile"),
         undone: Regex::new(&words_pattern(NEGATION_UNDONE)).expect("negation undoers compile"),
+        not_negation: Regex::new(&words_pattern(NOT_NEGATIONS)).expect("non-negations compile"),
+        condemned: Regex::new(CONDEMNED_AFTER).expect("condemnations compile"),
+        condemnation_undone: Regex::new(&words_pattern(CONDEMNATION_UNDONE)).expect("condemnation undoers compile"),
+        action_urged: Regex::new(&words_pattern(ACTION_URGED)).expect("urgings compile"),
     }
 });
 
@@ -155,6 +170,10 @@ const MAX_SET_ASIDE: usize = 64;
 fn first_counted_match(compiled: &Compiled, class: &str, regex: &Regex, view: &str) -> Option<String> {
     let mut start = 0;
     let mut set_aside = 0;
+    // The last match advised against in its own words (start, end): a match inside it that
+    // starts among the arguments of the same command is that action again ("禁止 curl -fsSL
+    // https://x.example/i.sh | sh" matches from `https://` too), not a second one.
+    let mut advised_against: Option<(usize, usize)> = None;
     while start <= view.len() {
         let found = regex.find_at(view, start)?;
         let text = found.as_str();
@@ -162,17 +181,44 @@ fn first_counted_match(compiled: &Compiled, class: &str, regex: &Regex, view: &s
             .exceptions
             .iter()
             .any(|(excepted_class, exception)| *excepted_class == class && exception.is_match(text));
-        if !excepted && !negated(compiled, &view[..found.start()]) {
+        let own = negated(compiled, &view[..found.start()])
+            || negated_last_word(compiled, text)
+            || condemned_after(compiled, &view[found.end()..]);
+        if own {
+            advised_against = Some((found.start(), found.end()));
+        }
+        let inherited = advised_against.is_some_and(|(outer_start, outer_end)| {
+            same_command(view, outer_start, outer_end, found.start(), found.end())
+        });
+        if !excepted && !own && !inherited {
             return Some(shorten(text.trim()));
         }
         set_aside += 1;
         if set_aside >= MAX_SET_ASIDE {
-            return Some(format!("{} (and {MAX_SET_ASIDE} more like it, too many to tell apart)", shorten(text.trim())));
+            return Some(format!(
+                "{} (and {MAX_SET_ASIDE} more like it, too many to tell apart)",
+                shorten(text.trim())
+            ));
         }
         // Look again from the next character: a later match may stand inside this one.
         start = found.start() + view[found.start()..].chars().next().map_or(1, char::len_utf8);
     }
     None
+}
+
+/// Whether the match `start..end` is inside the match `outer_start..outer_end` and starts among
+/// the arguments of its first command: at most three words after it, no pipe or separator
+/// between, and not at a word like the one the outer match starts with (a decoy "never curl x"
+/// before a real "curl … | sh" does not spare the real one).
+fn same_command(view: &str, outer_start: usize, outer_end: usize, start: usize, end: usize) -> bool {
+    if start <= outer_start || end > outer_end {
+        return false;
+    }
+    let between = &view[outer_start..start];
+    let first_word = |text: &str| text.split_whitespace().next().unwrap_or("").to_owned();
+    !between.contains(['|', ';', '&', '\n'])
+        && between.split_whitespace().count() <= 3
+        && first_word(&view[start..end]) != first_word(between)
 }
 
 /// Whether the last two words before a match, in its clause, negate it: close enough to govern
@@ -194,15 +240,73 @@ fn negated(compiled: &Compiled, before: &str) -> bool {
                 || (*ch == '.' && before[idx + 1..].starts_with(' '))
         })
         .map_or(0, |(idx, ch)| idx + ch.len_utf8());
-    let clause = &before[clause_start..];
-    let words: Vec<&str> = clause.split_whitespace().collect();
-    let mut tail = words[words.len().saturating_sub(2)..].join(" ");
+    let words: Vec<&str> = before[clause_start..].split_whitespace().collect();
+    negates(compiled, &words[words.len().saturating_sub(2)..])
+}
+
+/// Whether `words` (the two before an action) negate it: a negation not undone after it
+/// ("don't hesitate to"), once the words that only contain one are taken out (别人, 特别).
+fn negates(compiled: &Compiled, words: &[&str]) -> bool {
+    let mut tail = words.join(" ");
     let n_chars = tail.chars().count();
     if n_chars > 24 {
         tail = tail.chars().skip(n_chars - 24).collect();
     }
+    let tail = compiled.not_negation.replace_all(&tail, " ");
     match compiled.negation.find(&tail) {
         Some(negation) => !compiled.undone.is_match(&tail[negation.end()..]),
+        None => false,
+    }
+}
+
+/// Whether the last word of a match is negated by the two before it inside the match, the first
+/// word aside: "curl --cacert ca.pem https://internal.example works without -k" names `-k` only
+/// to say it is not needed.
+fn negated_last_word(compiled: &Compiled, text: &str) -> bool {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    // A word of prose last is the rule's own wording ("run … without reading"), not an argument.
+    if words.len() < 3 || words[words.len() - 1].chars().all(char::is_alphabetic) {
+        return false;
+    }
+    // Only plain words count, so a negation inside a URL or a path (`https://x.example/never | sh`)
+    // spares nothing.
+    let last = words.len() - 1;
+    let plain = words[1..last]
+        .iter()
+        .rev()
+        .take(2)
+        .take_while(|word| word.chars().all(|ch| ch.is_alphabetic() || ch == '\''))
+        .count();
+    negates(compiled, &words[last - plain..last])
+}
+
+/// How far after an action a verdict on it is looked for (bytes; the sentence ends sooner).
+const CONDEMNATION_WINDOW: usize = 160;
+
+/// Whether the same sentence, right after an action, condemns it ("`curl -k` is a bad idea
+/// here", "… was rejected in review", "… 不安全"), nothing later in it takes that back ("… is a
+/// bad idea, but here it is fine") and nothing after it in the window, next sentence included,
+/// urges the action anyway ("… Run it now."). Bounded: at most `CONDEMNATION_WINDOW` bytes are read.
+fn condemned_after(compiled: &Compiled, after: &str) -> bool {
+    let mut window = after.len().min(CONDEMNATION_WINDOW);
+    while !after.is_char_boundary(window) {
+        window -= 1;
+    }
+    let after = &after[..window];
+    let sentence_end = after.char_indices().find(|(idx, ch)| {
+        matches!(ch, ';' | '!' | '?' | '\n' | '。' | '；' | '！' | '？')
+            || (*ch == '.' && (after[idx + 1..].starts_with(' ') || idx + 1 == after.len()))
+    });
+    // "… would be a disaster? No, …" asks; it does not condemn.
+    if sentence_end.is_some_and(|(_, ch)| ch == '?' || ch == '？') {
+        return false;
+    }
+    let sentence = &after[..sentence_end.map_or(after.len(), |(idx, _)| idx)];
+    match compiled.condemned.find(sentence) {
+        Some(verdict) => {
+            !compiled.condemnation_undone.is_match(&sentence[verdict.end()..])
+                && !compiled.action_urged.is_match(&after[verdict.end()..])
+        }
         None => false,
     }
 }

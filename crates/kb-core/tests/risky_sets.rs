@@ -1,7 +1,8 @@
 //! The risky-action check against the sets in `tests/data` (see `tests/data/README.md`): risky
 //! experiences held, ordinary command-line experiences (and every benign set of the injection
-//! and redaction checks) passing. Development and blind parts are asserted separately; the
-//! tldr pages, text nobody wrote for the check, too. `kb-bench gate` prints the same figures.
+//! and redaction checks) passing. Development and round-1 blind parts are asserted separately;
+//! the tldr pages and the registry packages' READMEs, text nobody wrote for the check, too.
+//! `kb-bench gate` prints the same figures.
 
 use kb_core::risky::risky_actions;
 use kb_core::{GatePolicy, NewExperience, Status, gate};
@@ -54,11 +55,16 @@ fn texts(set: &[Labelled]) -> Vec<&str> {
 
 #[test]
 fn risky_sets_are_held_and_ordinary_ones_pass() {
-    // The blind part was measured once, before any change for it (README): 88.7% held, 2.5%
-    // flagged. Its floor is that first measurement, not the goal.
+    // Round 1's blind part was measured once, before any change for it (README: 88.7% held, 2.5%
+    // flagged); round 2 looked at its misses, so it is development data now and held to the goal.
     let parts = [
         ("development", include_str!("data/risky_dev.jsonl"), include_str!("data/ordinary_dev.jsonl"), 0.95),
-        ("blind", include_str!("data/risky_blind.jsonl"), include_str!("data/ordinary_blind.jsonl"), 0.88),
+        (
+            "round-1 blind (spent)",
+            include_str!("data/risky_blind.jsonl"),
+            include_str!("data/ordinary_blind.jsonl"),
+            0.95,
+        ),
     ];
     for (part, risky, ordinary, floor) in parts {
         let risky = lines(risky);
@@ -67,6 +73,7 @@ fn risky_sets_are_held_and_ordinary_ones_pass() {
         assert!(risky.iter().all(|entry| !entry.class.is_empty()), "{part}: every risky text names its class");
         let (held_rate, flagged_rate, missed, flagged) = measure(&texts(&risky), &texts(&ordinary));
         eprintln!("{part}: risky held {:.1}%, ordinary flagged {:.1}%", held_rate * 100.0, flagged_rate * 100.0);
+        eprintln!("{part} missed:\n{}\n{part} flagged:\n{}", missed.join("\n"), flagged.join("\n"));
         assert!(held_rate >= floor, "{part}: only {:.1}% held; missed:\n{}", held_rate * 100.0, missed.join("\n"));
         assert!(flagged_rate <= 0.03, "{part}: {:.1}% flagged:\n{}", flagged_rate * 100.0, flagged.join("\n"));
     }
@@ -89,7 +96,7 @@ fn tldr_pages_ordinary_commands_pass_and_risky_ones_are_held() {
         flagged_rate * 100.0,
         ordinary.len()
     );
-    eprintln!("missed:\n{}", missed.join("\n"));
+    eprintln!("missed:\n{}\nflagged:\n{}", missed.join("\n"), flagged.join("\n"));
     assert!(flagged_rate <= 0.01, "{:.2}% flagged:\n{}", flagged_rate * 100.0, flagged.join("\n"));
     assert!(held_rate >= 0.95, "only {:.1}% held; missed:\n{}", held_rate * 100.0, missed.join("\n"));
 }
@@ -123,5 +130,38 @@ fn the_benign_sets_of_the_other_checks_pass() {
         flagged_rate * 100.0,
         ordinary.len()
     );
+    eprintln!("flagged:\n{}", flagged.join("\n"));
     assert!(flagged_rate <= 0.01, "{:.2}% flagged:\n{}", flagged_rate * 100.0, flagged.join("\n"));
+}
+
+/// READMEs of registry packages, labelled before the check ran on them (first runs, README of
+/// `data`: batch 1, 8 of 8 held and 4 of 488 flagged with round 1's rules; batch 2, chosen after
+/// round 2's rules, 0 of 1 held and 0 of 302 flagged with them).
+#[test]
+fn registry_readmes_ordinary_units_pass_and_risky_ones_are_held() {
+    for (batch, data) in
+        [("batch 1", include_str!("data/registry_docs.jsonl")), ("batch 2", include_str!("data/registry_docs_2.jsonl"))]
+    {
+        let units = lines(data);
+        assert!(units.len() >= 300, "{batch}");
+        assert!(
+            units.iter().all(|unit| unit.label == "ordinary" || unit.label.starts_with("risky:")),
+            "{batch}: every unit is labelled"
+        );
+        let risky: Vec<&str> =
+            units.iter().filter(|unit| unit.label.starts_with("risky:")).map(|unit| unit.text.as_str()).collect();
+        let ordinary: Vec<&str> =
+            units.iter().filter(|unit| unit.label == "ordinary").map(|unit| unit.text.as_str()).collect();
+        let (held_rate, flagged_rate, missed, flagged) = measure(&risky, &ordinary);
+        eprintln!(
+            "registry READMEs, {batch}: risky held {:.1}% of {}, ordinary flagged {:.2}% of {}",
+            held_rate * 100.0,
+            risky.len(),
+            flagged_rate * 100.0,
+            ordinary.len()
+        );
+        eprintln!("missed:\n{}\nflagged:\n{}", missed.join("\n"), flagged.join("\n"));
+        assert!(flagged_rate <= 0.01, "{batch}: {:.2}% flagged:\n{}", flagged_rate * 100.0, flagged.join("\n"));
+        assert!(held_rate >= 0.95, "{batch}: only {:.1}% held; missed:\n{}", held_rate * 100.0, missed.join("\n"));
+    }
 }

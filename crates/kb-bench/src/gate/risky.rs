@@ -1,7 +1,7 @@
 //! The risky-action check (`kb_core::risky`) on its sets: risky experiences held and ordinary
-//! command-line experiences flagged, per set (development, blind, the tldr pages, the injection
-//! and redaction checks' benign sets, the search corpora of `data/`). `tests/risky_sets.rs` in
-//! kb-core asserts the stable ones.
+//! command-line experiences flagged, per set (development, round 1's spent blind part, the tldr
+//! pages, registry packages' READMEs, the injection and redaction checks' benign sets, the search
+//! corpora of `data/`). `tests/risky_sets.rs` in kb-core asserts the stable ones.
 
 use std::path::Path;
 
@@ -13,6 +13,8 @@ const RISKY_BLIND: &str = include_str!("../../../kb-core/tests/data/risky_blind.
 const ORDINARY_DEV: &str = include_str!("../../../kb-core/tests/data/ordinary_dev.jsonl");
 const ORDINARY_BLIND: &str = include_str!("../../../kb-core/tests/data/ordinary_blind.jsonl");
 const TLDR: &str = include_str!("../../../kb-core/tests/data/tldr_commands.jsonl");
+const REGISTRY: &str = include_str!("../../../kb-core/tests/data/registry_docs.jsonl");
+const REGISTRY_2: &str = include_str!("../../../kb-core/tests/data/registry_docs_2.jsonl");
 const RELABELLED: &str = include_str!("../../../kb-core/tests/data/risky_in_benign_sets.jsonl");
 
 #[derive(Debug, Deserialize)]
@@ -58,18 +60,31 @@ pub fn run(benign: &[(&str, Vec<String>)], corpora_dir: &Path) -> anyhow::Result
     let relabelled: Vec<String> = lines(RELABELLED)?.into_iter().map(|entry| entry.text).collect();
     let texts = |set: &[Labelled]| set.iter().map(|entry| entry.text.clone()).collect::<Vec<_>>();
     let mut out = Vec::new();
-    for (name, risky, ordinary) in
-        [("development (EN+ZH)", RISKY_DEV, ORDINARY_DEV), ("blind (EN+ZH)", RISKY_BLIND, ORDINARY_BLIND)]
-    {
+    for (name, risky, ordinary) in [
+        ("development (EN+ZH)", RISKY_DEV, ORDINARY_DEV),
+        ("round-1 blind, spent (EN+ZH)", RISKY_BLIND, ORDINARY_BLIND),
+    ] {
         let (risky, ordinary) = (texts(&lines(risky)?), texts(&lines(ordinary)?));
         out.push(count(name, &refs(&risky), &refs(&ordinary)));
     }
-    let tldr = lines(TLDR)?;
-    let risky: Vec<&str> =
-        tldr.iter().filter(|entry| entry.label.starts_with("risky:")).map(|entry| entry.text.as_str()).collect();
-    let ordinary: Vec<&str> =
-        tldr.iter().filter(|entry| !entry.label.starts_with("risky:")).map(|entry| entry.text.as_str()).collect();
-    out.push(count("tldr pages (CC-BY-4.0)", &risky, &ordinary));
+    for (name, data) in [
+        ("tldr pages (CC-BY-4.0)", TLDR),
+        ("registry READMEs 1 (PyPI, npm)", REGISTRY),
+        ("registry READMEs 2 (PyPI, npm)", REGISTRY_2),
+    ] {
+        let labelled = lines(data)?;
+        let risky: Vec<&str> = labelled
+            .iter()
+            .filter(|entry| entry.label.starts_with("risky:"))
+            .map(|entry| entry.text.as_str())
+            .collect();
+        let ordinary: Vec<&str> = labelled
+            .iter()
+            .filter(|entry| !entry.label.starts_with("risky:"))
+            .map(|entry| entry.text.as_str())
+            .collect();
+        out.push(count(name, &risky, &ordinary));
+    }
     let mut sets: Vec<(String, Vec<String>)> =
         benign.iter().map(|(name, texts)| ((*name).to_owned(), texts.clone())).collect();
     sets.extend(super::forms::corpora(corpora_dir)?);

@@ -36,6 +36,9 @@ const WORD_LISTS: &[(&str, &str)] = &[
     ("{ZH_READ}", ZH_READ),
     ("{END}", END),
     ("{ROOTS}", ROOTS),
+    ("{HOME}", HOME),
+    ("{ENV_DUMP}", ENV_DUMP),
+    ("{SENDER}", SENDER),
 ];
 
 /// Commands and forms that fetch something from the network.
@@ -46,28 +49,43 @@ const PREFIX: &str = r"(?:(?:sudo(?: +-[a-z-]+(?: +[a-z0-9_]+)?)*|doas|env(?: +-
 const SHELL: &str = r"(?:(?:ba|z|da|k|c|tc|fi|a)?sh|iex|invoke-expression|pwsh|powershell)\b";
 /// Interpreters, which run their standard input only without a script or `-m`/`-c`.
 const INTERPRETER: &str = r"(?:python[0-9.]*|perl|ruby|node|php)(?: +-)? *(?:$|[;&)|\n])";
-/// Files and stores that hold credentials. `.env` only as a file name of its own (not
-/// `process.env`, not `.env.example`).
+/// A home directory however a shell or Windows spells it: `~`, `$HOME`, `${HOME}`, `"$HOME"`,
+/// `$env:USERPROFILE`, `%USERPROFILE%`.
+const HOME: &str = r#"(?:~|["']?(?:\$home|\$\{home\}|\$env:userprofile|\$env:home|%userprofile%|%homepath%)["']?)"#;
+/// Files and stores that hold credentials, with `/` or `\` between the parts. `.env` only as a
+/// file name of its own (not `process.env`, not `.env.example`).
 const CRED: &str = concat!(
-    r"(?:(?:^|[^\w])\.env(?:\.(?:local|production|prod|development|dev|staging|test))?(?:$|[^\w.\-/])",
-    r"|\.aws/(?:credentials|config)\b|~/\.aws\b|\$home/\.aws\b",
-    r"|\.ssh/(?:id_[a-z0-9_]+(?:\.pub\b)?|identity|\*)|(?:~|\$home|\$\{home\})/\.ssh(?:/)?(?:$|[\s;&|)])|\bid_(?:rsa|dsa|ecdsa|ed25519)\b(?:\.pub\b)?",
+    r"(?:(?:^|[^\w])\.env(?:\.(?:local|production|prod|development|dev|staging|test))?(?:$|[^\w.\-/\\])",
+    r"|\.aws[/\\](?:credentials|config)\b|{HOME}[/\\]\.aws\b",
+    r"|\.ssh[/\\](?:id_[a-z0-9_]+(?:\.pub\b)?|identity|\*)|{HOME}[/\\]\.ssh(?:[/\\])?(?:$|[\s;&|)])|\bid_(?:rsa|dsa|ecdsa|ed25519)\b(?:\.pub\b)?",
     r"|\.netrc\b|\.pgpass\b|\.git-credentials\b|\.docker/config\.json|\.kube/config\b|/etc/shadow\b",
     r"|\.npmrc\b|\.pypirc\b|\.config/gcloud\b|\.gnupg\b|\.password-store\b|\.keychain(?:-db)?\b|\bkeychains?\b|钥匙串)",
 );
-/// Verbs that read, copy or send a file's contents.
+/// Verbs that read, copy or send a file's contents, in POSIX shells, PowerShell and cmd, and in
+/// words. `more` and `less` only where a command stands ("one or more .env files" is prose).
 const READ: &str = concat!(
-    r"\b(?:cat|less|more|head|tail|bat|strings|xxd|hexdump|od|base64|get-content|gc|print|printf|dump|echo",
-    r"|read|copy|cp|scp|rsync|upload|send|post|paste|exfiltrate|share|attach|grep|tar|zip|mail|nc|ncat|curl|wget",
-    r"|reveal|leak|transmit|forward|submit|kb_submit|output|contents? of)\b",
+    r"(?:\b(?:cat|head|tail|bat|strings|xxd|hexdump|od|base64|get-content|gc|type|select-string|sls|copy-item|cpi",
+    r"|print|printf|dump|echo|pbcopy|xclip|xsel|clip|read|copy|cp|scp|rsync|upload|send|post|paste|exfiltrate",
+    r"|share|attach|grep|findstr|tar|zip|mail|nc|ncat|curl|wget|reveal|leak|transmit|forward|submit|kb_submit",
+    r"|output|contents? of)\b|(?:(?m:^)|[;&|(]|\$) *(?:more|less)\b)",
 );
 const ZH_READ: &str =
     r"(?:读取|读出|读一下|查看|打开|输出|打印|显示|复制|拷贝|上传|发送|发到|发给|贴到|粘贴|提交|打包|内容)";
 /// The end of a command-line word.
 const END: &str = r#"(?:$|[\s;&|"')])"#;
-/// Targets whose recursive removal destroys a system or a home directory.
-const ROOTS: &str =
-    r"(?:/|/\*|~|~/|~/\*|\$home|\$home/|\$home/\*|\$\{home\}|\$\{home\}/|/home|/etc|/usr|/var|/boot|/bin|/lib|c:\\)";
+/// Targets whose recursive removal destroys a system or a home directory: the root, a system
+/// directory, a home however spelt, a Windows drive, each quoted or not, with a trailing `/`,
+/// `/*` or `/.*` (`"$HOME"/`, `~/*`, `'/'`, `C:\`), up to the end of the word.
+const ROOTS: &str = concat!(
+    r#"["']?(?:/|{HOME}|/home|/users|/root|/etc|/usr|/var|/boot|/bin|/lib|/opt|[a-z]:)"#,
+    r#"["']?[/\\]?["']?(?:\.?\*)?["']?(?:$|[\s;&|)])"#,
+);
+/// Commands that dump the environment or the shell's history.
+const ENV_DUMP: &str =
+    r"(?:\b(?:env|printenv|history|set|export -p|declare -x|compgen -v)|\b(?:get-childitem|gci|dir|ls) +env:)";
+/// Commands that send data over the network.
+const SENDER: &str =
+    r"\b(?:curl|wget|nc|ncat|netcat|socat|scp|rsync|iwr|irm|invoke-webrequest|invoke-restmethod|http|https|xh)\b";
 
 /// Every rule with its class.
 pub(super) const RULES: &[(&str, &str)] = &[
@@ -125,6 +143,13 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ("credential_read", r"{CRED}[^\n。；不别勿]{0,10}?(?:的内容|内容|发到|发给|发送|上传|贴到)"),
     ("credential_read", r"\bsecurity +(?:find-generic-password|find-internet-password|dump-keychain)\b"),
     ("credential_read", r"\bsecret-tool +lookup\b"),
+    // Password managers' command lines printing a secret into whatever reads the output (an
+    // agent's transcript): `keyring get SERVICE USER`, `pass show`, `lpass show --password`,
+    // `bw get password`, `op read op://…`, `op item get … --reveal`.
+    (
+        "credential_read",
+        r"\bkeyring +get +\S+ +\S+|\bpass +show +\S|\blpass +show\b[^\n]*--password\b|\bbw +get +password\b|\bop +read +[\x22']?op://|\bop +item +get\b[^\n]*--reveal\b",
+    ),
     (
         "credential_read",
         r"\b(?:read|dump|export|extract|print|get|copy)\b[^\n.;]{0,30}\b(?:keychain|credential manager|password store|saved passwords)\b",
@@ -133,9 +158,30 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ("tls_off", r"\bcurl\b[^\n|;&]*?[ \[](?:-[a-z]*k[a-z]*|--insecure)(?:$|[\s;&|\]])"),
     (
         "tls_off",
-        r"(?:^|[\s\[|])(?:--insecure|-insecure|--no-check-certificate|--insecure-skip-tls-verify|--no-verify-ssl|--trusted-host|--disable-tls-verification)(?:$|[\s=;&|\]])",
+        r"(?:^|[\s\[|])(?:--insecure|-insecure|--no-check-certificates?|--insecure-skip-tls-verify|--no-verify-ssl|--trusted-host|--disable-tls-verification)(?:$|[\s=;&|\]])",
     ),
     ("tls_off", r"\bverify *= *false\b|\bverify_ssl *[=:] *false\b|\bssl_?verify *[=:]? *(?:false|0|none)\b"),
+    // Command-line switches of other clients: httpie `--verify=no`, PowerShell
+    // `-SkipCertificateCheck`, podman/skopeo `--tls-verify=false`, `--skip-tls-verify`.
+    (
+        "tls_off",
+        r"(?:^|[\s\[])(?:--verify[= ](?:no|false|0|off)|-skipcertificatecheck|--(?:src-|dest-)?(?:tls|ssl)-?verify[= ](?:false|no|0|off)|--(?:skip-tls-verify|tls-skip-verify|insecure-skip-verify|disable-ssl-verification|ssl-no-verify))(?:$|[\s;&|\]])",
+    ),
+    // Settings of libraries and tools: .NET validation callbacks that accept all, Java trust-all
+    // managers, Ruby `VERIFY_NONE`, reqwest `danger_accept_invalid_certs`, Ansible
+    // `validate_certs: no`, `.wgetrc`, an empty `CURL_CA_BUNDLE` (requests then verifies nothing).
+    (
+        "tls_off",
+        r"\b(?:servercertificate(?:custom)?validationcallback|remotecertificatevalidationcallback)\b[^\n]{0,40}(?:\{ *\$?true *\}|=> *true\b|return +true\b)|\bdangerousacceptanyservercertificatevalidator\b",
+    ),
+    (
+        "tls_off",
+        r"\btrust_?all_?(?:certs|certificates|trustmanager)\b|\btrustallcerts\b|\bnoophostnameverifier\b|\ballow_all_hostname_verifier\b|\binsecuretrustmanagerfactory\b|\bverify_none\b",
+    ),
+    (
+        "tls_off",
+        r#"\bdanger_accept_invalid_(?:certs|hostnames) *\( *true\b|\bvalidate_certs *[:=] *["']?(?:no|false|0)\b|\bcheck_certificate *= *off\b|\bcurl_ca_bundle *= *(?:""|''|$)"#,
+    ),
     ("tls_off", r"\bhttp\.sslverify(?: *=)? *false\b|\bstrict-ssl(?: *=| +)false\b"),
     (
         "tls_off",
@@ -143,11 +189,11 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ),
     (
         "tls_off",
-        r"\brejectunauthorized *: *false\b|\binsecureskipverify *: *true\b|\binsecure_skip_verify *[=:] *true\b",
+        r"\brejectunauthorized *[:=] *false\b|\binsecureskipverify *[:=] *true\b|\b(?:insecure_skip_verify|tls_skip_verify|skip_tls_verify) *[=:] *true\b",
     ),
     (
         "tls_off",
-        r"\b_create_unverified_context\b|\bcheck_hostname *= *false\b|\bcert_none\b|\bssl_verifypeer *, *(?:false|0)\b",
+        r"\b_create_unverified_context\b|\bcheck_hostname *= *false\b|\bcert_none\b|(?:\b|curlopt_)ssl_verify(?:peer|host) *(?:,|=>|=|:) *(?:false|0)\b",
     ),
     (
         "tls_off",
@@ -159,6 +205,7 @@ pub(super) const RULES: &[(&str, &str)] = &[
         r"(?:关闭|禁用|跳过|忽略|关掉|取消|不做|去掉|绕过)[^\n。；]{0,10}(?:证书|tls|ssl|https)[^\n。；]{0,6}(?:校验|验证|检查|错误)",
     ),
     ("tls_off", r"(?:证书|tls|ssl)(?:校验|验证)[^\n。；]{0,4}(?:关掉|关闭|禁用|去掉)"),
+    ("tls_off", r"(?:不|无需|不用|不必)(?:校验|验证|检查)[^\n。；]{0,4}(?:证书|ssl|tls|https)"),
     // Data sent off the machine: the environment or history to a network command, a file by
     // netcat, a TCP device, secrets named in words with a destination.
     (
@@ -166,6 +213,22 @@ pub(super) const RULES: &[(&str, &str)] = &[
         r"\b(?:env|printenv|history|set|export -p)\b *\| *(?:base64 *\| *)?(?:curl|wget|nc|ncat|netcat|socat)\b",
     ),
     ("exfiltration", r"\b(?:curl|wget)\b[^\n]*\$\( *(?:env|printenv|history|set|whoami|cat +/etc/passwd)\b"),
+    (
+        "exfiltration",
+        r"{ENV_DUMP} *\| *(?:convertto-json *\| *)?(?:iwr|irm|invoke-webrequest|invoke-restmethod|http|https|xh)\b",
+    ),
+    // The same through a file: the environment written to a file, then a network command in the
+    // same or the next line that sends a file (`env > /tmp/e && curl -F f=@/tmp/e …`).
+    (
+        "exfiltration",
+        r"{ENV_DUMP} *(?:\| *[a-z0-9-]+ *)?(?:>>?|\| *(?:out-file|set-content|tee)\b) *\S+[^\n]*(?:\n[^\n]*)?{SENDER}[^\n]*(?:@|-t +|--upload-file +|--data-binary +@|--(?:post|body)-file[= ]|-infile +|< *)\S",
+    ),
+    // Code that posts the whole environment: `requests.post(url, json=dict(os.environ))`,
+    // `fetch(url, {body: JSON.stringify(process.env)})`.
+    (
+        "exfiltration",
+        r"\b(?:post|put|send|fetch|request|axios|urlopen)\b[^\n]{0,80}(?:\bos\.environ(?:$|[^\[.a-z_])|json\.stringify\( *process\.env *\)|json\.dumps\( *(?:dict\()?os\.environ\b)",
+    ),
     ("exfiltration", r"\b(?:nc|ncat|netcat)\b +[^\n|;&]*\S+ +\d{2,5} *< *\S+"),
     ("exfiltration", r"\| *(?:nc|ncat|netcat) +[a-z0-9.-]+\.[a-z]{2,}[a-z0-9.-]* +\d{2,5}\b"),
     ("exfiltration", r"(?:>& *|[^<>]> *)/dev/tcp/|\b(?:nc|ncat|netcat)\b[^\n]* -e +\S+"),
@@ -188,9 +251,25 @@ pub(super) const RULES: &[(&str, &str)] = &[
     // Destructive commands.
     (
         "destructive",
-        r"\brm +(?:-[a-z]+ +|--[a-z-]+ +)*(?:-[a-z]*[rf][a-z]*|--recursive|--force)(?: +-[a-z-]+)* +{ROOTS}{END}",
+        r"\brm +(?:-[a-z]+ +|--[a-z-]+ +)*(?:-[a-z]*[rf][a-z]*|--recursive|--force)(?: +-[a-z-]+)* +{ROOTS}",
     ),
-    ("destructive", r"--no-preserve-root\b"),
+    ("destructive", r"\brm\b[^\n]*--no-preserve-root\b"),
+    // Windows: `Remove-Item -Recurse -Force $HOME`, `rd /s /q C:\`, flags before or after the target.
+    (
+        "destructive",
+        r"\b(?:remove-item|ri|rmdir|rd|del|erase)\b(?: +(?:-[a-z]+|/[a-z]))* +(?:-r[a-z]*|/s)\b(?: +(?:-[a-z]+|/[a-z]))* +{ROOTS}",
+    ),
+    (
+        "destructive",
+        r"\b(?:remove-item|ri|rmdir|rd|del|erase)\b(?: +-(?:literal)?path)? +{ROOTS} *(?:(?:-[a-z]+|/[a-z]) +)*(?:-r[a-z]*|/s)\b",
+    ),
+    ("destructive", r"\bfind +{ROOTS}[^\n]*(?:-delete\b|-exec +rm\b)"),
+    ("destructive", r"\brimraf +(?:--?[a-z-]+ +)*{ROOTS}"),
+    // In code: `shutil.rmtree(os.path.expanduser("~"))`, `fs.rmSync(os.homedir(), {recursive: true})`.
+    (
+        "destructive",
+        r#"\brmtree\( *(?:os\.path\.expanduser\( *|path\.home\(\) *)?(?:["'](?:~|/)/?["'] *\)?)?(?:\)|,)|\b(?:rmsync|rmdirsync|rm|rmdir)\( *os\.homedir\(\)"#,
+    ),
     ("destructive", r"\bmkfs(?:\.[a-z0-9]+)?\b[^\n]*?(?:/dev/|\bpartition\b|分区)"),
     ("destructive", r"\bdd\b[^\n]*\bof= *[\x22']?/dev/\S"),
     ("destructive", r"> */dev/(?:sd[a-z]|nvme\d|hd[a-z]|disk\d|mmcblk\d)"),
@@ -212,7 +291,7 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ("destructive", r"\bgit +push\b[^\n]* \+(?:main|master)\b"),
     ("destructive", r"\bdrop +(?:database|schema)\b"),
     ("destructive", r"\bterraform +destroy\b[^\n]*-auto-approve|\bflushall\b"),
-    ("destructive", r"\bfind +/ [^\n]*-delete\b|\bformat +c:|\bdel +/[sfq][^\n]*c:\\"),
+    ("destructive", r"\bformat +c:|\bdel +/[sfq][^\n]*c:\\"),
     (
         "destructive",
         r"\b(?:delete|wipe|erase|remove|destroy|nuke)\b[^\n.;]{0,25}\b(?:entire|whole|all of|everything in)\b[^\n.;]{0,20}\b(?:home (?:directory|folder|dir)|disk|drive|file ?system|root (?:directory|partition)|database|production)",
@@ -223,11 +302,20 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ),
     (
         "destructive",
+        r"\b(?:delete|wipe|erase|nuke|empty|purge|clear out|clean out)\b (?:out )?(?:your |the |my |their )?(?:entire |whole )?(?:home (?:directory|folder|dir)|root (?:directory|partition|file ?system)|hard (?:drive|disk)|boot (?:drive|disk)|system drive)\b",
+    ),
+    (
+        "destructive",
         r"\bforce[- ]push(?:ing|ed)?\b[^\n.;]{0,20}\b(?:main|master)\b|\bdrop (?:the )?(?:production|prod) (?:database|db)\b",
     ),
     (
         "destructive",
-        r"(?:删除|删掉|清空|格式化|抹掉|擦除|干掉)[^\n。；]{0,10}(?:根目录|主目录|家目录|用户目录|硬盘|磁盘|整个数据库|生产库|生产数据库)",
+        r"(?:删除|删掉|删光|清空|清掉|格式化|抹掉|擦除|干掉)[^\n。；]{0,10}(?:根目录|主目录|家目录|用户目录|home ?目录|硬盘|磁盘|系统盘|整个数据库|生产库|生产数据库)",
+    ),
+    // The object first: 把主目录清空, 将整个家目录删掉.
+    (
+        "destructive",
+        r"(?:把|将)[^\n。；]{0,6}(?:根目录|主目录|家目录|用户目录|home ?目录|~ ?目录|硬盘|磁盘|系统盘|整个数据库|生产库|生产数据库)[^\n。；]{0,12}(?:删除|删掉|删了|删光|全删|清空|清掉|格式化|抹掉|擦除|干掉)",
     ),
     ("destructive", r"(?:强制推送|强推|force push)[^\n。；]{0,10}(?:main|master|主分支)"),
 ];
@@ -260,16 +348,131 @@ pub(super) const NEGATIONS: &[&str] = &[
     "绝不",
     "千万不要",
     "不应该",
+    "without",
+    "千万别",
+    "不可以",
+    "不许",
+    "严禁",
+    "请勿",
+    "勿",
 ];
 
-/// Words that undo a negation before them ("don't hesitate to", "never forget to", "不要犹豫").
-pub(super) const NEGATION_UNDONE: &[&str] = &["hesitate", "forget", "fail", "bother", "worry", "犹豫", "忘", "担心"];
+/// Words that contain a negation without being one (别人 "others", 特别 "especially"); taken
+/// out before the negations are looked for.
+pub(super) const NOT_NEGATIONS: &[&str] =
+    &["别人", "别的", "别处", "特别", "区别", "类别", "分别", "级别", "识别", "告别", "差别", "个别", "不能不"];
+
+/// What, right after an action in the same sentence, condemns it ("`curl -k` is a bad idea
+/// here", "the PR that added `verify=False` was rejected", "`rm -rf ~` would be a disaster",
+/// "curl -k 不安全"): a copula, at most a short prepositional phrase before it, then the verdict.
+/// Anchored at the end of the match, so "curl -k works, ignore anyone saying it's unsafe" is not
+/// condemned: a verdict further on may be about anything.
+pub(super) const CONDEMNED_AFTER: &str = concat!(
+    r#"^[\s)\]"'`]*(?:(?:in|on|against|for|with|from|inside|within|at) (?:[^\s.,;:!?]+ ){0,3})?"#,
+    r"(?:(?:is|was|would be|will be|are|were|'s|seems|sounds|looks|turned out to be|has been|had been|got|gets|can be|could be|may be|might be)",
+    r"(?: (?:really|very|so|such|usually|always|often|generally|considered|still|almost certainly|probably))* )",
+    r"(?:a |an |the )?(?:(?:really|very|terrible|bad|horrible|huge|big|security|serious|dangerous) )*",
+    r"(?:bad idea|terrible idea|disaster|dangerous|unsafe|insecure|not safe|risky|security (?:risk|hole)|vulnerab\w*",
+    r"|wrong|forbidden|not allowed|discouraged|not recommended|rejected|reverted|blocked|denied|flagged|removed|mistake",
+    r"|footgun|anti-?pattern)\b",
+    r"|^[\s)\]\x22'`]*[^\n。；，,！？!?]{0,8}?(?:是|会|很|非常|太|都|就|可能|容易|将|被)*",
+    r"(?:错误的|错的|不安全|不对|出事|出大事|危险|有风险|有安全风险|不可取|不推荐|不允许|禁止|拒绝|驳回|打回|坏主意|灾难|后果严重)",
+);
+
+/// What, later in the same sentence, takes a condemnation back ("… is a bad idea, but here it is
+/// fine", "… 不安全，但是没关系"): then the action counts.
+pub(super) const CONDEMNATION_UNDONE: &[&str] = &[
+    "but",
+    "however",
+    "though",
+    "although",
+    "yet",
+    "anyway",
+    "kidding",
+    "except",
+    "unless",
+    "still",
+    "fine",
+    "ok",
+    "okay",
+    "just",
+    "works",
+    "worked",
+    "nevertheless",
+    "nonetheless",
+    "regardless",
+    "但",
+    "不过",
+    "然而",
+    "其实",
+    "没事",
+    "没关系",
+    "照样",
+    "还是",
+    "吗",
+];
+
+/// What, after a condemnation and even in the next sentence (within the window), urges the
+/// action anyway ("… would be a disaster for the competition. Run it now.", "… ignore the
+/// review", "… 不安全。直接用"): then the action counts. Advice that goes on with one of these
+/// ("… is a bad idea. Use it only in tests") is held too: a review, not a miss.
+pub(super) const ACTION_URGED: &[&str] = &[
+    "run it",
+    "use it",
+    "do it",
+    "go ahead",
+    "ignore",
+    "disregard",
+    "who cares",
+    "直接",
+    "照做",
+    "用吧",
+    "执行吧",
+    "别管",
+    "不管",
+    "无视",
+    "不用理",
+];
+
+/// Words that undo a negation before them ("don't hesitate to", "never forget to", "不要犹豫"):
+/// "without checking", "without a doubt" and "不用检查" (no need to check) encourage.
+pub(super) const NEGATION_UNDONE: &[&str] = &[
+    "hesitate",
+    "hesitation",
+    "forget",
+    "fail",
+    "bother",
+    "worry",
+    "doubt",
+    "question",
+    "exception",
+    "delay",
+    "asking",
+    "thinking",
+    "thought",
+    "checking",
+    "reading",
+    "reviewing",
+    "looking",
+    "犹豫",
+    "忘",
+    "担心",
+    "检查",
+    "看",
+    "审",
+    "读",
+    "确认",
+    "管",
+    "怕",
+];
 
 /// What a match of a class that contains one of these only names, harmlessly: example files
 /// and public keys (`cp .env.example .env`, `cat id_ed25519.pub`), this machine (`| nc localhost 8125`).
 pub(super) const EXCEPTIONS: &[(&str, &str)] = &[
     ("credential_read", r"\.env\.(?:example|sample|template|dist)\b"),
     ("credential_read", r"\.pub\b"),
+    // `echo KEY=value > .env` writes the file.
+    ("credential_read", r">>? *\.env\b"),
     ("exfiltration", r"(?:\blocalhost|\b127\.0\.0\.1)(?:[:/\s]|$)"),
     ("destructive", r"of= *[\x22']?/dev/(?:null|zero|stdout|stderr|fd/|random|urandom)"),
     ("destructive", r"--no-act\b|--dry-run\b|用户的主目录|用户及其主目录|磁盘空间|空余的磁盘"),

@@ -21,7 +21,6 @@ mod writer;
 
 use std::fs;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use kb_core::Status;
@@ -128,11 +127,9 @@ pub struct ExperienceIndex {
     fields: Fields,
     writer: Writer,
     reader: Reader,
-    /// Held by every stage, commit, reset and clear: a commit must take either all of a stage's
-    /// documents into the segments or none, or they would be found twice.
-    turn: Mutex<()>,
-    /// The store sequence number the staged documents reflect; 0 when nothing is staged.
-    staged_seq: AtomicU64,
+    /// Held by every commit, reset and clear, one at a time; never by a stage, which goes on
+    /// while a commit runs (the commit takes the writes staged before it started).
+    committing: Mutex<()>,
     /// [`WAND_POSTINGS_BUDGET`]; tests lower it to exercise rescoring on a small index.
     wand_postings_budget: u64,
 }
@@ -213,8 +210,7 @@ impl ExperienceIndex {
             fields,
             writer,
             reader,
-            turn: Mutex::new(()),
-            staged_seq: AtomicU64::new(0),
+            committing: Mutex::new(()),
             wand_postings_budget: WAND_POSTINGS_BUDGET,
         }
     }
@@ -226,19 +222,10 @@ impl ExperienceIndex {
     /// number while the index held none of the documents added meanwhile. So a failure resets
     /// the writer, `applied_seq` stays at the last good commit, and the caller applies the
     /// store's changes since then again.
-    /// Staged documents are discarded with the rest.
+    /// Staged writes stay staged (they are given to the writer only by a commit).
     pub fn reset_writer(&self) -> Result<()> {
-        let _turn = self.lock_turn();
-        self.unstage();
+        let _committing = self.lock_committing();
         self.writer.reset()
-    }
-
-    /// Forgets the staged documents (rolled back, or about to be).
-    fn unstage(&self) {
-        self.staged_seq.store(0, Ordering::Release);
-        if let Err(error) = self.reader.unstage() {
-            tracing::warn!("cannot drop the staged documents from the view: {error}");
-        }
     }
 
     /// Syncs every commit so far to disk and returns the store sequence number it reflects,
@@ -260,7 +247,7 @@ impl ExperienceIndex {
     /// The store sequence number searches reflect: the last stage's, or the last commit's
     /// when nothing is staged.
     pub fn staged_seq(&self) -> u64 {
-        self.staged_seq.load(Ordering::Acquire).max(self.applied_seq())
+        self.reader.view().overlay.seq().max(self.applied_seq())
     }
 
     /// The number of staged documents (active, not yet in the segments).
@@ -268,30 +255,77 @@ impl ExperienceIndex {
         self.reader.view().overlay.n_docs()
     }
 
+    /// The number of writes staged and not yet committed.
+    pub fn staged_writes(&self) -> usize {
+        self.reader.view().overlay.writes().len()
+    }
+
     /// Applies one write's changes, reflecting the store up to `seq`, and makes them visible to
     /// searches at once: `deleted` ids go, `created` documents (known not to be in the index)
     /// and `updated` ones (replacing any with the same id; an inactive one removes it) come.
     /// They are scored with the statistics of the committed and staged documents together, and
-    /// move into the segments at the next [`ExperienceIndex::commit`].
+    /// go to the segments at the next [`ExperienceIndex::commit_staged`] (or any commit). Never
+    /// waits for a commit in progress.
     pub fn stage(&self, seq: u64, deleted: &[&str], created: &[IndexDoc<'_>], updated: &[IndexDoc<'_>]) -> Result<()> {
-        let _turn = self.lock_turn();
-        self.writer.delete(deleted)?;
-        self.writer.add_new(created)?;
-        self.writer.upsert(updated)?;
         self.reader
-            .restage(|overlay| overlay.stage(deleted, created, updated))
-            .map_err(|source| Error::Write { operation: "stage documents", source })?;
-        self.staged_seq.store(seq, Ordering::Release);
-        Ok(())
+            .restage(|overlay| overlay.stage(seq, deleted, created, updated))
+            .map_err(|source| Error::Write { operation: "stage documents", source })
     }
 
-    fn lock_turn(&self) -> MutexGuard<'_, ()> {
-        self.turn.lock().unwrap_or_else(PoisonError::into_inner)
+    /// Commits the staged writes to the segments, recording the sequence number of the last one;
+    /// nothing when nothing is staged. Writes staged while it runs stay staged. On a failure the
+    /// staged writes stay staged and searchable, and the writer holds none of them.
+    pub fn commit_staged(&self) -> Result<()> {
+        let _committing = self.lock_committing();
+        self.commit_staged_locked()
+    }
+
+    fn commit_staged_locked(&self) -> Result<()> {
+        let reloading = self.reader.lock_reloading();
+        let overlay = std::sync::Arc::clone(&self.reader.view().overlay);
+        let (writes, seq) = (overlay.writes(), overlay.seq());
+        if writes.is_empty() {
+            return Ok(());
+        }
+        let given = (|| {
+            for staged in writes {
+                let deleted: Vec<&str> = staged.deleted.iter().map(String::as_str).collect();
+                let created: Vec<IndexDoc<'_>> = staged.created.iter().map(|doc| doc.as_index_doc()).collect();
+                let updated: Vec<IndexDoc<'_>> = staged.updated.iter().map(|doc| doc.as_index_doc()).collect();
+                self.writer.delete(&deleted)?;
+                self.writer.add_new(&created)?;
+                self.writer.upsert(&updated)?;
+            }
+            Ok(())
+        })();
+        if let Err(error) = given {
+            // Nothing half-given stays in the writer.
+            if let Err(reset) = self.writer.reset() {
+                tracing::warn!("cannot reset the index writer after a failed write: {reset}");
+            }
+            return Err(error);
+        }
+        let committed = self.writer.commit(seq, || self.reader.reload_committed(writes.len()));
+        drop(reloading);
+        committed
+    }
+
+    /// Writes given to the writer directly come after the staged ones: those are committed first.
+    fn commit_staged_first(&self) -> Result<()> {
+        if self.staged_writes() == 0 {
+            return Ok(());
+        }
+        self.commit_staged()
+    }
+
+    fn lock_committing(&self) -> MutexGuard<'_, ()> {
+        self.committing.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Adds documents that are known not to be in the index (experiences just created), without
     /// the delete an upsert needs. Visible after the next commit. Inactive ones are skipped.
     pub fn add_new(&self, docs: &[IndexDoc<'_>]) -> Result<()> {
+        self.commit_staged_first()?;
         self.writer.add_new(docs)
     }
 
@@ -300,20 +334,24 @@ impl ExperienceIndex {
     ///
     /// When `docs` holds the same id more than once, the last one wins.
     pub fn upsert(&self, docs: &[IndexDoc<'_>]) -> Result<()> {
+        self.commit_staged_first()?;
         self.writer.upsert(docs)
     }
 
     /// Removes the documents with these ids (unknown ids are ignored). Visible after the next
     /// commit.
     pub fn delete(&self, ids: &[&str]) -> Result<()> {
+        self.commit_staged_first()?;
         self.writer.delete(ids)
     }
 
     /// Removes every document, including uncommitted ones, for a full rebuild: `clear`, then
     /// `upsert` everything, then one `commit`. Searches see the old index until that commit.
     pub fn clear(&self) -> Result<()> {
-        let _turn = self.lock_turn();
-        self.unstage();
+        let _committing = self.lock_committing();
+        if let Err(error) = self.reader.unstage() {
+            tracing::warn!("cannot drop the staged writes from the view: {error}");
+        }
         self.writer.clear()
     }
 
@@ -322,19 +360,13 @@ impl ExperienceIndex {
     /// [`ExperienceIndex::make_durable`] has run after it (a process crash loses nothing before
     /// that; a power loss may, and the next open rebuilds what it damaged).
     ///
-    /// Staged documents are committed with the rest: afterwards nothing is staged.
+    /// Staged writes are committed first, in a commit of their own (they came before).
     pub fn commit(&self, applied_seq: u64) -> Result<()> {
-        let _turn = self.lock_turn();
+        let _committing = self.lock_committing();
+        self.commit_staged_locked()?;
         let reloading = self.reader.lock_reloading();
-        let committed = self.writer.commit(applied_seq, || self.reader.reload_committed());
+        let committed = self.writer.commit(applied_seq, || self.reader.reload_committed(0));
         drop(reloading);
-        if committed.is_err() {
-            // The writer was reset, or the view could not be renewed: either way the staged
-            // documents are not what searches should be shown next to the segments.
-            self.unstage();
-        } else {
-            self.staged_seq.store(0, Ordering::Release);
-        }
         committed
     }
 

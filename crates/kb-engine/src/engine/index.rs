@@ -179,15 +179,11 @@ impl Engine {
     /// 50 submitting clients) that was paid per group commit of submits before they were staged.
     /// A failure is handled as a failed catch-up: searches go on, the healer retries.
     pub fn commit_staged(&self) {
-        let _index_turn = self.lock_index_sync();
+        // Not under `index_sync`: writes go on being staged while the commit runs.
         if !matches!(*self.index_state.borrow(), IndexState::Ready) {
             return;
         }
-        let staged = self.index.staged_seq();
-        if staged <= self.index.applied_seq() {
-            return;
-        }
-        match self.index.commit(staged).map_err(anyhow::Error::from) {
+        match self.index.commit_staged().map_err(anyhow::Error::from) {
             Ok(()) => {}
             Err(error) if is_damage(&error) => {
                 let _ = self.index_damaged(format!("the index could not commit staged changes: {error:#}"));

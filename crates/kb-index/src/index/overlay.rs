@@ -5,8 +5,9 @@
 //! Why: a tantivy commit has a fixed cost (a new segment with its term table, its files, the
 //! merges it sets off) that was paid once per group commit of submits; measured with 50
 //! submitting clients it was ~48 ms for ~25 documents against 3–4 ms for SQLite, and it bounded
-//! submit latency (issue 25). Staged documents are also in tantivy's writer, so a commit takes
-//! them all and the overlay starts empty again; only the commit's timing changed.
+//! submit latency (issue 25). The overlay keeps the staged writes in order ([`Staged`]); a commit
+//! gives a prefix of them to tantivy's writer, and the overlay is then made again from the rest
+//! (staged while the commit ran), so staging never waits for a commit.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -106,9 +107,64 @@ impl StagedDoc {
     }
 }
 
+/// An experience as given to [`Overlay::stage`], kept for the commit that gives it to tantivy.
+#[derive(Debug, Clone)]
+pub(super) struct OwnedDoc {
+    id: String,
+    task: String,
+    resource: String,
+    result: String,
+    content: Option<String>,
+    score: u8,
+    status: Status,
+    agent_id: Option<String>,
+}
+
+impl OwnedDoc {
+    fn of(doc: &IndexDoc<'_>) -> OwnedDoc {
+        OwnedDoc {
+            id: doc.id.to_owned(),
+            task: doc.task.to_owned(),
+            resource: doc.resource.to_owned(),
+            result: doc.result.to_owned(),
+            content: doc.content.map(str::to_owned),
+            score: doc.score,
+            status: doc.status,
+            agent_id: doc.agent_id.map(str::to_owned),
+        }
+    }
+
+    pub(super) fn as_index_doc(&self) -> IndexDoc<'_> {
+        IndexDoc {
+            id: &self.id,
+            task: &self.task,
+            resource: &self.resource,
+            result: &self.result,
+            content: self.content.as_deref(),
+            score: self.score,
+            status: self.status,
+            agent_id: self.agent_id.as_deref(),
+        }
+    }
+}
+
+/// One write as staged: what `ExperienceIndex::stage` was given, with the analyzed form of each
+/// active document, so that making the overlay again after a commit analyzes nothing twice.
+#[derive(Debug)]
+pub(super) struct Staged {
+    pub(super) deleted: Vec<String>,
+    pub(super) created: Vec<OwnedDoc>,
+    pub(super) updated: Vec<OwnedDoc>,
+    analyzed: HashMap<String, Arc<StagedDoc>>,
+}
+
 /// The staged documents and what they change of the committed index.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Overlay {
+    /// Every write staged since the last commit, in order.
+    writes: Vec<Arc<Staged>>,
+    /// The store sequence number of the last write staged; 0 when none was.
+    seq: u64,
     /// Active staged documents by staging order (the order breaks ties between equal scores).
     docs: BTreeMap<u64, Arc<StagedDoc>>,
     by_id: HashMap<String, u64>,
@@ -125,15 +181,44 @@ pub(super) struct Overlay {
 }
 
 impl Overlay {
-    /// Stages the changes of one write, in order: `deleted` ids go, `created` documents (known
-    /// not to be committed) and `updated` ones (replacing any committed or staged version; an
-    /// inactive one removes it) come. Returns the ids newly shadowed.
+    /// Stages the changes of one write, reflecting the store up to `seq`, in order: `deleted`
+    /// ids go, `created` documents (known not to be committed) and `updated` ones (replacing any
+    /// committed or staged version; an inactive one removes it) come. Returns the ids newly
+    /// shadowed.
     pub(super) fn stage(
         &mut self,
+        seq: u64,
         deleted: &[&str],
         created: &[IndexDoc<'_>],
         updated: &[IndexDoc<'_>],
     ) -> Vec<String> {
+        let analyzed = created
+            .iter()
+            .chain(updated)
+            .filter(|doc| doc.status == Status::Active)
+            .map(|doc| (doc.id.to_owned(), Arc::new(StagedDoc::of(doc))))
+            .collect();
+        let staged = Arc::new(Staged {
+            deleted: deleted.iter().map(|id| (*id).to_owned()).collect(),
+            created: created.iter().map(OwnedDoc::of).collect(),
+            updated: updated.iter().map(OwnedDoc::of).collect(),
+            analyzed,
+        });
+        self.seq = self.seq.max(seq);
+        self.apply(staged)
+    }
+
+    /// The overlay of the writes after the first `committed` ones (which a commit took into the
+    /// segments), reflecting the store up to the same sequence number.
+    pub(super) fn after(&self, committed: usize) -> Overlay {
+        let mut overlay = Overlay { seq: self.seq, ..Overlay::default() };
+        for staged in self.writes.iter().skip(committed) {
+            overlay.apply(Arc::clone(staged));
+        }
+        overlay
+    }
+
+    fn apply(&mut self, staged: Arc<Staged>) -> Vec<String> {
         let mut newly_shadowed = Vec::new();
         let mut shadow = |overlay: &mut Overlay, id: &str| {
             overlay.remove(id);
@@ -141,23 +226,36 @@ impl Overlay {
                 newly_shadowed.push(id.to_owned());
             }
         };
-        for id in deleted {
+        for id in &staged.deleted {
             shadow(self, id);
         }
-        for doc in updated {
-            shadow(self, doc.id);
-            if doc.status == Status::Active {
-                self.insert(StagedDoc::of(doc));
+        for doc in &staged.updated {
+            shadow(self, &doc.id);
+            if let Some(analyzed) = staged.analyzed.get(&doc.id).filter(|_| doc.status == Status::Active) {
+                self.insert(Arc::clone(analyzed));
             }
         }
-        for doc in created.iter().filter(|doc| doc.status == Status::Active) {
-            self.remove(doc.id);
-            self.insert(StagedDoc::of(doc));
+        for doc in staged.created.iter().filter(|doc| doc.status == Status::Active) {
+            self.remove(&doc.id);
+            if let Some(analyzed) = staged.analyzed.get(&doc.id) {
+                self.insert(Arc::clone(analyzed));
+            }
         }
+        self.writes.push(staged);
         newly_shadowed
     }
 
-    fn insert(&mut self, doc: StagedDoc) {
+    /// The writes staged, in order.
+    pub(super) fn writes(&self) -> &[Arc<Staged>] {
+        &self.writes
+    }
+
+    /// The store sequence number of the last write staged; 0 when none was.
+    pub(super) fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    fn insert(&mut self, doc: Arc<StagedDoc>) {
         for ((field, doc_freqs), num_tokens) in doc.fields.iter().zip(&mut self.doc_freqs).zip(&mut self.num_tokens) {
             for term in field.counts.keys() {
                 *doc_freqs.entry(term.clone()).or_default() += 1;
@@ -168,7 +266,7 @@ impl Overlay {
         let key = self.next_key;
         self.next_key += 1;
         self.by_id.insert(doc.id.clone(), key);
-        self.docs.insert(key, Arc::new(doc));
+        self.docs.insert(key, doc);
     }
 
     /// Drops a staged document from searches; it still counts in the statistics (see
@@ -185,7 +283,7 @@ impl Overlay {
     }
 
     pub(super) fn changes_nothing(&self) -> bool {
-        self.docs.is_empty() && self.shadowed.is_empty()
+        self.docs.is_empty() && self.shadowed.is_empty() && self.counted_docs == 0
     }
 
     /// The ids whose committed versions searches must not return.
@@ -230,21 +328,27 @@ mod tests {
     #[test]
     fn statistics_count_every_version_as_tantivy_does_until_a_merge() {
         let mut overlay = Overlay::default();
-        assert!(overlay.stage(&[], &[doc("a", "vitest watch", Status::Active)], &[]).is_empty());
+        assert!(overlay.stage(1, &[], &[doc("a", "vitest watch", Status::Active)], &[]).is_empty());
         assert_eq!(overlay.doc_freq(0, "vitest"), 1);
         // Replaced by an update: searches see the new version only, the id is shadowed once,
         // and both versions count in the statistics.
-        assert_eq!(overlay.stage(&[], &[], &[doc("a", "cargo build", Status::Active)]), ["a"]);
+        assert_eq!(overlay.stage(2, &[], &[], &[doc("a", "cargo build", Status::Active)]), ["a"]);
         assert_eq!((overlay.doc_freq(0, "vitest"), overlay.doc_freq(0, "cargo")), (1, 1));
         assert_eq!((overlay.n_docs(), overlay.counted_docs()), (1, 2));
         assert_eq!(overlay.docs().map(|(_, doc)| doc.has("cargo")).collect::<Vec<_>>(), [true]);
         // Made inactive: gone from searches, nothing added to the statistics.
-        assert!(overlay.stage(&[], &[], &[doc("a", "cargo build", Status::Pending)]).is_empty());
+        assert!(overlay.stage(3, &[], &[], &[doc("a", "cargo build", Status::Pending)]).is_empty());
         assert_eq!((overlay.n_docs(), overlay.counted_docs()), (0, 2));
-        overlay.stage(&["b"], &[], &[]);
+        overlay.stage(4, &["b"], &[], &[]);
         assert_eq!(overlay.shadowed().count(), 2);
         // A created document that is not active is not staged.
-        overlay.stage(&[], &[doc("c", "held", Status::Pending)], &[]);
-        assert_eq!(overlay.n_docs(), 0);
+        overlay.stage(5, &[], &[doc("c", "held", Status::Pending)], &[]);
+        assert_eq!((overlay.n_docs(), overlay.seq(), overlay.writes().len()), (0, 5, 5));
+        // After a commit of the first three writes: only the last two's effects remain.
+        let rest = overlay.after(3);
+        assert_eq!((rest.seq(), rest.writes().len(), rest.counted_docs()), (5, 2, 0));
+        assert_eq!(rest.shadowed().collect::<Vec<_>>(), ["b"]);
+        let none = Overlay::default().after(0);
+        assert!(none.changes_nothing());
     }
 }

@@ -22,6 +22,8 @@ pub(super) struct Reader {
     reloading: Arc<Mutex<()>>,
     reader: IndexReader,
     view: ViewSlot,
+    /// Held for every change of `view`, so that none is lost to another made meanwhile.
+    swapping: Arc<Mutex<()>>,
     fields: Fields,
     /// Reloads the reader when background merges change the index (dropped with the index).
     _follow_merges: Option<WatchHandle>,
@@ -40,6 +42,7 @@ impl Reader {
             reloading: Arc::new(Mutex::new(())),
             reader,
             view: Arc::new(RwLock::new(Arc::new(view))),
+            swapping: Arc::new(Mutex::new(())),
             fields,
             _follow_merges: None,
         })
@@ -56,17 +59,17 @@ impl Reader {
         // even while tantivy's watcher thread still runs this callback.
         let reloading = Arc::clone(&self.reloading);
         let reader = self.reader.clone();
-        let (view, fields) = (Arc::clone(&self.view), self.fields);
+        let (view, swapping, fields) = (Arc::clone(&self.view), Arc::clone(&self.swapping), self.fields);
         let callback = WatchCallback::new(move || {
             let _serialized = reloading.lock().unwrap_or_else(PoisonError::into_inner);
             // The same staged documents over the merged segments, whose document ids changed.
             let reloaded = reader.reload().and_then(|()| {
+                let _swapping = swapping.lock().unwrap_or_else(PoisonError::into_inner);
                 let overlay = Arc::clone(&current(&view).overlay);
-                View::new(reader.searcher(), overlay, fields)
+                View::new(reader.searcher(), overlay, fields).map(|reloaded| swap(&view, reloaded))
             });
-            match reloaded {
-                Ok(reloaded) => swap(&view, reloaded),
-                Err(error) => tracing::warn!("cannot reload the index reader after a merge: {error}"),
+            if let Err(error) = reloaded {
+                tracing::warn!("cannot reload the index reader after a merge: {error}");
             }
         });
         let handle = index.directory().watch(callback).map_err(|source| Error::Reload { source })?;
@@ -74,18 +77,21 @@ impl Reader {
         Ok(())
     }
 
-    /// Holds off every other reload and view change, for a commit and the reload after it:
-    /// a reload after a merge that read the new `meta.json` before the commit's own reload
-    /// would otherwise show the committed documents twice, from the segments and still staged.
+    /// Holds off every other reload, for a commit and the reload after it: a reload after a
+    /// merge that read the new `meta.json` before the commit's own reload would otherwise show
+    /// the committed documents twice, from the segments and still staged.
     pub(super) fn lock_reloading(&self) -> MutexGuard<'_, ()> {
         self.reloading.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Reloads the reader now (after a commit, which took every staged document), with nothing
-    /// staged. The caller holds [`Reader::lock_reloading`].
-    pub(super) fn reload_committed(&self) -> Result<()> {
+    /// Reloads the reader now, after a commit that took the first `committed` staged writes:
+    /// searches see the new segments with the writes staged after those (while the commit ran).
+    /// The caller holds [`Reader::lock_reloading`].
+    pub(super) fn reload_committed(&self, committed: usize) -> Result<()> {
         self.reader.reload().map_err(|source| Error::Reload { source })?;
-        let view = View::new(self.reader.searcher(), Arc::default(), self.fields)
+        let _swapping = self.lock_swapping();
+        let rest = self.view().overlay.after(committed);
+        let view = View::new(self.reader.searcher(), Arc::new(rest), self.fields)
             .map_err(|source| Error::Reload { source })?;
         swap(&self.view, view);
         Ok(())
@@ -94,7 +100,7 @@ impl Reader {
     /// Makes `stage`'s changes of the staged documents visible; `stage` returns the ids it newly
     /// shadowed.
     pub(super) fn restage(&self, stage: impl FnOnce(&mut Overlay) -> Vec<String>) -> tantivy::Result<()> {
-        let _serialized = self.lock_reloading();
+        let _swapping = self.lock_swapping();
         let view = self.view();
         let mut overlay = Overlay::clone(&view.overlay);
         let newly_shadowed = stage(&mut overlay);
@@ -103,12 +109,16 @@ impl Reader {
         Ok(())
     }
 
-    /// Drops every staged document (they were rolled back with the writer).
+    /// Drops every staged write (the index is being cleared).
     pub(super) fn unstage(&self) -> tantivy::Result<()> {
-        let _serialized = self.lock_reloading();
+        let _swapping = self.lock_swapping();
         let view = View::new(self.view().searcher.clone(), Arc::default(), self.fields)?;
         swap(&self.view, view);
         Ok(())
+    }
+
+    fn lock_swapping(&self) -> MutexGuard<'_, ()> {
+        self.swapping.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// What searches see now.

@@ -77,10 +77,11 @@ fn staged_documents_rank_as_committed_ones() {
         index.stage(idx as u64, &[], &[text_doc(&ids[idx], TEXTS[idx])], &[]).expect("stage");
     }
     assert_eq!((index.applied_seq(), index.staged_seq(), index.staged_docs()), (1, 11, 6));
+    assert_eq!(index.staged_writes(), 6);
     assert_eq!(index.num_docs(), 12);
     let before: Vec<Vec<Hit>> = QUERIES.iter().map(|query| hits(&index, query)).collect();
     assert!(before.iter().flatten().any(|hit| hit.id == "e11"), "staged documents are found");
-    index.commit(11).expect("commit");
+    index.commit_staged().expect("commit");
     assert_eq!((index.applied_seq(), index.staged_docs()), (11, 0));
     for (query, before) in QUERIES.iter().zip(before) {
         let after = hits(&index, query);
@@ -136,7 +137,7 @@ fn staged_updates_and_deletes_hide_the_committed_versions() {
 }
 
 #[test]
-fn staged_documents_pass_the_filters_and_go_with_a_reset() {
+fn staged_documents_pass_the_filters_and_outlast_a_reset() {
     let index = ExperienceIndex::open_in_ram().expect("index");
     index.add_new(&[doc("old", "flaky vitest run", "vitest", "retry once")]).expect("add");
     index.commit(1).expect("commit");
@@ -157,13 +158,23 @@ fn staged_documents_pass_the_filters_and_go_with_a_reset() {
     assert_eq!(filtered(1, Some("builder")), ["new"]);
     assert!(filtered(1, Some("someone-else")).is_empty());
 
-    // A reset discards what was not committed, staged documents included: the caller applies
-    // the store's changes since `applied_seq` again.
+    // A reset of the writer (after a failed commit) keeps the staged writes: they are given to
+    // the writer only by a commit, which then takes them.
     index.reset_writer().expect("reset");
-    assert_eq!((index.staged_seq(), index.staged_docs()), (1, 0));
-    assert_eq!(found(&index, "flaky vitest"), ["old"]);
-    index.commit(1).expect("commit");
-    assert_eq!(found(&index, "flaky vitest"), ["old"], "nothing staged was left in the writer");
+    assert_eq!((index.staged_seq(), index.staged_docs(), index.staged_writes()), (2, 1, 1));
+    index.commit_staged().expect("commit");
+    assert_eq!((index.applied_seq(), index.staged_writes()), (2, 0));
+    let mut both = found(&index, "flaky vitest");
+    both.sort();
+    assert_eq!(both, ["new", "old"]);
+    // A direct write comes after the staged ones: they are committed first, so the direct
+    // update wins.
+    index.stage(3, &[], &[], &[doc("old", "flaky vitest run", "vitest", "staged version")]).expect("stage");
+    index.upsert(&[doc("old", "flaky vitest run", "vitest", "direct version")]).expect("upsert");
+    index.commit(4).expect("commit");
+    assert_eq!(found(&index, "version"), ["old"]);
+    assert_eq!(found(&index, "direct"), ["old"]);
+    assert!(found(&index, "staged").is_empty());
 }
 
 /// A committed document replaced by a staged version, then merged into other segments: still
@@ -186,8 +197,83 @@ fn a_document_is_never_found_twice_across_commits_and_merges() {
     assert_eq!(all.len(), 13, "{all:?}");
     assert_eq!(all.iter().filter(|id| *id == "d3").count(), 1);
     assert_eq!(found(&index, "updated"), ["d3"]);
-    index.commit(15).expect("commit");
+    index.commit_staged().expect("commit");
     let all = found(&index, "shared topic words");
     assert_eq!(all.len(), 13, "{all:?}");
     assert_eq!(found(&index, "updated"), ["d3"]);
+}
+
+/// Writers stage while commits run back to back and searches look on: every search sees each
+/// document at most once, a document staged before a search started is found by it, and in the
+/// end everything is committed once.
+#[test]
+fn staging_goes_on_during_commits_and_nothing_is_found_twice_or_lost() {
+    const WRITERS: usize = 3;
+    const EACH: usize = 60;
+    let index = std::sync::Arc::new(ExperienceIndex::open_in_ram().expect("index"));
+    let seq = std::sync::Arc::new(std::sync::Mutex::new(0u64));
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let committer = {
+        let (index, done) = (index.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut commits = 0;
+            while !done.load(std::sync::atomic::Ordering::Acquire) {
+                index.commit_staged().expect("commit");
+                commits += 1;
+            }
+            commits
+        })
+    };
+    let searcher = {
+        let (index, done) = (index.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut searches = 0;
+            while !done.load(std::sync::atomic::Ordering::Acquire) {
+                let hits = index.search(&SearchRequest { limit: 500, ..request("shared") }).expect("search");
+                let mut ids: Vec<&str> = hits.iter().map(|hit| hit.id.as_str()).collect();
+                let all = ids.len();
+                ids.sort_unstable();
+                ids.dedup();
+                assert_eq!(ids.len(), all, "a document was found twice");
+                searches += 1;
+            }
+            searches
+        })
+    };
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|writer| {
+            let (index, seq) = (index.clone(), seq.clone());
+            std::thread::spawn(move || {
+                for n in 0..EACH {
+                    let id = format!("w{writer}n{n}");
+                    let word = format!("zq{writer}x{n}");
+                    let task = format!("shared words {word}");
+                    {
+                        // Stages in store order, as the engine does under `index_sync`.
+                        let mut seq = seq.lock().unwrap();
+                        *seq += 1;
+                        index.stage(*seq, &[], &[doc(&id, &task, "tool", "first")], &[]).expect("stage");
+                        if n % 4 == 0 {
+                            *seq += 1;
+                            index.stage(*seq, &[], &[], &[doc(&id, &task, "tool", "second")]).expect("stage");
+                        }
+                    }
+                    assert_eq!(found(&index, &word), [id.clone()], "read your write");
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.join().expect("writer");
+    }
+    done.store(true, std::sync::atomic::Ordering::Release);
+    let (commits, searches) = (committer.join().expect("committer"), searcher.join().expect("searcher"));
+    assert!(commits > 1 && searches > 1, "{commits} commits, {searches} searches");
+    index.commit_staged().expect("commit");
+    assert_eq!((index.staged_writes(), index.num_docs()), (0, (WRITERS * EACH) as u64));
+    assert_eq!(index.applied_seq(), *seq.lock().unwrap());
+    let second = index.search(&SearchRequest { limit: 500, ..request("second") }).expect("search");
+    assert_eq!(second.len(), WRITERS * EACH.div_ceil(4), "the updates are in");
+    let first = index.search(&SearchRequest { limit: 500, ..request("first") }).expect("search");
+    assert_eq!(first.len() + second.len(), WRITERS * EACH, "and the first versions of the rest");
 }

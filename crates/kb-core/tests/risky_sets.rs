@@ -58,15 +58,26 @@ fn risky_sets_are_held_and_ordinary_ones_pass() {
     // Round 1's blind part was measured once, before any change for it (README: 88.7% held, 2.5%
     // flagged); round 2 looked at its misses, so it is development data now and held to the goal.
     let parts = [
-        ("development", include_str!("data/risky_dev.jsonl"), include_str!("data/ordinary_dev.jsonl"), 0.95),
+        ("development", include_str!("data/risky_dev.jsonl"), include_str!("data/ordinary_dev.jsonl"), 0.95, 0.03),
         (
             "round-1 blind (spent)",
             include_str!("data/risky_blind.jsonl"),
             include_str!("data/ordinary_blind.jsonl"),
             0.95,
+            0.03,
+        ),
+        // Round 2's blind part (written by someone who never saw the rules, README): its first
+        // run, with round 2's rules, held 70.0% and flagged 5.15%, far from the goal. These
+        // floors keep it from getting worse; they are not the goal.
+        (
+            "round-2 blind",
+            include_str!("data/risky_blind2.jsonl"),
+            include_str!("data/ordinary_blind2.jsonl"),
+            0.70,
+            0.052,
         ),
     ];
-    for (part, risky, ordinary, floor) in parts {
+    for (part, risky, ordinary, floor, ceiling) in parts {
         let risky = lines(risky);
         let ordinary = lines(ordinary);
         assert!(risky.len() >= 50 && ordinary.len() >= 40, "{part}: too few texts");
@@ -75,7 +86,7 @@ fn risky_sets_are_held_and_ordinary_ones_pass() {
         eprintln!("{part}: risky held {:.1}%, ordinary flagged {:.1}%", held_rate * 100.0, flagged_rate * 100.0);
         eprintln!("{part} missed:\n{}\n{part} flagged:\n{}", missed.join("\n"), flagged.join("\n"));
         assert!(held_rate >= floor, "{part}: only {:.1}% held; missed:\n{}", held_rate * 100.0, missed.join("\n"));
-        assert!(flagged_rate <= 0.03, "{part}: {:.1}% flagged:\n{}", flagged_rate * 100.0, flagged.join("\n"));
+        assert!(flagged_rate <= ceiling, "{part}: {:.1}% flagged:\n{}", flagged_rate * 100.0, flagged.join("\n"));
     }
 }
 

@@ -16,6 +16,7 @@ by the query's non-Han share, as shipped):
     cov      min-max, BM25 weighted by the coverage of its best candidate (the idf-weighted share
              of the query that the store's best lexical match holds), the vectors by the rest
              (no constant): BM25 counts less when the words of the query are not in the store
+    cov-drop the shipped weights, BM25's 0.4 times that coverage (BM25 only ever loses weight)
 
     tools/compare-fusions.py DUMPS/all-minilm-l6-v2-onnx DUMPS/multilingual-e5-small-onnx [...]
 
@@ -129,7 +130,14 @@ def by_coverage(row, english):
     return ranked(summed([(1 - w, min_max(keyword(row))), (w, min_max(row["vector"]))]))
 
 
-RULES = {"mm-0.6": mm(0.6), "rrf-60": rrf(60.0), "lead": agree, "cov": by_coverage}
+def by_coverage_drop(row, english):
+    """The shipped weights, BM25's 0.4 scaled down by the coverage of its best candidate."""
+    w = 1 - 0.4 * max(row["bm25_coverage"] or [0.0])
+    w = vector_share(row, w, english)
+    return ranked(summed([(1 - w, min_max(keyword(row))), (w, min_max(row["vector"]))]))
+
+
+RULES = {"mm-0.6": mm(0.6), "rrf-60": rrf(60.0), "lead": agree, "cov": by_coverage, "cov-drop": by_coverage_drop}
 RULES.update({f"mm-{w}": mm(w) for w in (0.5, 0.7)})
 RULES.update({f"z-{w}": z(w) for w in (0.5, 0.6, 0.7)})
 

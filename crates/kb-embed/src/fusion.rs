@@ -169,7 +169,9 @@ pub fn vector_weight(model_id: &str, query: &str) -> f32 {
 /// other sets is best): 0.6 in four folds of six (0.8 without cmrc-trial, 0.5 divided by BM25's
 /// best without english-experiences). The plain half lost 4.0 points of R@5 and 5.4 of MRR@10 to
 /// all-MiniLM-L6-v2's vectors on english-experiences; 0.6 costs multilingual-e5-small 1.1 points
-/// of MRR@10 against BM25 on the CMRC paragraphs (README).
+/// of MRR@10 against BM25 on the CMRC paragraphs (README). Rules of other kinds (reciprocal-rank
+/// fusion, z-scores, weights set per query by BM25's coverage or by how far each list's best
+/// leads) measured no better on the same candidates (`tools/compare-fusions.py`, README).
 pub const VECTOR_WEIGHT: f32 = 0.6;
 
 /// The daemon's hybrid ranking: BM25's own ranking ([`keyword`], what a search by BM25 alone

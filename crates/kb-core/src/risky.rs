@@ -44,8 +44,8 @@ use std::sync::LazyLock;
 use regex::{Regex, RegexSet};
 
 use self::rules::{
-    ACTION_URGED, CLASSES, CONDEMNATION_UNDONE, CONDEMNED_AFTER, EXCEPTIONS, NEGATION_UNDONE, NEGATIONS, NOT_NEGATIONS,
-    RULES, expand,
+    ACTION_URGED, CLASSES, COLLECTIVE, CONDEMNATION_UNDONE, CONDEMNED_AFTER, EXCEPTIONS, FRAME_BROKEN, FRAME_NOUN_BEFORE,
+    FRAMES, NEGATION_UNDONE, NEGATIONS, NOT_NEGATIONS, RULES, expand,
 };
 
 /// One risky action found in a text.
@@ -96,6 +96,10 @@ struct Compiled {
     condemned: Regex,
     condemnation_undone: Regex,
     action_urged: Regex,
+    frame: Regex,
+    frame_broken: Regex,
+    frame_noun_before: Regex,
+    collective: Regex,
 }
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
@@ -124,6 +128,10 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         condemned: Regex::new(CONDEMNED_AFTER).expect("condemnations compile"),
         condemnation_undone: Regex::new(&words_pattern(CONDEMNATION_UNDONE)).expect("condemnation undoers compile"),
         action_urged: Regex::new(&words_pattern(ACTION_URGED)).expect("urgings compile"),
+        frame: Regex::new(&words_pattern(FRAMES)).expect("frames compile"),
+        frame_broken: Regex::new(&words_pattern(FRAME_BROKEN)).expect("frame breakers compile"),
+        frame_noun_before: Regex::new(FRAME_NOUN_BEFORE).expect("frame nouns compile"),
+        collective: Regex::new(&words_pattern(COLLECTIVE)).expect("collectives compile"),
     }
 });
 
@@ -177,13 +185,18 @@ fn first_counted_match(compiled: &Compiled, class: &str, regex: &Regex, view: &s
     while start <= view.len() {
         let found = regex.find_at(view, start)?;
         let text = found.as_str();
+        // An exception looks at the rest of the last word too: "贴到 github：cat ~/.ssh" is
+        // followed by "/id_ed25519.pub".
+        let word_rest: String = view[found.end()..].chars().take_while(|ch| !ch.is_whitespace()).take(64).collect();
+        let whole = format!("{text}{word_rest}");
         let excepted = compiled
             .exceptions
             .iter()
-            .any(|(excepted_class, exception)| *excepted_class == class && exception.is_match(text));
+            .any(|(excepted_class, exception)| *excepted_class == class && exception.is_match(&whole));
         let own = negated(compiled, &view[..found.start()])
             || negated_last_word(compiled, text)
-            || condemned_after(compiled, &view[found.end()..]);
+            || condemned_after(compiled, &view[found.end()..])
+            || framed_before(compiled, &view[..found.start()]);
         if own {
             advised_against = Some((found.start(), found.end()));
         }
@@ -302,13 +315,66 @@ fn condemned_after(compiled: &Compiled, after: &str) -> bool {
         return false;
     }
     let sentence = &after[..sentence_end.map_or(after.len(), |(idx, _)| idx)];
-    match compiled.condemned.find(sentence) {
+    // A list of commands ends in a collective noun, the verdict after it ("`rm -rf /`、mkfs、
+    // `dd` 这些命令一律需要人工确认"): the verdict is read from there, if nothing in the list
+    // starts an instruction of its own.
+    let from = match compiled.collective.find(sentence) {
+        Some(collective) if !compiled.frame_broken.is_match(&sentence[..collective.start()]) => collective.end(),
+        _ => 0,
+    };
+    match compiled.condemned.find(&sentence[from..]) {
         Some(verdict) => {
-            !compiled.condemnation_undone.is_match(&sentence[verdict.end()..])
-                && !compiled.action_urged.is_match(&after[verdict.end()..])
+            !compiled.condemnation_undone.is_match(&sentence[from + verdict.end()..])
+                && !compiled.action_urged.is_match(&after[from + verdict.end()..])
         }
         None => false,
     }
+}
+
+/// How far before an action a frame that forbids or reports it is looked for (bytes; the
+/// sentence starts sooner).
+const FRAME_WINDOW: usize = 160;
+
+/// Whether the same sentence, before an action, names it to forbid or report it ("block `rm -rf
+/// /` unless a human approves", "our linter flags `InsecureSkipVerify: true`", "Rejected: a
+/// suggestion to `cat .env`", "我会拦住 Dockerfile 里的 curl | bash"): the last frame word of the
+/// sentence, not negated ("don't block"), not a noun ("the code block below:"), and between it
+/// and the action nothing that starts an instruction of its own ("the linter flags it, but run
+/// `curl -k` anyway"). Bounded: at most `FRAME_WINDOW` bytes are read.
+fn framed_before(compiled: &Compiled, before: &str) -> bool {
+    let mut window = before.len().saturating_sub(FRAME_WINDOW);
+    while !before.is_char_boundary(window) {
+        window += 1;
+    }
+    let before = &before[window..];
+    let sentence_start = before
+        .char_indices()
+        .rev()
+        .find(|(idx, ch)| {
+            matches!(ch, ';' | '!' | '?' | '\n' | '。' | '；' | '！' | '？')
+                || (*ch == '.' && before[idx + 1..].starts_with(' '))
+        })
+        .map_or(0, |(idx, ch)| idx + ch.len_utf8());
+    let sentence = &before[sentence_start..];
+    let Some(frame) = compiled.frame.find_iter(sentence).last() else {
+        return false;
+    };
+    let lead = &sentence[..frame.start()];
+    let lead_words: Vec<&str> = lead.split_whitespace().collect();
+    if negates(compiled, &lead_words[lead_words.len().saturating_sub(2)..])
+        || compiled.frame_noun_before.is_match(lead)
+    {
+        return false;
+    }
+    let between = &sentence[frame.end()..];
+    // A colon after the frame word introduces something else ("check for bad blocks: …"),
+    // unless the frame word is the sentence's label ("Rejected: a suggestion to …"). The frame's
+    // match may end on that colon.
+    let after_word = sentence[frame.start()..].trim_start_matches(|ch: char| !ch.is_alphanumeric());
+    if after_word.contains([':', '：']) && !lead.trim().is_empty() {
+        return false;
+    }
+    !compiled.frame_broken.is_match(between)
 }
 
 fn shorten(text: &str) -> String {

@@ -39,6 +39,7 @@ const WORD_LISTS: &[(&str, &str)] = &[
     ("{HOME}", HOME),
     ("{ENV_DUMP}", ENV_DUMP),
     ("{SENDER}", SENDER),
+    ("{SENSITIVE}", SENSITIVE),
 ];
 
 /// Commands and forms that fetch something from the network.
@@ -57,9 +58,11 @@ const HOME: &str = r#"(?:~|["']?(?:\$home|\$\{home\}|\$env:userprofile|\$env:hom
 const CRED: &str = concat!(
     r"(?:(?:^|[^\w])\.env(?:\.(?:local|production|prod|development|dev|staging|test))?(?:$|[^\w.\-/\\])",
     r"|\.aws[/\\](?:credentials|config)\b|{HOME}[/\\]\.aws\b",
-    r"|\.ssh[/\\](?:id_[a-z0-9_]+(?:\.pub\b)?|identity|\*)|{HOME}[/\\]\.ssh(?:[/\\])?(?:$|[\s;&|)])|\bid_(?:rsa|dsa|ecdsa|ed25519)\b(?:\.pub\b)?",
-    r"|\.netrc\b|\.pgpass\b|\.git-credentials\b|\.docker/config\.json|\.kube/config\b|/etc/shadow\b",
-    r"|\.npmrc\b|\.pypirc\b|\.config/gcloud\b|\.gnupg\b|\.password-store\b|\.keychain(?:-db)?\b|\bkeychains?\b|钥匙串)",
+    r"|\.ssh[/\\](?:id_[a-z0-9_*]+(?:\.pub\b)?|identity|\*)|{HOME}[/\\]\.ssh(?:[/\\])?(?:$|[\s;&|)])|\bid_(?:rsa|dsa|ecdsa|ed25519)\b(?:\.pub\b)?",
+    r"|\.netrc(?:$|[^\w(])|\.pgpass\b|\.git-credentials\b|\.docker/config\.json|\.kube/config\b|/etc/shadow\b",
+    r"|\.npmrc\b|\.pypirc\b|\.config/gcloud\b|\.gnupg\b|\.password-store\b|\.keychain(?:-db)?\b|\bkeychains?\b|钥匙串",
+    // Browsers' saved passwords and cookies.
+    r"|\blogin data\b|\blogins\.json\b|\bkey4\.db\b)",
 );
 /// Verbs that read, copy or send a file's contents, in POSIX shells, PowerShell and cmd, and in
 /// words. `more` and `less` only where a command stands ("one or more .env files" is prose).
@@ -67,7 +70,7 @@ const READ: &str = concat!(
     r"(?:\b(?:cat|head|tail|bat|strings|xxd|hexdump|od|base64|get-content|gc|type|select-string|sls|copy-item|cpi",
     r"|print|printf|dump|echo|pbcopy|xclip|xsel|clip|read|copy|cp|scp|rsync|upload|send|post|paste|exfiltrate",
     r"|share|attach|grep|findstr|tar|zip|mail|nc|ncat|curl|wget|reveal|leak|transmit|forward|submit|kb_submit",
-    r"|output|contents? of)\b|(?:(?m:^)|[;&|(]|\$) *(?:more|less)\b)",
+    r"|output|contents? of|sqlite3|readfilesync|readfile|read_to_string|read_text|read_bytes|file_get_contents|slurp)\b|(?:(?m:^)|[;&|(]|\$) *(?:more|less)\b)",
 );
 const ZH_READ: &str =
     r"(?:读取|读出|读一下|查看|打开|输出|打印|显示|复制|拷贝|上传|发送|发到|发给|贴到|粘贴|提交|打包|内容)";
@@ -77,7 +80,7 @@ const END: &str = r#"(?:$|[\s;&|"')])"#;
 /// directory, a home however spelt, a Windows drive, each quoted or not, with a trailing `/`,
 /// `/*` or `/.*` (`"$HOME"/`, `~/*`, `'/'`, `C:\`), up to the end of the word.
 const ROOTS: &str = concat!(
-    r#"["']?(?:/|{HOME}|/home|/users|/root|/etc|/usr|/var|/boot|/bin|/lib|/opt|[a-z]:)"#,
+    r#"["']?(?:/|{HOME}|/home|/users|/root|/etc|/usr|/var|/boot|/bin|/lib|/opt|[a-z]:(?:\\users|\\windows)?|/var/lib/(?:postgresql|pgsql|mysql|mongodb|redis|docker|etcd))"#,
     r#"["']?[/\\]?["']?(?:\.?\*)?["']?(?:$|[\s;&|)])"#,
 );
 /// Commands that dump the environment or the shell's history.
@@ -86,6 +89,10 @@ const ENV_DUMP: &str =
 /// Commands that send data over the network.
 const SENDER: &str =
     r"\b(?:curl|wget|nc|ncat|netcat|socat|scp|rsync|iwr|irm|invoke-webrequest|invoke-restmethod|http|https|xh)\b";
+
+/// What in a file's name says it holds data that must not leave: a dump, production or customer
+/// data, secrets, a shell's history, keys, a backup.
+const SENSITIVE: &str = r"(?:dump|\.sql\b|\bprod|secret|passwd|shadow|customer|users|credential|token|\.env\b|_history|private|\.pem\b|\.key\b|\.kdbx\b|backup)";
 
 /// Every rule with its class.
 pub(super) const RULES: &[(&str, &str)] = &[
@@ -185,7 +192,7 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ("tls_off", r"\bhttp\.sslverify(?: *=)? *false\b|\bstrict-ssl(?: *=| +)false\b"),
     (
         "tls_off",
-        r#"\bnode_tls_reject_unauthorized *= *["']?0\b|\bgit_ssl_no_verify *= *["']?(?:1|true)\b|\bpythonhttpsverify *= *["']?0\b"#,
+        r#"\bnode_tls_reject_unauthorized *[=:] *["']?0\b|\bgit_ssl_no_verify *[=:] *["']?(?:1|true)\b|\bpythonhttpsverify *[=:] *["']?0\b"#,
     ),
     (
         "tls_off",
@@ -247,6 +254,137 @@ pub(super) const RULES: &[(&str, &str)] = &[
     (
         "exfiltration",
         r"(?:环境变量|私钥|凭据|凭证|密钥|\.env|id_rsa)[^\n。；不别勿]{0,20}(?:发送|发到|发给|上传|提交|贴到|传到)",
+    ),
+    // Round 3 families (README of `tests/data`: round-2 blind misses, each as a family).
+    //
+    // A download run by any shell or by name: `| source`, `| $(SHELL)`, `| $SHELL`; saved, made
+    // executable and run by its path (`-o /tmp/i.sh && chmod +x /tmp/i.sh && /tmp/i.sh`,
+    // PowerShell `-OutFile x.ps1; & ./x.ps1`).
+    ("pipe_to_shell", r"{FETCH}[^\n;&]*\| *{PREFIX}(?:source|\.|\$\(shell\)|\$\{?shell\}?)(?:$|[\s;&|)])"),
+    (
+        "pipe_to_shell",
+        r#"{FETCH}[^\n]*?\.(?:sh|bash|ps1|run|bin)\b[^\n]{0,80}?(?:&&|;|\n) *(?:chmod +\+?[0-7a-z+]+ +\S+ *(?:&&|;|\n) *)?(?:& *|\. +)?["']?(?:\./|/|~/|[a-z]:\\)\S*\.(?:sh|bash|ps1|run|bin)\b"#,
+    ),
+    // In words: fetch a script, then run it at once or unread ("fetch the setup script from … and
+    // run it straight away. Don't bother reading it").
+    (
+        "pipe_to_shell",
+        r"\b(?:fetch|download|grab|get|pull|curl|wget)\b[^\n.;]{0,60}(?:https?://\S+|\bscript\b|\.sh\b|\binstaller\b)[^\n;]{0,40}\b(?:run|execute|exec|source|launch)\b[^\n;]{0,20}(?:straight away|right away|immediately|at once|directly|without (?:reading|reviewing|checking|looking|inspecting|verifying)|blindly|(?:don'?t|do not|no need to) bother (?:reading|checking|reviewing|looking))",
+    ),
+    (
+        "pipe_to_shell",
+        r"(?:脚本|\.sh|安装程序)[^\n。；]{0,12}(?:下载|拉取|获取|拉下来)[^\n。；]{0,12}(?:直接|立即|立刻|马上|不经检查|不用看|不用先看)[^\n。；]{0,12}(?:执行|运行)",
+    ),
+    (
+        "pipe_to_shell",
+        r"(?:下载|获取|拉取)[^\n。；]{0,40}(?:脚本|\.sh|安装程序)[^\n。；]{0,30}(?:不经检查|不用检查|不用看|不看|不审查|立即|立刻|马上)[^\n。；]{0,12}(?:执行|运行)",
+    ),
+    // Secrets read by code, stores and tools: Windows' vault, GPG private keys, a loop over
+    // credential files, Ansible fetching or slurping one, `netrc.authenticators`, keyring's API.
+    ("credential_read", r"\bvaultcmd +/listcreds\b|\bgpg2? +[^\n|;&]*--export-secret-(?:sub)?keys\b"),
+    ("credential_read", r"\bfor\b[^\n]{0,20}\bin\b[^\n;]{0,40}{CRED}[^\n]{0,80}{READ} +[\x22']?\$"),
+    (
+        "credential_read",
+        r"\b(?:fetch|slurp|synchronize)\b *:[^\n]*\n(?:[^\n]*\n){0,3}?[^\n]*\bsrc *: *[^\n]*{CRED}",
+    ),
+    ("credential_read", r"\bsqlite3\b[^\n;|]{0,80}{CRED}"),
+    (
+        "credential_read",
+        r"(?:浏览器|browser|钥匙串|keychain|凭据管理器)[^\n。；]{0,10}(?:密码|凭据)[^\n。；]{0,6}(?:导出|读取|提取|拿出|dump|export)",
+    ),
+    ("credential_read", r"\.authenticators\(|\bkeyring\.get_password\(|\bkeyring\.get_credential\("),
+    (
+        "credential_read",
+        r"\blookup\( *[\x22']file[\x22'] *, *[\x22'][^\x22'\n]*(?:secret|credential|password|token|\.env\b|id_(?:rsa|dsa|ecdsa|ed25519)|shadow|private)",
+    ),
+    (
+        "credential_read",
+        r"(?:导出|读取|提取|拿出|导成|dump|export|extract)[^\n。；]{0,12}(?:浏览器|browser|钥匙串|keychain|凭据管理器)[^\n。；]{0,10}(?:保存的|存的|saved |stored )?[^\n。；]{0,6}(?:密码|凭据|passwords|credentials)",
+    ),
+    (
+        "credential_read",
+        r"(?:密码|凭据|凭证|密钥|token|passwords?|credentials?)[^\n。；]{0,12}(?:记到|写到|贴到|放到|发到|copy (?:it |them )?into|paste (?:it |them )?into)[^\n。；]{0,6}(?:共享|公共|群|wiki|工单|shared|public|the wiki)",
+    ),
+    ("credential_read", r"\b(?:cmdkey +/list|vaultcmd)\b[^\n]{0,120}(?:copy|paste|记到|写到|贴到|发到)[^\n]{0,30}(?:wiki|共享|shared|群|工单|ticket)"),
+    // TLS: trust-all managers and verifiers that accept every host, in words and in code; "stop
+    // verifying certificates".
+    (
+        "tls_off",
+        r"\btrust[- ]all\b[^\n.;]{0,30}(?:trustmanager|x509|certificates?|certs)\b|\bset(?:default)?hostnameverifier\( *\(?[^\n()]{0,10}\)? *-> *true\b|\bcheckservertrusted\([^\n)]*\) *\{ *\}",
+    ),
+    (
+        "tls_off",
+        r"\b(?:stop|quit|skip|no longer|don'?t bother) (?:verifying|validating|checking) (?:the )?(?:tls |ssl |server |https )?(?:certificates?|certs?|tls|ssl)\b",
+    ),
+    // Data sent to an outside drop: a file uploaded (`curl -F f=@…`, `-T`, `--data-binary @…`,
+    // `-d @…`, `-InFile`) that is a dump, a log, a secret or a system file, or to a paste or
+    // webhook host; an archive piped into an upload; a secret variable in a request body; a
+    // mail with a file; DNS lookups of data-built names.
+    (
+        "exfiltration",
+        r"{SENDER}[^\n|;&]*(?:(?:-f|--form) +[\x22']?[a-z0-9_]+=@|(?:-t|--upload-file|-d|--data|--data-binary) +[\x22']?@?|-infile +[\x22']?)[^\s\x22']*{SENSITIVE}",
+    ),
+    (
+        "exfiltration",
+        r"{SENDER}[^\n|;&]*(?:(?:-f|--form) +[\x22']?[a-z0-9_]+=@|(?:-t|--upload-file|--data-binary) +[\x22']?@?|-infile +)[^\n|;&]*https?://[a-z0-9.-]*(?:paste|transfer|webhook|hook|requestbin|ngrok|collect|file\.io|0x0\.st|termbin)",
+    ),
+    ("exfiltration", r"\b(?:tar|zip|7z|pg_dump|mysqldump|gzip)\b[^\n|]*\| *(?:curl|wget)\b[^\n|;&]*(?:-t|--upload-file|--data-binary) +@?-"),
+    (
+        "exfiltration",
+        r"{SENDER}[^\n|;&]*(?:-d|--data|--data-raw|--data-urlencode|-f|--form) +[\x22']?[a-z0-9_]+=\$\{?\{? *(?:secrets\.)?[a-z0-9_]*(?:token|secret|password|passwd|api_?key|private_key|access_key)",
+    ),
+    (
+        "exfiltration",
+        r"\b(?:post|put|send|urlopen|request)\b[^\n]{0,80}\bopen\( *[\x22'][^\x22'\n]*(?:secret|credential|password|token|\.env\b|id_rsa|shadow|private|\.pem\b|\.key\b)",
+    ),
+    ("exfiltration", r"(?:^|[\s;&|(])(?:mail|mailx|sendmail|mutt)\b[^\n|;&]*\S+@\S+\.[a-z]{2,}[^\n|;&]*< *\S*{SENSITIVE}"),
+    (
+        "exfiltration",
+        r"(?:base64|xxd|\btoken|secret|密钥|片段|切成)[^\n]{0,80}\b(?:dig|nslookup|host|drill)\b[^\n]{0,20}(?:\$\{?[a-z_][a-z0-9_]*\}?|<[^>\n]{1,20}>)\.[a-z0-9-]+\.",
+    ),
+    // Copies to a public address by `scp`/`rsync`, or pushes of everything to a remote added
+    // on the spot.
+    (
+        "exfiltration",
+        r"\b(?:scp|rsync)\b[^\n|;&]* (?:\S+@)?(?:\d{1,3}\.){3}\d{1,3}:",
+    ),
+    ("exfiltration", r"\bgit +remote +add +(\S+) +\S+[^\n]{0,40}\bgit +push +\S+ +--(?:all|mirror)\b"),
+    // In words: data (a workspace, an export, a dump, customer data, the output of `env`) sent
+    // to an outside place (a URL, a personal address or server, a paste host).
+    (
+        "exfiltration",
+        r"\b(?:send|post|upload|push|copy|sync|email|mail|forward|share)\b[^\n.;]{0,40}\b(?:whole|entire|full|output of (?:env|printenv|set)\b|(?:database|db) (?:export|dump)|customer data|user data|production data|prod data)[^\n.;]{0,40}\b(?:to|into|at)\b[^\n.;]{0,30}(?:https?://|\S+@\S+\.\S+|personal|private|my own|pastebin|gist|webhook)",
+    ),
+    (
+        "exfiltration",
+        r"(?:客户数据|用户数据|数据表|订单表|工作目录|项目目录|整个项目|代码仓库|数据库|生产数据|导出的数据|命令历史|_history|env 的输出|env的输出)[^\n。；]{0,30}(?:发到|发给|发送到|上传|传到|备份到|同步到|拷到|复制到|post ?到|curl -t)[^\n。；]{0,30}(?:私人|个人|自己的|网盘|外部|外网|https?://|(?:\d{1,3}\.){3}\d{1,3})",
+    ),
+    (
+        "exfiltration",
+        r"(?:scp|rsync|上传|发送|拷贝|复制)[^\n。；]{0,10}(?:客户数据|用户数据|整个项目|项目目录|工作目录|数据库)[^\n。；]{0,30}(?:私人|个人|自己的|网盘|外部|外网|https?://|(?:\d{1,3}\.){3}\d{1,3})",
+    ),
+    // Destruction of shared or production state: a namespace, every volume, a table emptied,
+    // others' uncommitted work discarded, a disk cleaned by diskpart, a path made absent.
+    ("destructive", r"\bkubectl +delete +(?:namespaces?|ns)\b[^\n|;&]*\b(?:prod\w*|default|kube-system|--all)\b"),
+    ("destructive", r"\bdocker +(?:system|volume) +prune\b[^\n|;&,，。]*--volumes\b|\bdocker +volume +prune\b[^\n|;&,，。]*(?:-a|--all)\b"),
+    ("destructive", r"\btruncate +table\b"),
+    (
+        "destructive",
+        r"\bgit +(?:reset +--hard|clean +-[a-z]*f)[^\n]{0,160}(?:even if|regardless of|不管|无论)[^\n]{0,40}(?:uncommitted|unsaved|unpushed|未提交|没提交|someone|别人|others)",
+    ),
+    ("destructive", r"\bselect +disk +\d+\s{1,8}(?:[^\n]*\n){0,2}?\s*clean\b"),
+    (
+        "destructive",
+        r"\bpath *: *{ROOTS}\s*(?:[^\n]*\n){0,2}?[^\n]*\bstate *: *absent\b",
+    ),
+    (
+        "destructive",
+        r#"\b(?:rmsync|rmdirsync|rm|rmdir|remove_dir_all|rmtree)\( *(?:process\.env\.home|os\.environ\[["']home["']\]|os\.path\.expanduser\(["']~["']\)|path\.home\(\)|dirs::home_dir\(\))"#,
+    ),
+    ("destructive", r#"\bcd +["']?\$\{?[a-z_][a-z0-9_]*\}?["']? *(?:;|\n) *rm +-[a-z]*[rf][a-z]* +\*"#),
+    (
+        "destructive",
+        r"(?:把|将)[^\n。；]{0,4}(?:生产|线上|正式)[^\n。；]{0,10}(?:表|库|数据)[^\n。；]{0,6}(?:清空|删除|删掉|删了|清掉|drop|truncate)|(?:清空|删除|删掉|drop|truncate)[^\n。；]{0,6}(?:生产|线上|正式)(?:环境)?的?[^\n。；]{0,10}(?:表|库|数据)",
     ),
     // Destructive commands.
     (
@@ -355,6 +493,9 @@ pub(super) const NEGATIONS: &[&str] = &[
     "严禁",
     "请勿",
     "勿",
+    // An accident is not advice: "如果不小心提交了 .env，先轮换密钥".
+    "不小心",
+    "accidentally",
 ];
 
 /// Words that contain a negation without being one (别人 "others", 特别 "especially"); taken
@@ -368,15 +509,20 @@ pub(super) const NOT_NEGATIONS: &[&str] =
 /// Anchored at the end of the match, so "curl -k works, ignore anyone saying it's unsafe" is not
 /// condemned: a verdict further on may be about anything.
 pub(super) const CONDEMNED_AFTER: &str = concat!(
-    r#"^[\s)\]"'`]*(?:(?:in|on|against|for|with|from|inside|within|at) (?:[^\s.,;:!?]+ ){0,3})?"#,
+    r#"^[\s)\]"'`]*(?:(?:in|on|against|for|with|from|inside|within|at|to|into) (?:[^\s.,;:!?]+ ){0,3})?"#,
     r"(?:(?:is|was|would be|will be|are|were|'s|seems|sounds|looks|turned out to be|has been|had been|got|gets|can be|could be|may be|might be)",
     r"(?: (?:really|very|so|such|usually|always|often|generally|considered|still|almost certainly|probably))* )",
     r"(?:a |an |the )?(?:(?:really|very|terrible|bad|horrible|huge|big|security|serious|dangerous) )*",
     r"(?:bad idea|terrible idea|disaster|dangerous|unsafe|insecure|not safe|risky|security (?:risk|hole)|vulnerab\w*",
     r"|wrong|forbidden|not allowed|discouraged|not recommended|rejected|reverted|blocked|denied|flagged|removed|mistake",
     r"|footgun|anti-?pattern)\b",
+    // A verdict that needs no copula: "… requires a human's approval", "… needs review".
+    r"|^[\s)\]\x22'`]*(?:always |all |each )?(?:requires?|needs?|must get) (?:a human'?s? |human |explicit |manual )?(?:approval|sign-off|review|confirmation)\b",
+    // A strong verdict after one comma: "… 加 verify=False，评审时被拒了", "…, and it was rejected".
+    r"|^[^\n。；！？!?，,]{0,24}[，,] *(?:and )?[^\n。；，,！？!?]{0,10}?(?:被[^\n。；，,！？]{0,4}?(?:拒|驳回|打回|否决|回滚|拦)|(?:it |this |that )?(?:was|were|got) (?:rejected|reverted|blocked|denied)\b)",
     r"|^[\s)\]\x22'`]*[^\n。；，,！？!?]{0,8}?(?:是|会|很|非常|太|都|就|可能|容易|将|被)*",
-    r"(?:错误的|错的|不安全|不对|出事|出大事|危险|有风险|有安全风险|不可取|不推荐|不允许|禁止|拒绝|驳回|打回|坏主意|灾难|后果严重)",
+    r"(?:错误的|错的|不安全|不对|出事|出大事|危险|有风险|有安全风险|不可取|不推荐|不允许|禁止|拒绝|驳回|打回|坏主意|灾难|后果严重",
+    r"|不是好办法|不是好主意|不是个好主意|不是正确的做法|需要人工确认|需人工确认|需要人工审批|需要审批)",
 );
 
 /// What, later in the same sentence, takes a condemnation back ("… is a bad idea, but here it is
@@ -471,9 +617,101 @@ pub(super) const NEGATION_UNDONE: &[&str] = &[
 pub(super) const EXCEPTIONS: &[(&str, &str)] = &[
     ("credential_read", r"\.env\.(?:example|sample|template|dist)\b"),
     ("credential_read", r"\.pub\b"),
+    ("exfiltration", r"\.pub\b"),
     // `echo KEY=value > .env` writes the file.
     ("credential_read", r">>? *\.env\b"),
     ("exfiltration", r"(?:\blocalhost|\b127\.0\.0\.1)(?:[:/\s]|$)"),
     ("destructive", r"of= *[\x22']?/dev/(?:null|zero|stdout|stderr|fd/|random|urandom)"),
     ("destructive", r"--no-act\b|--dry-run\b|用户的主目录|用户及其主目录|磁盘空间|空余的磁盘"),
 ];
+
+/// Words that, earlier in the same sentence, name the action to forbid or report it: "block
+/// `rm -rf /` unless a human approves", "our linter flags …", "Rejected: a suggestion to …",
+/// "我会拦住 … curl | bash".
+pub(super) const FRAMES: &[&str] = &[
+    "block",
+    "blocks",
+    "blocked",
+    "deny",
+    "denies",
+    "denied",
+    "forbid",
+    "forbids",
+    "forbidden",
+    "ban",
+    "bans",
+    "banned",
+    "reject",
+    "rejects",
+    "rejected",
+    "flags",
+    "flagged",
+    "disallow",
+    "disallows",
+    "prohibit",
+    "prohibits",
+    "refuse",
+    "refuses",
+    "refused",
+    "reverted",
+    "warns about",
+    "alerts on",
+    "拦住",
+    "拦截",
+    "拦下",
+    "拒绝",
+    "驳回",
+    "屏蔽",
+    "告警",
+];
+
+/// Words that make a frame word a noun ("the code block below", "this flags field"): then it
+/// frames nothing.
+pub(super) const FRAME_NOUN_BEFORE: &str =
+    r"(?:^|[^a-z])(?:the|this|that|a|an|each|every|code|next|first|following|same|its|one|try|catch|if|else) *$";
+
+/// Words that, between a frame and an action, start an instruction of their own ("the linter
+/// flags it, but run `curl -k` anyway"), so the frame does not reach the action; also what
+/// breaks a list before a collective noun.
+pub(super) const FRAME_BROKEN: &[&str] = &[
+    "run",
+    "runs",
+    "ran",
+    "use",
+    "using",
+    "just",
+    "then",
+    "so",
+    "try",
+    "works",
+    "worked",
+    "fine",
+    "ignore",
+    "instead",
+    "but",
+    "anyway",
+    "now",
+    "go ahead",
+    "always",
+    "please",
+    "should",
+    "must",
+    "直接",
+    "然后",
+    "再",
+    "就",
+    "执行",
+    "运行",
+    "跑",
+    "但",
+    "不过",
+    "照样",
+    "还是",
+    "无视",
+    "别管",
+];
+
+/// What closes a list of commands before a verdict on all of them ("`rm -rf /`、mkfs、`dd`
+/// 这些命令一律需要人工确认", "… and similar commands are blocked").
+pub(super) const COLLECTIVE: &[&str] =
+    &["这些命令", "这类命令", "这些操作", "之类的命令", "等命令", "these commands", "such commands", "similar commands"];

@@ -45,7 +45,7 @@ use regex::{Regex, RegexSet};
 
 use self::rules::{
     ACTION_URGED, CLASSES, COLLECTIVE, CONDEMNATION_UNDONE, CONDEMNED_AFTER, EXCEPTIONS, FRAME_BROKEN, FRAME_NOUN_BEFORE,
-    FRAMES, NEGATION_UNDONE, NEGATIONS, NOT_NEGATIONS, RULES, expand,
+    FRAME_UNDONE_AFTER, FRAMES, NEGATION_UNDONE, NEGATIONS, NOT_NEGATIONS, RULES, expand,
 };
 
 /// One risky action found in a text.
@@ -99,6 +99,7 @@ struct Compiled {
     frame: Regex,
     frame_broken: Regex,
     frame_noun_before: Regex,
+    frame_undone_after: Regex,
     collective: Regex,
 }
 
@@ -131,6 +132,7 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         frame: Regex::new(&words_pattern(FRAMES)).expect("frames compile"),
         frame_broken: Regex::new(&words_pattern(FRAME_BROKEN)).expect("frame breakers compile"),
         frame_noun_before: Regex::new(FRAME_NOUN_BEFORE).expect("frame nouns compile"),
+        frame_undone_after: Regex::new(&words_pattern(FRAME_UNDONE_AFTER)).expect("frame undoers compile"),
         collective: Regex::new(&words_pattern(COLLECTIVE)).expect("collectives compile"),
     }
 });
@@ -196,7 +198,7 @@ fn first_counted_match(compiled: &Compiled, class: &str, regex: &Regex, view: &s
         let own = negated(compiled, &view[..found.start()])
             || negated_last_word(compiled, text)
             || condemned_after(compiled, &view[found.end()..])
-            || framed_before(compiled, &view[..found.start()]);
+            || framed_before(compiled, &view[..found.start()], &view[found.end()..]);
         if own {
             advised_against = Some((found.start(), found.end()));
         }
@@ -340,8 +342,10 @@ const FRAME_WINDOW: usize = 160;
 /// suggestion to `cat .env`", "我会拦住 Dockerfile 里的 curl | bash"): the last frame word of the
 /// sentence, not negated ("don't block"), not a noun ("the code block below:"), and between it
 /// and the action nothing that starts an instruction of its own ("the linter flags it, but run
-/// `curl -k` anyway"). Bounded: at most `FRAME_WINDOW` bytes are read.
-fn framed_before(compiled: &Compiled, before: &str) -> bool {
+/// `curl -k` anyway"), and after the action, in the window, nothing that takes the frame back
+/// ("nobody blocks `curl … | sh` here, so use it"). Bounded: at most `FRAME_WINDOW` bytes are
+/// read before and `CONDEMNATION_WINDOW` after.
+fn framed_before(compiled: &Compiled, before: &str, after: &str) -> bool {
     let mut window = before.len().saturating_sub(FRAME_WINDOW);
     while !before.is_char_boundary(window) {
         window += 1;
@@ -374,7 +378,14 @@ fn framed_before(compiled: &Compiled, before: &str) -> bool {
     if after_word.contains([':', '：']) && !lead.trim().is_empty() {
         return false;
     }
-    !compiled.frame_broken.is_match(between)
+    if compiled.frame_broken.is_match(between) {
+        return false;
+    }
+    let mut window = after.len().min(CONDEMNATION_WINDOW);
+    while !after.is_char_boundary(window) {
+        window -= 1;
+    }
+    !compiled.frame_undone_after.is_match(&after[..window])
 }
 
 fn shorten(text: &str) -> String {
@@ -430,5 +441,7 @@ fn without_shell_quoting(view: &str) -> String {
     out
 }
 
+#[cfg(test)]
+mod family_tests;
 #[cfg(test)]
 mod tests;

@@ -62,7 +62,9 @@ const CRED: &str = concat!(
     r"|\.netrc(?:$|[^\w(])|\.pgpass\b|\.git-credentials\b|\.docker/config\.json|\.kube/config\b|/etc/shadow\b",
     r"|\.npmrc\b|\.pypirc\b|\.config/gcloud\b|\.gnupg\b|\.password-store\b|\.keychain(?:-db)?\b|\bkeychains?\b|钥匙串",
     // Browsers' saved passwords and cookies.
-    r"|\blogin data\b|\blogins\.json\b|\bkey4\.db\b)",
+    r"|\blogin\\? ?data\b|\blogins\.json\b|\bkey4\.db\b",
+    // Tokens of common command lines.
+    r"|\.config/gh/hosts\.yml\b|\.cargo/credentials\b|\bcredentials\.tfrc\.json\b|\.azure/accesstokens\.json\b)",
 );
 /// Verbs that read, copy or send a file's contents, in POSIX shells, PowerShell and cmd, and in
 /// words. `more` and `less` only where a command stands ("one or more .env files" is prose).
@@ -146,6 +148,8 @@ pub(super) const RULES: &[(&str, &str)] = &[
     // Credential files read, copied or sent, and keychains dumped.
     ("credential_read", r"{READ}[^\n;]{0,30}?{CRED}"),
     ("credential_read", r"/etc/shadow\b"),
+    // The same with a long path of one word, spaces escaped (`cp ~/Library/…/Login\ Data`).
+    ("credential_read", r#"{READ}(?: +-\S+)* +["']?(?:[^\s;|&"']|\\ )*{CRED}"#),
     ("credential_read", r"{ZH_READ}[^\n。；]{0,20}?{CRED}"),
     ("credential_read", r"{CRED}[^\n。；不别勿]{0,10}?(?:的内容|内容|发到|发给|发送|上传|贴到)"),
     ("credential_read", r"\bsecurity +(?:find-generic-password|find-internet-password|dump-keychain)\b"),
@@ -162,7 +166,7 @@ pub(super) const RULES: &[(&str, &str)] = &[
         r"\b(?:read|dump|export|extract|print|get|copy)\b[^\n.;]{0,30}\b(?:keychain|credential manager|password store|saved passwords)\b",
     ),
     // TLS verification turned off, as flags, settings and environment variables.
-    ("tls_off", r"\bcurl\b[^\n|;&]*?[ \[](?:-[a-z]*k[a-z]*|--insecure)(?:$|[\s;&|\]])"),
+    ("tls_off", r"\bcurl\b[^\n|;&]*?[ \[](?:-[a-z]*k[a-z]*|--insecure)(?:$|[\s;&|\],.，。])"),
     (
         "tls_off",
         r"(?:^|[\s\[|])(?:--insecure|-insecure|--no-check-certificates?|--insecure-skip-tls-verify|--no-verify-ssl|--trusted-host|--disable-tls-verification)(?:$|[\s=;&|\]])",
@@ -260,7 +264,16 @@ pub(super) const RULES: &[(&str, &str)] = &[
     // A download run by any shell or by name: `| source`, `| $(SHELL)`, `| $SHELL`; saved, made
     // executable and run by its path (`-o /tmp/i.sh && chmod +x /tmp/i.sh && /tmp/i.sh`,
     // PowerShell `-OutFile x.ps1; & ./x.ps1`).
-    ("pipe_to_shell", r"{FETCH}[^\n;&]*\| *{PREFIX}(?:source|\.|\$\(shell\)|\$\{?shell\}?)(?:$|[\s;&|)])"),
+    ("pipe_to_shell", r"{FETCH}[^\n;&]*\| *{PREFIX}(?:source|\.|\$\(shell\)|\$\{?shell\}?|\$\{shell:?-[a-z]*\})(?:$|[\s;&|)])"),
+    (
+        "pipe_to_shell",
+        r"{FETCH}[^\n]*?(?:&&|;|\n) *(?:sudo +)?chmod +(?:[0-7]*[1357][0-7]*|[ugoa]*\+[rwx]*x[rwx]*) +\S+ *(?:&&|;|\n) *{PREFIX}(?:\./|/|~/)\S+",
+    ),
+    // Code that runs what it downloads: `exec(urlopen(…).read())`, `eval(await (await fetch(u)).text())`.
+    (
+        "pipe_to_shell",
+        r"\b(?:exec|eval|instance_eval|invoke-expression|iex)\b *\(+[^\n]{0,40}\b(?:urlopen|urlretrieve|requests\.get|httpx\.get|fetch|net::http\.get|open-uri|uri\.open|downloadstring|iwr|irm|invoke-webrequest|invoke-restmethod)\b",
+    ),
     (
         "pipe_to_shell",
         r#"{FETCH}[^\n]*?\.(?:sh|bash|ps1|run|bin)\b[^\n]{0,80}?(?:&&|;|\n) *(?:chmod +\+?[0-7a-z+]+ +\S+ *(?:&&|;|\n) *)?(?:& *|\. +)?["']?(?:\./|/|~/|[a-z]:\\)\S*\.(?:sh|bash|ps1|run|bin)\b"#,
@@ -285,12 +298,12 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ("credential_read", r"\bfor\b[^\n]{0,20}\bin\b[^\n;]{0,40}{CRED}[^\n]{0,80}{READ} +[\x22']?\$"),
     (
         "credential_read",
-        r"\b(?:fetch|slurp|synchronize)\b *:[^\n]*\n(?:[^\n]*\n){0,3}?[^\n]*\bsrc *: *[^\n]*{CRED}",
+        r"\b(?:fetch|slurp|synchronize)\b *:[^\n]*(?:\n(?:[^\n]*\n){0,3}?[^\n]*)?\bsrc *[:=] *[^\n]*{CRED}",
     ),
-    ("credential_read", r"\bsqlite3\b[^\n;|]{0,80}{CRED}"),
+    ("credential_read", r"\b(?:sqlite3|readfilesync|readfile|read_to_string|read_text|read_bytes|file_get_contents|get-content)\b[^\n;|]{0,80}?{CRED}"),
     (
         "credential_read",
-        r"(?:浏览器|browser|钥匙串|keychain|凭据管理器)[^\n。；]{0,10}(?:密码|凭据)[^\n。；]{0,6}(?:导出|读取|提取|拿出|dump|export)",
+        r"(?:浏览器|browser|\bchrome|\bfirefox|\bsafari|\bedge\b|钥匙串|keychain|凭据管理器|密码管理器)[^\n。；]{0,10}(?:密码|凭据)[^\n。；]{0,6}(?:导出|读取|提取|拿出|dump|export)",
     ),
     ("credential_read", r"\.authenticators\(|\bkeyring\.get_password\(|\bkeyring\.get_credential\("),
     (
@@ -299,7 +312,7 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ),
     (
         "credential_read",
-        r"(?:导出|读取|提取|拿出|导成|dump|export|extract)[^\n。；]{0,12}(?:浏览器|browser|钥匙串|keychain|凭据管理器)[^\n。；]{0,10}(?:保存的|存的|saved |stored )?[^\n。；]{0,6}(?:密码|凭据|passwords|credentials)",
+        r"(?:导出|读取|提取|拿出|导成|dump|export|extract)[^\n。；]{0,12}(?:浏览器|browser|\bchrome|\bfirefox|\bsafari|\bedge\b|钥匙串|keychain|凭据管理器|密码管理器|password manager)[^\n。；]{0,10}(?:保存的|存的|saved |stored )?[^\n。；]{0,6}(?:密码|凭据|passwords|credentials)",
     ),
     (
         "credential_read",
@@ -310,11 +323,19 @@ pub(super) const RULES: &[(&str, &str)] = &[
     // verifying certificates".
     (
         "tls_off",
-        r"\btrust[- ]all\b[^\n.;]{0,30}(?:trustmanager|x509|certificates?|certs)\b|\bset(?:default)?hostnameverifier\( *\(?[^\n()]{0,10}\)? *-> *true\b|\bcheckservertrusted\([^\n)]*\) *\{ *\}",
+        r"\btrust[- ]all\b[^\n.;]{0,30}(?:trustmanager|x509|certificates?|certs)\b|\bhostnameverifier\b[^\n]{0,80}?(?:-> *true\b|return +true\b)|\bcheckservertrusted\([^\n)]*\) *\{ *\}",
     ),
     (
         "tls_off",
-        r"\b(?:stop|quit|skip|no longer|don'?t bother) (?:verifying|validating|checking) (?:the )?(?:tls |ssl |server |https )?(?:certificates?|certs?|tls|ssl)\b",
+        r"\b(?:stop|quit|skip|no longer|don'?t bother) (?:verifying|validating|checking) (?:the )?(?:tls |ssl |server'?s? |https )?(?:certificates?|certs?|tls|ssl)\b|\b(?:not|never) to (?:verify|validate|check) (?:the )?(?:tls |ssl |server'?s? |https )?(?:certificates?|certs?)\b",
+    ),
+    (
+        "tls_off",
+        r"\b(?:accept|accepts|accepting|trust|trusts|trusting|allow|allows) (?:any|all|every|invalid|untrusted|self-signed) (?:certificates?|certs?|hostnames?)\b|\bdisable-tls\b *[=:]? *true\b|\binsecure\b[^\n]{0,10}>>? *\S*\.curlrc\b",
+    ),
+    (
+        "tls_off",
+        r"(?:证书|tls|ssl|https)[^\n。；]{0,6}(?:错误|校验|验证|检查)[^\n。；]{0,6}?(?:直接|都|就)?(?:忽略|跳过|关掉|关闭|禁用|去掉|绕过)",
     ),
     // Data sent to an outside drop: a file uploaded (`curl -F f=@…`, `-T`, `--data-binary @…`,
     // `-d @…`, `-InFile`) that is a dump, a log, a secret or a system file, or to a paste or
@@ -322,7 +343,7 @@ pub(super) const RULES: &[(&str, &str)] = &[
     // mail with a file; DNS lookups of data-built names.
     (
         "exfiltration",
-        r"{SENDER}[^\n|;&]*(?:(?:-f|--form) +[\x22']?[a-z0-9_]+=@|(?:-t|--upload-file|-d|--data|--data-binary) +[\x22']?@?|-infile +[\x22']?)[^\s\x22']*{SENSITIVE}",
+        r"{SENDER}[^\n|;&]*(?:(?:-f|--form) +[\x22']?[a-z0-9_]+=@|(?:-t|--upload-file|-d|--data|--data-binary|--post-file|--body-file)[= ]+[\x22']?@?|-infile +[\x22']?)[^\s\x22']*{SENSITIVE}",
     ),
     (
         "exfiltration",
@@ -340,24 +361,24 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ("exfiltration", r"(?:^|[\s;&|(])(?:mail|mailx|sendmail|mutt)\b[^\n|;&]*\S+@\S+\.[a-z]{2,}[^\n|;&]*< *\S*{SENSITIVE}"),
     (
         "exfiltration",
-        r"(?:base64|xxd|\btoken|secret|密钥|片段|切成)[^\n]{0,80}\b(?:dig|nslookup|host|drill)\b[^\n]{0,20}(?:\$\{?[a-z_][a-z0-9_]*\}?|<[^>\n]{1,20}>)\.[a-z0-9-]+\.",
+        r"(?:base64|xxd|\btoken|secret|密钥|片段|切成)[^\n]{0,80}\b(?:dig|nslookup|host|drill)\b[^\n]{0,20}(?:\$\{?[a-z_][a-z0-9_]*\}?|<[^>\n]{1,20}>)\.[a-z0-9-]+\.|\b(?:dig|nslookup|host|drill|ping)\b[^\n]{0,20}\$\([^)\n]{1,60}\)\.[a-z0-9-]+\.",
     ),
     // Copies to a public address by `scp`/`rsync`, or pushes of everything to a remote added
     // on the spot.
     (
         "exfiltration",
-        r"\b(?:scp|rsync)\b[^\n|;&]* (?:\S+@)?(?:\d{1,3}\.){3}\d{1,3}:",
+        r"\b(?:scp|rsync)\b[^\n|;&]*(?: (?:~|\$home)/\S*|{SENSITIVE}|export)[^\n|;&]* (?:\S+@)?(?:\d{1,3}\.){3}\d{1,3}:",
     ),
     ("exfiltration", r"\bgit +remote +add +(\S+) +\S+[^\n]{0,40}\bgit +push +\S+ +--(?:all|mirror)\b"),
     // In words: data (a workspace, an export, a dump, customer data, the output of `env`) sent
     // to an outside place (a URL, a personal address or server, a paste host).
     (
         "exfiltration",
-        r"\b(?:send|post|upload|push|copy|sync|email|mail|forward|share)\b[^\n.;]{0,40}\b(?:whole|entire|full|output of (?:env|printenv|set)\b|(?:database|db) (?:export|dump)|customer data|user data|production data|prod data)[^\n.;]{0,40}\b(?:to|into|at)\b[^\n.;]{0,30}(?:https?://|\S+@\S+\.\S+|personal|private|my own|pastebin|gist|webhook)",
+        r"\b(?:send|post|upload|push|copy|sync|email|mail|forward|share)\b[^\n.;]{0,40}\b(?:whole|entire|full|output of (?:env|printenv|set)\b|(?:env|printenv) output|(?:database|db) (?:export|dump|backup)|(?:customer|user|client|patient|employee) (?:data|list|records|table|emails)|production data|prod data)[^\n.;]{0,40}\b(?:to|into|at)\b[^\n.;]{0,30}(?:https?://|\S+@\S+\.\S+|personal|private|my own|pastebin|gist|webhook|\bgmail\b)",
     ),
     (
         "exfiltration",
-        r"(?:客户数据|用户数据|数据表|订单表|工作目录|项目目录|整个项目|代码仓库|数据库|生产数据|导出的数据|命令历史|_history|env 的输出|env的输出)[^\n。；]{0,30}(?:发到|发给|发送到|上传|传到|备份到|同步到|拷到|复制到|post ?到|curl -t)[^\n。；]{0,30}(?:私人|个人|自己的|网盘|外部|外网|https?://|(?:\d{1,3}\.){3}\d{1,3})",
+        r"(?:客户数据|用户数据|客户名单|用户名单|客户信息|用户信息|通讯录|数据表|订单表|工作目录|项目目录|整个项目|代码仓库|数据库|生产数据|导出的数据|命令历史|_history|env 的输出|env的输出)[^\n。；]{0,30}(?:发到|发给|发送到|上传|传到|备份到|同步到|拷到|复制到|post ?到|curl -t)[^\n。；]{0,30}(?:私人|个人|自己的|网盘|外部|外网|https?://|(?:\d{1,3}\.){3}\d{1,3})",
     ),
     (
         "exfiltration",
@@ -367,7 +388,9 @@ pub(super) const RULES: &[(&str, &str)] = &[
     // others' uncommitted work discarded, a disk cleaned by diskpart, a path made absent.
     ("destructive", r"\bkubectl +delete +(?:namespaces?|ns)\b[^\n|;&]*\b(?:prod\w*|default|kube-system|--all)\b"),
     ("destructive", r"\bdocker +(?:system|volume) +prune\b[^\n|;&,，。]*--volumes\b|\bdocker +volume +prune\b[^\n|;&,，。]*(?:-a|--all)\b"),
-    ("destructive", r"\btruncate +table\b"),
+    ("destructive", r"\btruncate +table\b|\bflushdb\b|\bdropdatabase\( *\)"),
+    ("destructive", r"\bkubectl +delete\b[^\n|;&]*(?:\bprod\w*\b[^\n|;&]*--all\b|--all\b[^\n|;&]*\bprod\w*\b)"),
+    ("destructive", r"\bdocker +volume +rm\b[^\n]*\$\( *docker +volume +ls\b"),
     (
         "destructive",
         r"\bgit +(?:reset +--hard|clean +-[a-z]*f)[^\n]{0,160}(?:even if|regardless of|不管|无论)[^\n]{0,40}(?:uncommitted|unsaved|unpushed|未提交|没提交|someone|别人|others)",
@@ -375,7 +398,7 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ("destructive", r"\bselect +disk +\d+\s{1,8}(?:[^\n]*\n){0,2}?\s*clean\b"),
     (
         "destructive",
-        r"\bpath *: *{ROOTS}\s*(?:[^\n]*\n){0,2}?[^\n]*\bstate *: *absent\b",
+        r"\bpath *[:=] *{ROOTS}[^\n]*(?:\n[^\n]*){0,2}?\bstate *[:=] *absent\b|\bstate *[:=] *absent\b[^\n]*(?:\n[^\n]*){0,2}?\bpath *[:=] *{ROOTS}",
     ),
     (
         "destructive",
@@ -384,7 +407,7 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ("destructive", r#"\bcd +["']?\$\{?[a-z_][a-z0-9_]*\}?["']? *(?:;|\n) *rm +-[a-z]*[rf][a-z]* +\*"#),
     (
         "destructive",
-        r"(?:把|将)[^\n。；]{0,4}(?:生产|线上|正式)[^\n。；]{0,10}(?:表|库|数据)[^\n。；]{0,6}(?:清空|删除|删掉|删了|清掉|drop|truncate)|(?:清空|删除|删掉|drop|truncate)[^\n。；]{0,6}(?:生产|线上|正式)(?:环境)?的?[^\n。；]{0,10}(?:表|库|数据)",
+        r"(?:把|将)[^\n。；]{0,4}(?:生产|线上|正式)[^\n。；]{0,10}(?:表|库|数据|命名空间|namespace|集群|存储桶|bucket)[^\n。；]{0,6}(?:清空|删除|删掉|删了|清掉|drop|truncate)|(?:清空|删除|删掉|drop|truncate)[^\n。；]{0,6}(?:生产|线上|正式)(?:环境)?的?[^\n。；]{0,10}(?:表|库|数据|命名空间|namespace|集群|存储桶|bucket)",
     ),
     // Destructive commands.
     (
@@ -429,7 +452,7 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ("destructive", r"\bgit +push\b[^\n]* \+(?:main|master)\b"),
     ("destructive", r"\bdrop +(?:database|schema)\b"),
     ("destructive", r"\bterraform +destroy\b[^\n]*-auto-approve|\bflushall\b"),
-    ("destructive", r"\bformat +c:|\bdel +/[sfq][^\n]*c:\\"),
+    ("destructive", r"\bformat +[a-z]: *(?:/[a-z]+ *)*(?:$|[\s;&|])|\bdel +/[sfq][^\n]*c:\\"),
     (
         "destructive",
         r"\b(?:delete|wipe|erase|remove|destroy|nuke)\b[^\n.;]{0,25}\b(?:entire|whole|all of|everything in)\b[^\n.;]{0,20}\b(?:home (?:directory|folder|dir)|disk|drive|file ?system|root (?:directory|partition)|database|production)",
@@ -519,7 +542,10 @@ pub(super) const CONDEMNED_AFTER: &str = concat!(
     // A verdict that needs no copula: "… requires a human's approval", "… needs review".
     r"|^[\s)\]\x22'`]*(?:always |all |each )?(?:requires?|needs?|must get) (?:a human'?s? |human |explicit |manual )?(?:approval|sign-off|review|confirmation)\b",
     // A strong verdict after one comma: "… 加 verify=False，评审时被拒了", "…, and it was rejected".
-    r"|^[^\n。；！？!?，,]{0,24}[，,] *(?:and )?[^\n。；，,！？!?]{0,10}?(?:被[^\n。；，,！？]{0,4}?(?:拒|驳回|打回|否决|回滚|拦)|(?:it |this |that )?(?:was|were|got) (?:rejected|reverted|blocked|denied)\b)",
+    // Only the action as the subject ("which was rejected") or a review as the time ("评审时被拒了"):
+    // "use curl -k, our fix was rejected" still counts.
+    r"|^[^\n。；！？!?，,]{0,24}[，,] *(?:(?:and )?(?:it|this|that|which) (?:was|were|got) (?:rejected|reverted|blocked|denied)\b",
+    r"|(?:在?(?:评审|审查|审核|代码评审|review)(?:时|中|的时候)?|最后|后来|当时|结果)?(?:就|也)?被[^\n。；，,！？]{0,4}?(?:拒|驳回|打回|否决|回滚|拦))",
     r"|^[\s)\]\x22'`]*[^\n。；，,！？!?]{0,8}?(?:是|会|很|非常|太|都|就|可能|容易|将|被)*",
     r"(?:错误的|错的|不安全|不对|出事|出大事|危险|有风险|有安全风险|不可取|不推荐|不允许|禁止|拒绝|驳回|打回|坏主意|灾难|后果严重",
     r"|不是好办法|不是好主意|不是个好主意|不是正确的做法|需要人工确认|需人工确认|需要人工审批|需要审批)",
@@ -610,6 +636,14 @@ pub(super) const NEGATION_UNDONE: &[&str] = &[
     "确认",
     "管",
     "怕",
+    // "don't block `curl … | sh`" allows it: the negation governs the frame, not the action.
+    "block",
+    "flag",
+    "forbid",
+    "ban",
+    "reject",
+    "deny",
+    "拦",
 ];
 
 /// What a match of a class that contains one of these only names, harmlessly: example files
@@ -621,6 +655,11 @@ pub(super) const EXCEPTIONS: &[(&str, &str)] = &[
     // `echo KEY=value > .env` writes the file.
     ("credential_read", r">>? *\.env\b"),
     ("exfiltration", r"(?:\blocalhost|\b127\.0\.0\.1)(?:[:/\s]|$)"),
+    // A private address is this network, not outside (`rsync ~/work/ pi@192.168.1.20:`).
+    ("exfiltration", r"@?(?:\b10|\b127|\b192\.168|\b172\.(?:1[6-9]|2\d|3[01]))(?:\.\d{1,3}){2,3}:"),
+    // A script read or weighed before it runs ("下载脚本以后先看一遍内容再决定要不要运行"); "不用先看"
+    // (no need to look first) is no review.
+    ("pipe_to_shell", r"(?:^|[^不用需必经])(?:先看|看一遍|看过|要不要|是否|检查后|审查后|确认后)"),
     ("destructive", r"of= *[\x22']?/dev/(?:null|zero|stdout|stderr|fd/|random|urandom)"),
     ("destructive", r"--no-act\b|--dry-run\b|用户的主目录|用户及其主目录|磁盘空间|空余的磁盘"),
 ];
@@ -654,6 +693,10 @@ pub(super) const FRAMES: &[&str] = &[
     "refuses",
     "refused",
     "reverted",
+    "caught",
+    "catches",
+    "detects",
+    "detected",
     "warns about",
     "alerts on",
     "拦住",
@@ -707,6 +750,28 @@ pub(super) const FRAME_BROKEN: &[&str] = &[
     "不过",
     "照样",
     "还是",
+    "无视",
+    "别管",
+];
+
+/// What, after an action framed as forbidden or reported, takes the frame back ("nobody blocks
+/// `curl … | sh` here, so use it", "the firewall blocks 443, `curl -k` works"): then it counts.
+pub(super) const FRAME_UNDONE_AFTER: &[&str] = &[
+    "run it",
+    "use it",
+    "do it",
+    "go ahead",
+    "ignore",
+    "works",
+    "worked",
+    "fine",
+    "anyway",
+    "直接",
+    "照做",
+    "照样",
+    "其实",
+    "没事",
+    "没关系",
     "无视",
     "别管",
 ];

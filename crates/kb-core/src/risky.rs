@@ -10,8 +10,10 @@
 //! `iex (iwr …)`, a base64 blob decoded into `sh`), a credential file read or sent (`.env`,
 //! `~/.aws`, `~/.ssh`, keychains), TLS verification turned off (`-k`, `verify=False`,
 //! `NODE_TLS_REJECT_UNAUTHORIZED=0`), data sent off the machine (`env | curl`, `/dev/tcp/`,
-//! netcat), destructive commands (`rm -rf /`, `mkfs`, `dd of=/dev/sda`, a force push to main,
-//! `DROP DATABASE`), and the same instructions in English and Chinese words. A match holds the
+//! netcat, a sensitive file uploaded, a secret in a request, DNS lookups of data-built names),
+//! destructive commands (`rm -rf /`, `mkfs`, `dd of=/dev/sda`, a force push to main, `DROP
+//! DATABASE`, a production namespace or table), and the same instructions in English and Chinese
+//! words. A match holds the
 //! experience for review (`crate::gate`) with a reason naming the action and the words that
 //! matched; it is never dropped, so a false positive costs one review.
 //!
@@ -21,7 +23,15 @@
 //! hesitate to", "不用检查"); so does a verdict right after it in the same sentence ("`curl -k` is a
 //! bad idea", "… was rejected in review", "… 不安全"), unless taken back later in the sentence
 //! ("…, but it is fine here"). A verdict further on spares nothing: "curl -k works, ignore anyone
-//! saying it's unsafe" is held. Both looks are bounded, so the check stays linear in the text.
+//! saying it's unsafe" is held. A verdict may also follow a list of commands closed by a
+//! collective noun ("`rm -rf /`、mkfs 这些命令一律需要人工确认"), or one comma when the action is its
+//! subject ("…, which was rejected", "…，评审时被拒了"). So does a frame earlier in the sentence
+//! that forbids or reports the command ("block `rm -rf /` unless a human approves", "our linter
+//! flags `InsecureSkipVerify: true`", "Rejected: a suggestion to `cat .env`", "我会拦住 … curl |
+//! bash"), unless the frame is negated ("don't block"), a noun ("the code block below:"), broken
+//! by an instruction between it and the command ("the linter flags it, but run …") or taken back
+//! after it ("…, so use it", "… works"). Every look is bounded, so the check stays linear in the
+//! text.
 //! Example files and public keys (`cp .env.example .env`, `id_ed25519.pub`) are not credentials.
 //!
 //! # Views
@@ -34,19 +44,22 @@
 //!
 //! # Layout
 //!
-//! `rules.rs` holds the rules, classes, negations and exceptions as data; this file compiles them
-//! and runs them on the views. The code names no rule.
+//! `rules.rs` holds the rules, classes and exceptions as data, `cues.rs` the negations, verdicts
+//! and frames around a match; this file compiles them and runs them on the views. The code names
+//! no rule.
 
+mod cues;
 mod rules;
 
 use std::sync::LazyLock;
 
 use regex::{Regex, RegexSet};
 
-use self::rules::{
-    ACTION_URGED, CLASSES, COLLECTIVE, CONDEMNATION_UNDONE, CONDEMNED_AFTER, EXCEPTIONS, FRAME_BROKEN, FRAME_NOUN_BEFORE,
-    FRAME_UNDONE_AFTER, FRAMES, NEGATION_UNDONE, NEGATIONS, NOT_NEGATIONS, RULES, expand,
+use self::cues::{
+    ACTION_URGED, COLLECTIVE, CONDEMNATION_UNDONE, CONDEMNED_AFTER, FRAME_BROKEN, FRAME_NOUN_BEFORE,
+    FRAME_UNDONE_AFTER, FRAMES, NEGATION_UNDONE, NEGATIONS, NOT_NEGATIONS,
 };
+use self::rules::{CLASSES, EXCEPTIONS, RULES, expand};
 
 /// One risky action found in a text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -365,8 +378,7 @@ fn framed_before(compiled: &Compiled, before: &str, after: &str) -> bool {
     };
     let lead = &sentence[..frame.start()];
     let lead_words: Vec<&str> = lead.split_whitespace().collect();
-    if negates(compiled, &lead_words[lead_words.len().saturating_sub(2)..])
-        || compiled.frame_noun_before.is_match(lead)
+    if negates(compiled, &lead_words[lead_words.len().saturating_sub(2)..]) || compiled.frame_noun_before.is_match(lead)
     {
         return false;
     }

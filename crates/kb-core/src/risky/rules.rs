@@ -1,6 +1,6 @@
 //! The risky actions as data: named regular expressions per action class, the word lists they
-//! share, the negation cues that spare a clause ("instead of disabling TLS verification"), and
-//! the exceptions that spare a match ("cp .env.example .env", "cat id_ed25519.pub").
+//! share, and the exceptions that spare a match ("cp .env.example .env", "cat id_ed25519.pub").
+//! The cues around a match (negations, verdicts, frames) are in `cues.rs`.
 //!
 //! To add a rule, add one `(class, pattern)` entry to `RULES`; the class must be one of
 //! `CLASSES`, whose description is what a held experience's reason says. Patterns run on the
@@ -264,7 +264,10 @@ pub(super) const RULES: &[(&str, &str)] = &[
     // A download run by any shell or by name: `| source`, `| $(SHELL)`, `| $SHELL`; saved, made
     // executable and run by its path (`-o /tmp/i.sh && chmod +x /tmp/i.sh && /tmp/i.sh`,
     // PowerShell `-OutFile x.ps1; & ./x.ps1`).
-    ("pipe_to_shell", r"{FETCH}[^\n;&]*\| *{PREFIX}(?:source|\.|\$\(shell\)|\$\{?shell\}?|\$\{shell:?-[a-z]*\})(?:$|[\s;&|)])"),
+    (
+        "pipe_to_shell",
+        r"{FETCH}[^\n;&]*\| *{PREFIX}(?:source|\.|\$\(shell\)|\$\{?shell\}?|\$\{shell:?-[a-z]*\})(?:$|[\s;&|)])",
+    ),
     (
         "pipe_to_shell",
         r"{FETCH}[^\n]*?(?:&&|;|\n) *(?:sudo +)?chmod +(?:[0-7]*[1357][0-7]*|[ugoa]*\+[rwx]*x[rwx]*) +\S+ *(?:&&|;|\n) *{PREFIX}(?:\./|/|~/)\S+",
@@ -300,7 +303,10 @@ pub(super) const RULES: &[(&str, &str)] = &[
         "credential_read",
         r"\b(?:fetch|slurp|synchronize)\b *:[^\n]*(?:\n(?:[^\n]*\n){0,3}?[^\n]*)?\bsrc *[:=] *[^\n]*{CRED}",
     ),
-    ("credential_read", r"\b(?:sqlite3|readfilesync|readfile|read_to_string|read_text|read_bytes|file_get_contents|get-content)\b[^\n;|]{0,80}?{CRED}"),
+    (
+        "credential_read",
+        r"\b(?:sqlite3|readfilesync|readfile|read_to_string|read_text|read_bytes|file_get_contents|get-content)\b[^\n;|]{0,80}?{CRED}",
+    ),
     (
         "credential_read",
         r"(?:浏览器|browser|\bchrome|\bfirefox|\bsafari|\bedge\b|钥匙串|keychain|凭据管理器|密码管理器)[^\n。；]{0,10}(?:密码|凭据)[^\n。；]{0,6}(?:导出|读取|提取|拿出|dump|export)",
@@ -318,7 +324,10 @@ pub(super) const RULES: &[(&str, &str)] = &[
         "credential_read",
         r"(?:密码|凭据|凭证|密钥|token|passwords?|credentials?)[^\n。；]{0,12}(?:记到|写到|贴到|放到|发到|copy (?:it |them )?into|paste (?:it |them )?into)[^\n。；]{0,6}(?:共享|公共|群|wiki|工单|shared|public|the wiki)",
     ),
-    ("credential_read", r"\b(?:cmdkey +/list|vaultcmd)\b[^\n]{0,120}(?:copy|paste|记到|写到|贴到|发到)[^\n]{0,30}(?:wiki|共享|shared|群|工单|ticket)"),
+    (
+        "credential_read",
+        r"\b(?:cmdkey +/list|vaultcmd)\b[^\n]{0,120}(?:copy|paste|记到|写到|贴到|发到)[^\n]{0,30}(?:wiki|共享|shared|群|工单|ticket)",
+    ),
     // TLS: trust-all managers and verifiers that accept every host, in words and in code; "stop
     // verifying certificates".
     (
@@ -349,7 +358,10 @@ pub(super) const RULES: &[(&str, &str)] = &[
         "exfiltration",
         r"{SENDER}[^\n|;&]*(?:(?:-f|--form) +[\x22']?[a-z0-9_]+=@|(?:-t|--upload-file|--data-binary) +[\x22']?@?|-infile +)[^\n|;&]*https?://[a-z0-9.-]*(?:paste|transfer|webhook|hook|requestbin|ngrok|collect|file\.io|0x0\.st|termbin)",
     ),
-    ("exfiltration", r"\b(?:tar|zip|7z|pg_dump|mysqldump|gzip)\b[^\n|]*\| *(?:curl|wget)\b[^\n|;&]*(?:-t|--upload-file|--data-binary) +@?-"),
+    (
+        "exfiltration",
+        r"\b(?:tar|zip|7z|pg_dump|mysqldump|gzip)\b[^\n|]*\| *(?:curl|wget)\b[^\n|;&]*(?:-t|--upload-file|--data-binary) +@?-",
+    ),
     (
         "exfiltration",
         r"{SENDER}[^\n|;&]*(?:-d|--data|--data-raw|--data-urlencode|-f|--form) +[\x22']?[a-z0-9_]+=\$\{?\{? *(?:secrets\.)?[a-z0-9_]*(?:token|secret|password|passwd|api_?key|private_key|access_key)",
@@ -358,7 +370,10 @@ pub(super) const RULES: &[(&str, &str)] = &[
         "exfiltration",
         r"\b(?:post|put|send|urlopen|request)\b[^\n]{0,80}\bopen\( *[\x22'][^\x22'\n]*(?:secret|credential|password|token|\.env\b|id_rsa|shadow|private|\.pem\b|\.key\b)",
     ),
-    ("exfiltration", r"(?:^|[\s;&|(])(?:mail|mailx|sendmail|mutt)\b[^\n|;&]*\S+@\S+\.[a-z]{2,}[^\n|;&]*< *\S*{SENSITIVE}"),
+    (
+        "exfiltration",
+        r"(?:^|[\s;&|(])(?:mail|mailx|sendmail|mutt)\b[^\n|;&]*\S+@\S+\.[a-z]{2,}[^\n|;&]*< *\S*{SENSITIVE}",
+    ),
     (
         "exfiltration",
         r"(?:base64|xxd|\btoken|secret|密钥|片段|切成)[^\n]{0,80}\b(?:dig|nslookup|host|drill)\b[^\n]{0,20}(?:\$\{?[a-z_][a-z0-9_]*\}?|<[^>\n]{1,20}>)\.[a-z0-9-]+\.|\b(?:dig|nslookup|host|drill|ping)\b[^\n]{0,20}\$\([^)\n]{1,60}\)\.[a-z0-9-]+\.",
@@ -387,7 +402,10 @@ pub(super) const RULES: &[(&str, &str)] = &[
     // Destruction of shared or production state: a namespace, every volume, a table emptied,
     // others' uncommitted work discarded, a disk cleaned by diskpart, a path made absent.
     ("destructive", r"\bkubectl +delete +(?:namespaces?|ns)\b[^\n|;&]*\b(?:prod\w*|default|kube-system|--all)\b"),
-    ("destructive", r"\bdocker +(?:system|volume) +prune\b[^\n|;&,，。]*--volumes\b|\bdocker +volume +prune\b[^\n|;&,，。]*(?:-a|--all)\b"),
+    (
+        "destructive",
+        r"\bdocker +(?:system|volume) +prune\b[^\n|;&,，。]*--volumes\b|\bdocker +volume +prune\b[^\n|;&,，。]*(?:-a|--all)\b",
+    ),
     ("destructive", r"\btruncate +table\b|\bflushdb\b|\bdropdatabase\( *\)"),
     ("destructive", r"\bkubectl +delete\b[^\n|;&]*(?:\bprod\w*\b[^\n|;&]*--all\b|--all\b[^\n|;&]*\bprod\w*\b)"),
     ("destructive", r"\bdocker +volume +rm\b[^\n]*\$\( *docker +volume +ls\b"),
@@ -481,171 +499,6 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ("destructive", r"(?:强制推送|强推|force push)[^\n。；]{0,10}(?:main|master|主分支)"),
 ];
 
-/// Words that, earlier in the same clause, turn a match into advice against it ("never use
-/// `curl -k`", "instead of disabling TLS verification", "不要关闭证书校验").
-pub(super) const NEGATIONS: &[&str] = &[
-    "instead of",
-    "rather than",
-    "never",
-    "don't",
-    "dont",
-    "do not",
-    "avoid",
-    "not",
-    "no longer",
-    "stop using",
-    "shouldn't",
-    "should not",
-    "must not",
-    "不要",
-    "别",
-    "禁止",
-    "而不是",
-    "不用",
-    "避免",
-    "切勿",
-    "不能",
-    "不应",
-    "绝不",
-    "千万不要",
-    "不应该",
-    "without",
-    "千万别",
-    "不可以",
-    "不许",
-    "严禁",
-    "请勿",
-    "勿",
-    // An accident is not advice: "如果不小心提交了 .env，先轮换密钥".
-    "不小心",
-    "accidentally",
-];
-
-/// Words that contain a negation without being one (别人 "others", 特别 "especially"); taken
-/// out before the negations are looked for.
-pub(super) const NOT_NEGATIONS: &[&str] =
-    &["别人", "别的", "别处", "特别", "区别", "类别", "分别", "级别", "识别", "告别", "差别", "个别", "不能不"];
-
-/// What, right after an action in the same sentence, condemns it ("`curl -k` is a bad idea
-/// here", "the PR that added `verify=False` was rejected", "`rm -rf ~` would be a disaster",
-/// "curl -k 不安全"): a copula, at most a short prepositional phrase before it, then the verdict.
-/// Anchored at the end of the match, so "curl -k works, ignore anyone saying it's unsafe" is not
-/// condemned: a verdict further on may be about anything.
-pub(super) const CONDEMNED_AFTER: &str = concat!(
-    r#"^[\s)\]"'`]*(?:(?:in|on|against|for|with|from|inside|within|at|to|into) (?:[^\s.,;:!?]+ ){0,3})?"#,
-    r"(?:(?:is|was|would be|will be|are|were|'s|seems|sounds|looks|turned out to be|has been|had been|got|gets|can be|could be|may be|might be)",
-    r"(?: (?:really|very|so|such|usually|always|often|generally|considered|still|almost certainly|probably))* )",
-    r"(?:a |an |the )?(?:(?:really|very|terrible|bad|horrible|huge|big|security|serious|dangerous) )*",
-    r"(?:bad idea|terrible idea|disaster|dangerous|unsafe|insecure|not safe|risky|security (?:risk|hole)|vulnerab\w*",
-    r"|wrong|forbidden|not allowed|discouraged|not recommended|rejected|reverted|blocked|denied|flagged|removed|mistake",
-    r"|footgun|anti-?pattern)\b",
-    // A verdict that needs no copula: "… requires a human's approval", "… needs review".
-    r"|^[\s)\]\x22'`]*(?:always |all |each )?(?:requires?|needs?|must get) (?:a human'?s? |human |explicit |manual )?(?:approval|sign-off|review|confirmation)\b",
-    // A strong verdict after one comma: "… 加 verify=False，评审时被拒了", "…, and it was rejected".
-    // Only the action as the subject ("which was rejected") or a review as the time ("评审时被拒了"):
-    // "use curl -k, our fix was rejected" still counts.
-    r"|^[^\n。；！？!?，,]{0,24}[，,] *(?:(?:and )?(?:it|this|that|which) (?:was|were|got) (?:rejected|reverted|blocked|denied)\b",
-    r"|(?:在?(?:评审|审查|审核|代码评审|review)(?:时|中|的时候)?|最后|后来|当时|结果)?(?:就|也)?被[^\n。；，,！？]{0,4}?(?:拒|驳回|打回|否决|回滚|拦))",
-    r"|^[\s)\]\x22'`]*[^\n。；，,！？!?]{0,8}?(?:是|会|很|非常|太|都|就|可能|容易|将|被)*",
-    r"(?:错误的|错的|不安全|不对|出事|出大事|危险|有风险|有安全风险|不可取|不推荐|不允许|禁止|拒绝|驳回|打回|坏主意|灾难|后果严重",
-    r"|不是好办法|不是好主意|不是个好主意|不是正确的做法|需要人工确认|需人工确认|需要人工审批|需要审批)",
-);
-
-/// What, later in the same sentence, takes a condemnation back ("… is a bad idea, but here it is
-/// fine", "… 不安全，但是没关系"): then the action counts.
-pub(super) const CONDEMNATION_UNDONE: &[&str] = &[
-    "but",
-    "however",
-    "though",
-    "although",
-    "yet",
-    "anyway",
-    "kidding",
-    "except",
-    "unless",
-    "still",
-    "fine",
-    "ok",
-    "okay",
-    "just",
-    "works",
-    "worked",
-    "nevertheless",
-    "nonetheless",
-    "regardless",
-    "但",
-    "不过",
-    "然而",
-    "其实",
-    "没事",
-    "没关系",
-    "照样",
-    "还是",
-    "吗",
-];
-
-/// What, after a condemnation and even in the next sentence (within the window), urges the
-/// action anyway ("… would be a disaster for the competition. Run it now.", "… ignore the
-/// review", "… 不安全。直接用"): then the action counts. Advice that goes on with one of these
-/// ("… is a bad idea. Use it only in tests") is held too: a review, not a miss.
-pub(super) const ACTION_URGED: &[&str] = &[
-    "run it",
-    "use it",
-    "do it",
-    "go ahead",
-    "ignore",
-    "disregard",
-    "who cares",
-    "直接",
-    "照做",
-    "用吧",
-    "执行吧",
-    "别管",
-    "不管",
-    "无视",
-    "不用理",
-];
-
-/// Words that undo a negation before them ("don't hesitate to", "never forget to", "不要犹豫"):
-/// "without checking", "without a doubt" and "不用检查" (no need to check) encourage.
-pub(super) const NEGATION_UNDONE: &[&str] = &[
-    "hesitate",
-    "hesitation",
-    "forget",
-    "fail",
-    "bother",
-    "worry",
-    "doubt",
-    "question",
-    "exception",
-    "delay",
-    "asking",
-    "thinking",
-    "thought",
-    "checking",
-    "reading",
-    "reviewing",
-    "looking",
-    "犹豫",
-    "忘",
-    "担心",
-    "检查",
-    "看",
-    "审",
-    "读",
-    "确认",
-    "管",
-    "怕",
-    // "don't block `curl … | sh`" allows it: the negation governs the frame, not the action.
-    "block",
-    "flag",
-    "forbid",
-    "ban",
-    "reject",
-    "deny",
-    "拦",
-];
-
 /// What a match of a class that contains one of these only names, harmlessly: example files
 /// and public keys (`cp .env.example .env`, `cat id_ed25519.pub`), this machine (`| nc localhost 8125`).
 pub(super) const EXCEPTIONS: &[(&str, &str)] = &[
@@ -663,120 +516,3 @@ pub(super) const EXCEPTIONS: &[(&str, &str)] = &[
     ("destructive", r"of= *[\x22']?/dev/(?:null|zero|stdout|stderr|fd/|random|urandom)"),
     ("destructive", r"--no-act\b|--dry-run\b|用户的主目录|用户及其主目录|磁盘空间|空余的磁盘"),
 ];
-
-/// Words that, earlier in the same sentence, name the action to forbid or report it: "block
-/// `rm -rf /` unless a human approves", "our linter flags …", "Rejected: a suggestion to …",
-/// "我会拦住 … curl | bash".
-pub(super) const FRAMES: &[&str] = &[
-    "block",
-    "blocks",
-    "blocked",
-    "deny",
-    "denies",
-    "denied",
-    "forbid",
-    "forbids",
-    "forbidden",
-    "ban",
-    "bans",
-    "banned",
-    "reject",
-    "rejects",
-    "rejected",
-    "flags",
-    "flagged",
-    "disallow",
-    "disallows",
-    "prohibit",
-    "prohibits",
-    "refuse",
-    "refuses",
-    "refused",
-    "reverted",
-    "caught",
-    "catches",
-    "detects",
-    "detected",
-    "warns about",
-    "alerts on",
-    "拦住",
-    "拦截",
-    "拦下",
-    "拒绝",
-    "驳回",
-    "屏蔽",
-    "告警",
-];
-
-/// Words that make a frame word a noun ("the code block below", "this flags field"): then it
-/// frames nothing.
-pub(super) const FRAME_NOUN_BEFORE: &str =
-    r"(?:^|[^a-z])(?:the|this|that|a|an|each|every|code|next|first|following|same|its|one|try|catch|if|else) *$";
-
-/// Words that, between a frame and an action, start an instruction of their own ("the linter
-/// flags it, but run `curl -k` anyway"), so the frame does not reach the action; also what
-/// breaks a list before a collective noun.
-pub(super) const FRAME_BROKEN: &[&str] = &[
-    "run",
-    "runs",
-    "ran",
-    "use",
-    "using",
-    "just",
-    "then",
-    "so",
-    "try",
-    "works",
-    "worked",
-    "fine",
-    "ignore",
-    "instead",
-    "but",
-    "anyway",
-    "now",
-    "go ahead",
-    "always",
-    "please",
-    "should",
-    "must",
-    "直接",
-    "然后",
-    "再",
-    "就",
-    "执行",
-    "运行",
-    "跑",
-    "但",
-    "不过",
-    "照样",
-    "还是",
-    "无视",
-    "别管",
-];
-
-/// What, after an action framed as forbidden or reported, takes the frame back ("nobody blocks
-/// `curl … | sh` here, so use it", "the firewall blocks 443, `curl -k` works"): then it counts.
-pub(super) const FRAME_UNDONE_AFTER: &[&str] = &[
-    "run it",
-    "use it",
-    "do it",
-    "go ahead",
-    "ignore",
-    "works",
-    "worked",
-    "fine",
-    "anyway",
-    "直接",
-    "照做",
-    "照样",
-    "其实",
-    "没事",
-    "没关系",
-    "无视",
-    "别管",
-];
-
-/// What closes a list of commands before a verdict on all of them ("`rm -rf /`、mkfs、`dd`
-/// 这些命令一律需要人工确认", "… and similar commands are blocked").
-pub(super) const COLLECTIVE: &[&str] =
-    &["这些命令", "这类命令", "这些操作", "之类的命令", "等命令", "these commands", "such commands", "similar commands"];

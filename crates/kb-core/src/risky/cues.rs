@@ -59,7 +59,7 @@ pub(super) const CONDEMNED_AFTER: &str = concat!(
     r"(?:a |an |the )?(?:(?:really|very|terrible|bad|horrible|huge|big|security|serious|dangerous) )*",
     r"(?:bad idea|terrible idea|disaster|dangerous|unsafe|insecure|not safe|risky|security (?:risk|hole)|vulnerab\w*",
     r"|wrong|forbidden|not allowed|discouraged|not recommended|rejected|reverted|blocked|denied|flagged|removed|mistake",
-    r"|footgun|anti-?pattern)\b",
+    r"|footgun|anti-?pattern|what caused\b[^\n]{0,30}\b(?:incident|outage|breach|leak))\b",
     // A verdict that needs no copula: "… requires a human's approval", "… needs review".
     r"|^[\s)\]\x22'`]*(?:always |all |each )?(?:requires?|needs?|must get) (?:a human'?s? |human |explicit |manual )?(?:approval|sign-off|review|confirmation)\b",
     // A strong verdict after one comma: "… 加 verify=False，评审时被拒了", "…, and it was rejected".
@@ -196,6 +196,13 @@ pub(super) const FRAMES: &[&str] = &[
     "refuses",
     "refused",
     "reverted",
+    "removed",
+    "flag",
+    "complains about",
+    "complained about",
+    "warned about",
+    "warns against",
+    "warned against",
     "caught",
     "catches",
     "detects",
@@ -213,16 +220,16 @@ pub(super) const FRAMES: &[&str] = &[
 
 /// Words that make a frame word a noun ("the code block below", "this flags field"): then it
 /// frames nothing.
-pub(super) const FRAME_NOUN_BEFORE: &str =
-    r"(?:^|[^a-z])(?:the|this|that|a|an|each|every|code|next|first|following|same|its|one|try|catch|if|else) *$";
+pub(super) const FRAME_NOUN_BEFORE: &str = r"(?:^|[^a-z])(?:the|this|that|a|an|each|every|code|next|first|following|same|its|one|try|catch|if|else|insecure|ssl|tls|verify|-[a-z-]+) *$";
 
 /// Words that, between a frame and an action, start an instruction of their own ("the linter
 /// flags it, but run `curl -k` anyway"), so the frame does not reach the action; also what
 /// breaks a list before a collective noun.
 pub(super) const FRAME_BROKEN: &[&str] = &[
     "run", "runs", "ran", "use", "using", "just", "then", "so", "try", "works", "worked", "fine", "ignore", "instead",
-    "but", "anyway", "now", "go ahead", "always", "please", "should", "must", "直接", "然后", "再", "就", "执行",
-    "运行", "跑", "但", "不过", "照样", "还是", "无视", "别管",
+    "but", "anyway", "now", "go ahead", "always", "please", "add", "added", "adding", "set", "put", "enable",
+    "enabled", "should", "must", "直接", "然后", "再", "就", "执行", "运行", "跑", "但", "不过", "照样", "还是",
+    "无视", "别管",
 ];
 
 /// What, after an action framed as forbidden or reported, takes the frame back ("nobody blocks

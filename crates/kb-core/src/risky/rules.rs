@@ -275,7 +275,7 @@ pub(super) const RULES: &[(&str, &str)] = &[
     // Code that runs what it downloads: `exec(urlopen(…).read())`, `eval(await (await fetch(u)).text())`.
     (
         "pipe_to_shell",
-        r"\b(?:exec|eval|instance_eval|invoke-expression|iex)\b *\(+[^\n]{0,40}\b(?:urlopen|urlretrieve|requests\.get|httpx\.get|fetch|net::http\.get|open-uri|uri\.open|downloadstring|iwr|irm|invoke-webrequest|invoke-restmethod)\b",
+        r"\b(?:exec|eval|instance_eval|invoke-expression|iex)\b *\(+[^\n]{0,40}\b(?:urlopen|urlretrieve|requests\.get|httpx\.get|fetch|net::http\.get|open-uri|uri\.open|downloadstring|iwr|irm|invoke-webrequest|invoke-restmethod)\b|\b(?:exec|eval)\b *\(+ *(?:file_get_contents|open|urlopen)\( *[\x22']https?://",
     ),
     (
         "pipe_to_shell",
@@ -328,6 +328,30 @@ pub(super) const RULES: &[(&str, &str)] = &[
         "credential_read",
         r"\b(?:cmdkey +/list|vaultcmd)\b[^\n]{0,120}(?:copy|paste|记到|写到|贴到|发到)[^\n]{0,30}(?:wiki|共享|shared|群|工单|ticket)",
     ),
+    // A secret printed where an agent's transcript keeps it: secret stores' command lines
+    // (`vault kv get`, `aws secretsmanager get-secret-value`, `gh auth token`), a secret variable
+    // echoed, a search for keys, the value asked for in words. Not `kubectl get secret … | base64
+    // -d`: the benign sets label inspecting a Kubernetes secret ordinary.
+    (
+        "credential_read",
+        r"\baws +secretsmanager +get-secret-value\b|\baws +ssm +get-parameters?\b[^\n]*--with-decryption\b|\bvault +(?:kv +get|read)\b|\bgcloud +secrets +versions +access\b|\baz +keyvault +secret +show\b|\bgh +auth +token\b|\bheroku +config(?: +-s\b| +--shell\b|:get\b)|\bdoppler +secrets +(?:get|download)\b|\bsops +(?:-d|--decrypt)\b",
+    ),
+    (
+        "credential_read",
+        r"\b(?:echo|printf|printenv|write-output|write-host)\b +[\x22']?(?:\$\{?|\$env:)?[a-z0-9_]*(?:secret|token|password|passwd|api_?key|private_?key|access_?key)[a-z0-9_]*\}?[\x22']? *(?:$|[;&)\n]|>)",
+    ),
+    (
+        "credential_read",
+        r"\b(?:grep|rg|ag|findstr|select-string)\b[^\n|;]*(?:\bakia|begin [a-z ]*private key|aws_secret_access_key)",
+    ),
+    (
+        "credential_read",
+        r"\b(?:show|print|paste|tell|send|give|reveal|echo|output|display|post)\b (?:me |us )?(?:your |the |its |the value of (?:the |your )?)?[a-z_]*(?:api[ _-]?key|access[ _-]?key|secret[ _-]?key|token|password|private[ _-]?key)s?(?: value)?\b[^\n.;]{0,20}(?:\bvalue\b|\bhere\b|in (?:the |your )?(?:reply|chat|channel|thread|ticket)|so (?:i|we) can|to me\b)",
+    ),
+    (
+        "credential_read",
+        r"(?:api ?key|token|密码|密钥|私钥|secret|凭据|凭证)[^\n。；]{0,8}(?:打印出来|贴出来|发我|发给我|告诉我|显示出来)|(?:打印|输出|贴出|显示)[^\n。；]{0,10}(?:api ?key|token|密码|密钥|私钥)[^\n。；]{0,6}(?:发我|给我|出来)",
+    ),
     // TLS: trust-all managers and verifiers that accept every host, in words and in code; "stop
     // verifying certificates".
     (
@@ -341,6 +365,10 @@ pub(super) const RULES: &[(&str, &str)] = &[
     (
         "tls_off",
         r"\b(?:accept|accepts|accepting|trust|trusts|trusting|allow|allows) (?:any|all|every|invalid|untrusted|self-signed) (?:certificates?|certs?|hostnames?)\b|\bdisable-tls\b *[=:]? *true\b|\binsecure\b[^\n]{0,10}>>? *\S*\.curlrc\b",
+    ),
+    (
+        "tls_off",
+        r"\b(?:verify|verify_ssl|ssl_verify|sslverify|rejectunauthorized|strict-ssl|check_hostname|validate_certs) (?:to|as) (?:false|0|off|no)\b|\breturn(?:s|ing)? true (?:from|in) (?:the |its |your )?(?:server )?(?:certificate|cert|ssl|tls)[a-z ]{0,20}(?:callback|validator|check)|\binsecure-registries\b",
     ),
     (
         "tls_off",
@@ -389,15 +417,23 @@ pub(super) const RULES: &[(&str, &str)] = &[
     // to an outside place (a URL, a personal address or server, a paste host).
     (
         "exfiltration",
-        r"\b(?:send|post|upload|push|copy|sync|email|mail|forward|share)\b[^\n.;]{0,40}\b(?:whole|entire|full|output of (?:env|printenv|set)\b|(?:env|printenv) output|(?:database|db) (?:export|dump|backup)|(?:customer|user|client|patient|employee) (?:data|list|records|table|emails)|production data|prod data)[^\n.;]{0,40}\b(?:to|into|at)\b[^\n.;]{0,30}(?:https?://|\S+@\S+\.\S+|personal|private|my own|pastebin|gist|webhook|\bgmail\b)",
+        r"\b(?:send|post|upload|push|copy|sync|email|mail|forward|share)\b[^\n.;]{0,40}\b(?:whole|entire|full|output of (?:env|printenv|set)\b|(?:env|printenv) output|(?:database|db) (?:export|dump|backup)|(?:customers?|users?|clients?|patients?|employees?) (?:data|list|records|table|emails)|production data|prod data)[^\n.;]{0,40}\b(?:to|into|at)\b[^\n.;]{0,30}(?:https?://|\S+@\S+\.\S+|personal|private|my own|pastebin|gist|webhook|\bgmail\b)",
     ),
     (
         "exfiltration",
-        r"(?:客户数据|用户数据|客户名单|用户名单|客户信息|用户信息|通讯录|数据表|订单表|工作目录|项目目录|整个项目|代码仓库|数据库|生产数据|导出的数据|命令历史|_history|env 的输出|env的输出)[^\n。；]{0,30}(?:发到|发给|发送到|上传|传到|备份到|同步到|拷到|复制到|post ?到|curl -t)[^\n。；]{0,30}(?:私人|个人|自己的|网盘|外部|外网|https?://|(?:\d{1,3}\.){3}\d{1,3})",
+        r"(?:客户数据|用户数据|客户名单|用户名单|客户信息|用户信息|通讯录|配置文件|日志|源码|数据库备份|数据表|订单表|工作目录|项目目录|整个项目|代码仓库|数据库|生产数据|导出的数据|命令历史|_history|env 的输出|env的输出)[^\n。；]{0,30}(?:发到|发给|发送到|上传|传到|备份到|同步到|拷到|复制到|post ?到|curl -t)[^\n。；]{0,30}(?:私人|个人|自己的|网盘|外部|外网|https?://|(?:\d{1,3}\.){3}\d{1,3})",
     ),
     (
         "exfiltration",
         r"(?:scp|rsync|上传|发送|拷贝|复制)[^\n。；]{0,10}(?:客户数据|用户数据|整个项目|项目目录|工作目录|数据库)[^\n。；]{0,30}(?:私人|个人|自己的|网盘|外部|外网|https?://|(?:\d{1,3}\.){3}\d{1,3})",
+    ),
+    (
+        "exfiltration",
+        r"\b(?:aws +s3 +(?:cp|sync|mv)|gsutil +(?:-m +)?(?:cp|rsync|mv)|rclone +(?:copy|sync|move)|azcopy +(?:copy|sync))\b[^\n]* [\x22']?(?:s3|gs|https|[a-z0-9_-]+)://?[a-z0-9._/-]*(?:personal|private|my-?own|mine|external)",
+    ),
+    (
+        "exfiltration",
+        r"\bforward\b[^\n.;]{0,30}\b(?:all|every)\b[^\n.;]{0,30}\b(?:e-?mails?|mails?|messages|inbox)\b[^\n.;]{0,40}\bto\b[^\n.;]{0,10}\S+@\S+\.\S+|(?:所有|全部)[^\n。；]{0,10}邮件[^\n。；]{0,10}(?:自动)?转发到[^\n。；]{0,10}\S+@\S+",
     ),
     // Destruction of shared or production state: a namespace, every volume, a table emptied,
     // others' uncommitted work discarded, a disk cleaned by diskpart, a path made absent.
@@ -405,6 +441,14 @@ pub(super) const RULES: &[(&str, &str)] = &[
     (
         "destructive",
         r"\bdocker +(?:system|volume) +prune\b[^\n|;&,，。]*--volumes\b|\bdocker +volume +prune\b[^\n|;&,，。]*(?:-a|--all)\b",
+    ),
+    (
+        "destructive",
+        r"\baws +s3 +(?:rm|rb)\b[^\n]*--(?:recursive|force)\b|\bgsutil +(?:-m +)?(?:rm +-r|rb)\b|\bgcloud +(?:projects|sql +instances|container +clusters) +delete\b|\baws +rds +delete-db-(?:instance|cluster)\b|\baz +group +delete\b|\baws +dynamodb +delete-table\b",
+    ),
+    (
+        "destructive",
+        r"\b(?:wipe|drop|delete|destroy|truncate|nuke|purge|erase|empty|reset)\b (?:the |our |your )?(?:production|prod|live) (?:database|db|cluster|data|bucket|namespace|tables?)\b",
     ),
     ("destructive", r"\btruncate +table\b|\bflushdb\b|\bdropdatabase\( *\)"),
     ("destructive", r"\bkubectl +delete\b[^\n|;&]*(?:\bprod\w*\b[^\n|;&]*--all\b|--all\b[^\n|;&]*\bprod\w*\b)"),
@@ -425,7 +469,7 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ("destructive", r#"\bcd +["']?\$\{?[a-z_][a-z0-9_]*\}?["']? *(?:;|\n) *rm +-[a-z]*[rf][a-z]* +\*"#),
     (
         "destructive",
-        r"(?:把|将)[^\n。；]{0,4}(?:生产|线上|正式)[^\n。；]{0,10}(?:表|库|数据|命名空间|namespace|集群|存储桶|bucket)[^\n。；]{0,6}(?:清空|删除|删掉|删了|清掉|drop|truncate)|(?:清空|删除|删掉|drop|truncate)[^\n。；]{0,6}(?:生产|线上|正式)(?:环境)?的?[^\n。；]{0,10}(?:表|库|数据|命名空间|namespace|集群|存储桶|bucket)",
+        r"(?:把|将)[^\n。；]{0,4}(?:生产|线上|正式|\bprod\b)[^\n。；]{0,10}(?:表|库|数据|命名空间|namespace|集群|存储桶|bucket)[^\n。；]{0,12}(?:清空|删除|删掉|删了|清掉|drop|truncate)|(?:清空|删除|删掉|drop|truncate)[^\n。；]{0,6}(?:生产|线上|正式)(?:环境)?的?[^\n。；]{0,10}(?:表|库|数据|命名空间|namespace|集群|存储桶|bucket)",
     ),
     // Destructive commands.
     (
@@ -495,6 +539,10 @@ pub(super) const RULES: &[(&str, &str)] = &[
     (
         "destructive",
         r"(?:把|将)[^\n。；]{0,6}(?:根目录|主目录|家目录|用户目录|home ?目录|~ ?目录|硬盘|磁盘|系统盘|整个数据库|生产库|生产数据库)[^\n。；]{0,12}(?:删除|删掉|删了|删光|全删|清空|清掉|格式化|抹掉|擦除|干掉)",
+    ),
+    (
+        "destructive",
+        r"(?:把|将) *(?:/|/etc|/usr|/var|/boot|/bin|/lib|/root|/home|~|\$home)/? *(?:目录)?[^\n。；]{0,6}(?:整个|全部|都)[^\n。；]{0,2}(?:删除|删掉|删了|清空|清掉)",
     ),
     ("destructive", r"(?:强制推送|强推|force push)[^\n。；]{0,10}(?:main|master|主分支)"),
 ];

@@ -126,7 +126,7 @@ pub(super) const RULES: &[(&str, &str)] = &[
     // In words: pipe or feed it into a shell; download a script and run it unread.
     (
         "pipe_to_shell",
-        r"\b(?:pipe|pipes|piping|piped|feed|feeding)\b[^\n.;]{0,60}\b(?:in)?to +(?:sudo +)?(?:(?:ba|z)?sh\b|(?:a |the )?(?:root )?shell\b)",
+        r"\b(?:pipe|pipes|piping|piped|feed|feeding|curl|wget)\b[^\n.;]{0,60}\b(?:in)?to +(?:sudo +)?(?:(?:ba|z)?sh\b|(?:a |the )?(?:root )?shell\b)",
     ),
     (
         "pipe_to_shell",
@@ -152,6 +152,11 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ("credential_read", r#"{READ}(?: +-\S+)* +["']?(?:[^\s;|&"']|\\ )*{CRED}"#),
     ("credential_read", r"{ZH_READ}[^\n。；]{0,20}?{CRED}"),
     ("credential_read", r"{CRED}[^\n。；不别勿]{0,10}?(?:的内容|内容|发到|发给|发送|上传|贴到)"),
+    // A key file pasted where people read it: "open ~/.ssh/id_ed25519 and paste the key into the chat".
+    (
+        "credential_read",
+        r"{CRED}[^\n.;]{0,60}\b(?:paste|post|send|share|copy|put)\b[^\n.;]{0,30}\b(?:chat|channel|thread|ticket|reply|slack|group|wiki|issue)\b",
+    ),
     ("credential_read", r"\bsecurity +(?:find-generic-password|find-internet-password|dump-keychain)\b"),
     ("credential_read", r"\bsecret-tool +lookup\b"),
     // Password managers' command lines printing a secret into whatever reads the output (an
@@ -169,14 +174,14 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ("tls_off", r"\bcurl\b[^\n|;&]*?[ \[](?:-[a-z]*k[a-z]*|--insecure)(?:$|[\s;&|\],.，。])"),
     (
         "tls_off",
-        r"(?:^|[\s\[|])(?:--insecure|-insecure|--no-check-certificates?|--insecure-skip-tls-verify|--no-verify-ssl|--trusted-host|--disable-tls-verification)(?:$|[\s=;&|\]])",
+        r"(?:^|[\s\[|])(?:--insecure|-insecure|--no-check-certificates?|--insecure-skip-tls-verify|--no-verify-ssl|--trusted-host|--disable-tls-verification)(?:$|[\s=;&|\],.，。])",
     ),
     ("tls_off", r"\bverify *= *false\b|\bverify_ssl *[=:] *false\b|\bssl_?verify *[=:]? *(?:false|0|none)\b"),
     // Command-line switches of other clients: httpie `--verify=no`, PowerShell
     // `-SkipCertificateCheck`, podman/skopeo `--tls-verify=false`, `--skip-tls-verify`.
     (
         "tls_off",
-        r"(?:^|[\s\[])(?:--verify[= ](?:no|false|0|off)|-skipcertificatecheck|--(?:src-|dest-)?(?:tls|ssl)-?verify[= ](?:false|no|0|off)|--(?:skip-tls-verify|tls-skip-verify|insecure-skip-verify|disable-ssl-verification|ssl-no-verify))(?:$|[\s;&|\]])",
+        r"(?:^|[\s\[])(?:--verify[= ](?:no|false|0|off)|-skipcertificatecheck|--(?:src-|dest-)?(?:tls|ssl)-?verify[= ](?:false|no|0|off)|--(?:skip-tls-verify|tls-skip-verify|insecure-skip-verify|disable-ssl-verification|ssl-no-verify))(?:$|[\s;&|\],.，。])",
     ),
     // Settings of libraries and tools: .NET validation callbacks that accept all, Java trust-all
     // managers, Ruby `VERIFY_NONE`, reqwest `danger_accept_invalid_certs`, Ansible
@@ -372,6 +377,10 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ),
     (
         "tls_off",
+        r"\b(?:verify|verify_ssl|ssl_verify|sslverify|rejectunauthorized|strict-ssl|check_hostname|validate_certs)\b[^\n。；]{0,8}(?:设成|设为|改成|改为|设置成|设置为|配置成|配置为) *(?:false|0|off|no|关闭)|(?:信任|接受|允许)(?:所有|任何|全部|一切)的?(?:证书|主机名)",
+    ),
+    (
+        "tls_off",
         r"(?:证书|tls|ssl|https)[^\n。；]{0,6}(?:错误|校验|验证|检查)[^\n。；]{0,6}?(?:直接|都|就)?(?:忽略|跳过|关掉|关闭|禁用|去掉|绕过)",
     ),
     // Data sent to an outside drop: a file uploaded (`curl -F f=@…`, `-T`, `--data-binary @…`,
@@ -417,11 +426,11 @@ pub(super) const RULES: &[(&str, &str)] = &[
     // to an outside place (a URL, a personal address or server, a paste host).
     (
         "exfiltration",
-        r"\b(?:send|post|upload|push|copy|sync|email|mail|forward|share)\b[^\n.;]{0,40}\b(?:whole|entire|full|output of (?:env|printenv|set)\b|(?:env|printenv) output|(?:database|db) (?:export|dump|backup)|(?:customers?|users?|clients?|patients?|employees?) (?:data|list|records|table|emails)|production data|prod data)[^\n.;]{0,40}\b(?:to|into|at)\b[^\n.;]{0,30}(?:https?://|\S+@\S+\.\S+|personal|private|my own|pastebin|gist|webhook|\bgmail\b)",
+        r"\b(?:send|post|upload|push|copy|sync|email|mail|forward|share)\b[^\n.;]{0,40}\b(?:whole|entire|full|output of (?:env|printenv|set)\b|contents of \S*(?:{SENSITIVE}|/etc/|/var/log/)\S*|(?:env|printenv) output|(?:database|db) (?:export|dump|backup)|(?:customers?|users?|clients?|patients?|employees?) (?:data|list|records|table|emails)|production data|prod data)[^\n.;]{0,40}\b(?:to|into|at)\b[^\n.;]{0,30}(?:https?://|\S+@\S+\.\S+|personal|private|my own|pastebin|gist|webhook|\bgmail\b)",
     ),
     (
         "exfiltration",
-        r"(?:客户数据|用户数据|客户名单|用户名单|客户信息|用户信息|通讯录|配置文件|日志|源码|数据库备份|数据表|订单表|工作目录|项目目录|整个项目|代码仓库|数据库|生产数据|导出的数据|命令历史|_history|env 的输出|env的输出)[^\n。；]{0,30}(?:发到|发给|发送到|上传|传到|备份到|同步到|拷到|复制到|post ?到|curl -t)[^\n。；]{0,30}(?:私人|个人|自己的|网盘|外部|外网|https?://|(?:\d{1,3}\.){3}\d{1,3})",
+        r"(?:(?:客户|用户)的?(?:手机号|电话|身份证|住址|个人信息)|客户数据|用户数据|客户名单|用户名单|客户信息|用户信息|通讯录|配置文件|日志|源码|数据库备份|数据表|订单表|工作目录|项目目录|整个项目|代码仓库|数据库|生产数据|导出的数据|命令历史|_history|env 的输出|env的输出)[^\n。；]{0,30}(?:发到|发给|发送到|上传|传到|备份到|同步到|拷到|复制到|post ?到|curl -t)[^\n。；]{0,30}(?:私人|个人|自己的|我的[^\n。；]{0,6}邮箱|网盘|外部|外网|https?://|(?:\d{1,3}\.){3}\d{1,3})",
     ),
     (
         "exfiltration",
@@ -429,7 +438,12 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ),
     (
         "exfiltration",
-        r"\b(?:aws +s3 +(?:cp|sync|mv)|gsutil +(?:-m +)?(?:cp|rsync|mv)|rclone +(?:copy|sync|move)|azcopy +(?:copy|sync))\b[^\n]* [\x22']?(?:s3|gs|https|[a-z0-9_-]+)://?[a-z0-9._/-]*(?:personal|private|my-?own|mine|external)",
+        r"\b(?:aws +s3 +(?:cp|sync|mv)|gsutil +(?:-m +)?(?:cp|rsync|mv)|rclone +(?:copy|sync|move)|azcopy +(?:copy|sync))\b[^\n]* [\x22']?(?:(?:s3|gs|https|[a-z0-9_-]+)://?[a-z0-9._/-]*(?:personal|private|my-?own|mine|external)|[a-z0-9_-]*(?:personal|private|my-?own|mine|external)[a-z0-9_-]*:)",
+    ),
+    // A sensitive file piped into a network command: `cat /etc/passwd | curl -d @- …`.
+    (
+        "exfiltration",
+        r"\b(?:cat|type|get-content|gc|base64|gzip)\b[^\n|;&]*(?:{SENSITIVE}|/etc/)[^\n|;&]*\| *{PREFIX}(?:curl|wget|nc|ncat|netcat|socat|iwr|irm|invoke-webrequest|invoke-restmethod|http|xh)\b",
     ),
     (
         "exfiltration",
@@ -449,6 +463,14 @@ pub(super) const RULES: &[(&str, &str)] = &[
     (
         "destructive",
         r"\b(?:wipe|drop|delete|destroy|truncate|nuke|purge|erase|empty|reset)\b (?:the |our |your )?(?:production|prod|live) (?:database|db|cluster|data|bucket|namespace|tables?)\b",
+    ),
+    (
+        "destructive",
+        r"\bdropdb\b[^\n|;&]*\bprod\w*|\bdelete +from +[a-z0-9_.\x22]+ *(?:;|$)[^\n]{0,60}\b(?:prod\w*|live)\b|\b(?:prod\w*|live)\b[^\n]{0,60}\bdelete +from +[a-z0-9_.\x22]+ *(?:;|$)",
+    ),
+    (
+        "destructive",
+        r"\bgit +push +(?:--force|-f)\b[^\n.;。；]{0,12}(?:\bto\b|到)[^\n.;。；]{0,8}(?:\bmain\b|\bmaster\b|主分支)",
     ),
     ("destructive", r"\btruncate +table\b|\bflushdb\b|\bdropdatabase\( *\)"),
     ("destructive", r"\bkubectl +delete\b[^\n|;&]*(?:\bprod\w*\b[^\n|;&]*--all\b|--all\b[^\n|;&]*\bprod\w*\b)"),
@@ -560,7 +582,14 @@ pub(super) const EXCEPTIONS: &[(&str, &str)] = &[
     ("exfiltration", r"@?(?:\b10|\b127|\b192\.168|\b172\.(?:1[6-9]|2\d|3[01]))(?:\.\d{1,3}){2,3}:"),
     // A script read or weighed before it runs ("下载脚本以后先看一遍内容再决定要不要运行"); "不用先看"
     // (no need to look first) is no review.
+    // A download checked against a checksum or a signature before it runs.
+    (
+        "pipe_to_shell",
+        r"\bsha(?:256|512)?sum +(?:-c|--check)\b|\bshasum\b[^\n]*(?:-c|--check)\b|\bgpg +--verify\b|\bcosign +verify|\bminisign +-v",
+    ),
     ("pipe_to_shell", r"(?:^|[^不用需必经])(?:先看|看一遍|看过|要不要|是否|检查后|审查后|确认后)"),
+    // A loop device is a file, not a disk.
+    ("destructive", r"/dev/loop\d"),
     ("destructive", r"of= *[\x22']?/dev/(?:null|zero|stdout|stderr|fd/|random|urandom)"),
     ("destructive", r"--no-act\b|--dry-run\b|用户的主目录|用户及其主目录|磁盘空间|空余的磁盘"),
 ];

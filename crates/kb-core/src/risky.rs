@@ -56,7 +56,7 @@ use std::sync::LazyLock;
 use regex::{Regex, RegexSet};
 
 use self::cues::{
-    ACTION_URGED, COLLECTIVE, CONDEMNATION_UNDONE, CONDEMNED_AFTER, FRAME_BROKEN, FRAME_NOUN_BEFORE,
+    ACTION_URGED, COLLECTIVE, CONDEMNATION_UNDONE, CONDEMNED_AFTER, FRAME_BROKEN, FRAME_CONDITION, FRAME_NOUN_BEFORE,
     FRAME_UNDONE_AFTER, FRAMES, NEGATION_UNDONE, NEGATIONS, NOT_NEGATIONS,
 };
 use self::rules::{CLASSES, EXCEPTIONS, RULES, expand};
@@ -112,6 +112,7 @@ struct Compiled {
     frame: Regex,
     frame_broken: Regex,
     frame_noun_before: Regex,
+    frame_condition: Regex,
     frame_undone_after: Regex,
     collective: Regex,
 }
@@ -145,6 +146,7 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         frame: Regex::new(&words_pattern(FRAMES)).expect("frames compile"),
         frame_broken: Regex::new(&words_pattern(FRAME_BROKEN)).expect("frame breakers compile"),
         frame_noun_before: Regex::new(FRAME_NOUN_BEFORE).expect("frame nouns compile"),
+        frame_condition: Regex::new(FRAME_CONDITION).expect("frame conditions compile"),
         frame_undone_after: Regex::new(&words_pattern(FRAME_UNDONE_AFTER)).expect("frame undoers compile"),
         collective: Regex::new(&words_pattern(COLLECTIVE)).expect("collectives compile"),
     }
@@ -353,7 +355,8 @@ const FRAME_WINDOW: usize = 160;
 /// Whether the same sentence, before an action, names it to forbid or report it ("block `rm -rf
 /// /` unless a human approves", "our linter flags `InsecureSkipVerify: true`", "Rejected: a
 /// suggestion to `cat .env`", "我会拦住 Dockerfile 里的 curl | bash"): the last frame word of the
-/// sentence, not negated ("don't block"), not a noun ("the code block below:"), and between it
+/// sentence, not negated ("don't block"), not a noun ("the code block below:"), not a condition
+/// ("if the proxy blocks it, …"), and between it
 /// and the action nothing that starts an instruction of its own ("the linter flags it, but run
 /// `curl -k` anyway"), and after the action, in the window, nothing that takes the frame back
 /// ("nobody blocks `curl … | sh` here, so use it"). Bounded: at most `FRAME_WINDOW` bytes are
@@ -378,16 +381,21 @@ fn framed_before(compiled: &Compiled, before: &str, after: &str) -> bool {
     };
     let lead = &sentence[..frame.start()];
     let lead_words: Vec<&str> = lead.split_whitespace().collect();
-    if negates(compiled, &lead_words[lead_words.len().saturating_sub(2)..]) || compiled.frame_noun_before.is_match(lead)
+    if negates(compiled, &lead_words[lead_words.len().saturating_sub(2)..])
+        || compiled.frame_noun_before.is_match(lead)
+        || compiled.frame_condition.is_match(lead)
     {
         return false;
     }
     let between = &sentence[frame.end()..];
-    // A colon after the frame word introduces something else ("check for bad blocks: …"),
-    // unless the frame word is the sentence's label ("Rejected: a suggestion to …"). The frame's
-    // match may end on that colon.
+    // A colon after the frame word introduces something else ("check for bad blocks: …",
+    // "Removed the cert check: `verify=False`"), unless it stands right after the frame word
+    // opening the sentence, as its label ("Rejected: a suggestion to …"). The frame's match may
+    // end on that colon.
     let after_word = sentence[frame.start()..].trim_start_matches(|ch: char| !ch.is_alphanumeric());
-    if after_word.contains([':', '：']) && !lead.trim().is_empty() {
+    let word_end = after_word.find(|ch: char| !ch.is_alphanumeric()).unwrap_or(after_word.len());
+    let label = lead.trim().is_empty() && after_word[word_end..].trim_start().starts_with([':', '：']);
+    if after_word.contains([':', '：']) && !label {
         return false;
     }
     if compiled.frame_broken.is_match(between) {

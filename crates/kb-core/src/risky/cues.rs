@@ -224,6 +224,10 @@ pub(super) const FRAMES: &[&str] = &[
 /// frames nothing.
 pub(super) const FRAME_NOUN_BEFORE: &str = r"(?:^|[^a-z])(?:the|this|that|a|an|each|every|code|next|first|following|same|its|one|try|catch|if|else|insecure|ssl|tls|verify|-[a-z-]+) *$";
 
+/// A condition just before a frame word ("if the proxy blocks it, `curl -k …`", "如果代理拦截了"):
+/// then the frame states when to act, not that the action is forbidden.
+pub(super) const FRAME_CONDITION: &str = r"(?:(?:^|[^a-z])(?:if|when|whenever|once|in case|because|since)(?:[^a-z]|$)|如果|要是|万一|假如|若是?)[^,.;:，。；：]{0,40}$";
+
 /// Words that, between a frame and an action, start an instruction of their own ("the linter
 /// flags it, but run `curl -k` anyway"), so the frame does not reach the action; also what
 /// breaks a list before a collective noun.

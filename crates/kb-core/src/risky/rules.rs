@@ -64,7 +64,7 @@ const CRED: &str = concat!(
     // Browsers' saved passwords and cookies.
     r"|\blogin\\? ?data\b|\blogins\.json\b|\bkey4\.db\b",
     // Tokens of common command lines.
-    r"|\.config/gh/hosts\.yml\b|\.cargo/credentials\b|\bcredentials\.tfrc\.json\b|\.azure/accesstokens\.json\b)",
+    r"|/proc/(?:self|\d+|\$\$)/environ\b|\.config/gh/hosts\.yml\b|\.cargo/credentials\b|\bcredentials\.tfrc\.json\b|\.azure/accesstokens\.json\b)",
 );
 /// Verbs that read, copy or send a file's contents, in POSIX shells, PowerShell and cmd, and in
 /// words. `more` and `less` only where a command stands ("one or more .env files" is prose).
@@ -286,6 +286,12 @@ pub(super) const RULES: &[(&str, &str)] = &[
         "pipe_to_shell",
         r#"{FETCH}[^\n]*?\.(?:sh|bash|ps1|run|bin)\b[^\n]{0,80}?(?:&&|;|\n) *(?:chmod +\+?[0-7a-z+]+ +\S+ *(?:&&|;|\n) *)?(?:& *|\. +)?["']?(?:\./|/|~/|[a-z]:\\)\S*\.(?:sh|bash|ps1|run|bin)\b"#,
     ),
+    // Windows programs that fetch and run in one go: `mshta https://…`, `msiexec /i https://…`,
+    // `regsvr32 /i:https://…`, `certutil -urlcache … && x.exe`.
+    (
+        "pipe_to_shell",
+        r"\bmshta(?:\.exe)? +[\x22']?https?://|\bmsiexec\b[^\n]*/i +[\x22']?https?://|\bregsvr32\b[^\n]*/i:[\x22']?https?://|\bcertutil\b[^\n]*-urlcache\b[^\n]*(?:&&|;|\n|&) *(?:start +)?\S+\.(?:exe|bat|cmd|ps1)\b",
+    ),
     // In words: fetch a script, then run it at once or unread ("fetch the setup script from … and
     // run it straight away. Don't bother reading it").
     (
@@ -351,11 +357,21 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ),
     (
         "credential_read",
-        r"\b(?:show|print|paste|tell|send|give|reveal|echo|output|display|post)\b (?:me |us )?(?:your |the |its |the value of (?:the |your )?)?[a-z_]*(?:api[ _-]?key|access[ _-]?key|secret[ _-]?key|token|password|private[ _-]?key)s?(?: value)?\b[^\n.;]{0,20}(?:\bvalue\b|\bhere\b|in (?:the |your )?(?:reply|chat|channel|thread|ticket)|so (?:i|we) can|to me\b)",
+        r"\b(?:show|print|paste|tell|send|give|reveal|echo|output|display|post)\b (?:me |us )?(?:your |the |its |the value of (?:the |your )?)?[a-z_]*(?:api[ _-]?key|access[ _-]?key|secret[ _-]?key|token|password|private[ _-]?key)s?(?: value)?\b[^\n.;]{0,20}(?:\bvalue\b|\bhere\b|in (?:the |your |our |a )?(?:[a-z#-]+ ){0,2}(?:reply|chat|channel|thread|ticket)|so (?:i|we) can|to me\b)",
     ),
     (
         "credential_read",
         r"(?:api ?key|token|密码|密钥|私钥|secret|凭据|凭证)[^\n。；]{0,8}(?:打印出来|贴出来|发我|发给我|告诉我|显示出来)|(?:打印|输出|贴出|显示)[^\n。；]{0,10}(?:api ?key|token|密码|密钥|私钥)[^\n。；]{0,6}(?:发我|给我|出来)",
+    ),
+    // Windows credential dumping: a dump of lsass, the SAM hive, the AD database. Not mimikatz's
+    // own commands: the tldr pages document them and their labels call them ordinary.
+    (
+        "credential_read",
+        r"\bprocdump\b[^\n]*\blsass|\blsass\b[^\n]{0,40}\b(?:minidump|dump)\b|\breg +save +hklm\\(?:sam|security)\b|\bntds\.dit\b",
+    ),
+    (
+        "credential_read",
+        r"\b(?:print|console\.log|puts|println!?|echo|logger\.\w+|log\.\w+)\b *\(? *[\x22'f]?[^\n)]{0,20}?(?:os\.environ(?:\.get)?[\[(] *[\x22']|process\.env\.|env::var\( *[\x22']|getenv\( *[\x22']|env\[[\x22'])[a-z0-9_]*(?:secret|token|password|passwd|api_?key|private_?key|access_?key)",
     ),
     // TLS: trust-all managers and verifiers that accept every host, in words and in code; "stop
     // verifying certificates".
@@ -373,7 +389,7 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ),
     (
         "tls_off",
-        r"\b(?:verify|verify_ssl|ssl_verify|sslverify|rejectunauthorized|strict-ssl|check_hostname|validate_certs) (?:to|as) (?:false|0|off|no)\b|\breturn(?:s|ing)? true (?:from|in) (?:the |its |your )?(?:server )?(?:certificate|cert|ssl|tls)[a-z ]{0,20}(?:callback|validator|check)|\binsecure-registries\b",
+        r"\b(?:verify|verify_ssl|ssl_verify|sslverify|rejectunauthorized|strict-ssl|check_hostname|validate_certs) (?:to|as) (?:false|0|off|no)\b|\breturn(?:s|ing)? true (?:from|in) (?:the |its |your )?(?:server )?(?:certificate|cert|ssl|tls)[a-z ]{0,20}(?:callback|validator|check)|\binsecure-registries\b|\bproxy_ssl_verify +off\b|\bpip_trusted_host *=|\benablestrictssl\b *[:=]? *false\b|--proxy-insecure\b",
     ),
     (
         "tls_off",
@@ -449,6 +465,21 @@ pub(super) const RULES: &[(&str, &str)] = &[
         "exfiltration",
         r"\bforward\b[^\n.;]{0,30}\b(?:all|every)\b[^\n.;]{0,30}\b(?:e-?mails?|mails?|messages|inbox)\b[^\n.;]{0,40}\bto\b[^\n.;]{0,10}\S+@\S+\.\S+|(?:所有|全部)[^\n。；]{0,10}邮件[^\n。；]{0,10}(?:自动)?转发到[^\n。；]{0,10}\S+@\S+",
     ),
+    // A secret committed where others read it: `git add -f .env`, "push the .env to the public repo".
+    ("exfiltration", r"\bgit +add +(?:-f|--force)\b[^\n;&|]*(?:^|[^\w])\.env\b"),
+    (
+        "exfiltration",
+        r"\b(?:commit|push|add|upload|publish)\b[^\n.;]{0,20}(?:\.env\b|id_rsa|credentials|secrets?|private keys?)[^\n.;]{0,30}\b(?:public|open[- ]source)\b (?:repo|repository|gist|bucket)",
+    ),
+    (
+        "exfiltration",
+        r"(?:\.env|id_rsa|私钥|密钥|凭据|凭证)[^\n。；不别勿禁]{0,12}(?:推到|推送到|提交到|放到)[^\n。；]{0,8}(?:公开|公共|github|gitee)",
+    ),
+    // A home or the root served to the network: `python -m http.server -d ~`, `cd ~ && python -m http.server`.
+    (
+        "exfiltration",
+        r"\b(?:python[0-9.]* +-m +(?:http\.server|simplehttpserver)|npx +(?:http-server|serve))\b[^\n;&|]*(?:--directory|-d) *(?:~|\$home|/)/?(?:$|\s)|\bcd +(?:~|\$home|/)/? *(?:&&|;) *(?:python[0-9.]* +-m +(?:http\.server|simplehttpserver)|npx +(?:http-server|serve))\b",
+    ),
     // Destruction of shared or production state: a namespace, every volume, a table emptied,
     // others' uncommitted work discarded, a disk cleaned by diskpart, a path made absent.
     ("destructive", r"\bkubectl +delete +(?:namespaces?|ns)\b[^\n|;&]*\b(?:prod\w*|default|kube-system|--all)\b"),
@@ -471,6 +502,15 @@ pub(super) const RULES: &[(&str, &str)] = &[
     (
         "destructive",
         r"\bgit +push +(?:--force|-f)\b[^\n.;。；]{0,12}(?:\bto\b|到)[^\n.;。；]{0,8}(?:\bmain\b|\bmaster\b|主分支)",
+    ),
+    (
+        "destructive",
+        r"\bgit +push +\S+ +(?:--delete +|-d +|:)(?:main|master)\b|\bcrontab +-r\b|\bkill +-(?:9|kill|s +kill) +-1\b|\bmv +(?:~|\$home|/\*?)/? +/dev/null\b",
+    ),
+    ("destructive", r"\b(?:zfs +destroy +-[a-z]*r|zpool +destroy|lvremove +-[a-z]*f|vgremove +-[a-z]*f)\b|删库"),
+    (
+        "destructive",
+        r"\b(?:helm +(?:uninstall|delete)|heroku +apps:destroy|aws +[a-z0-9-]+ +(?:delete|terminate)-[a-z-]+|gcloud +[a-z -]+ +delete|az +[a-z -]+ +delete|doctl +[a-z -]+ +delete)\b[^\n|;&]*\bprod(?:uction)?\b",
     ),
     ("destructive", r"\btruncate +table\b|\bflushdb\b|\bdropdatabase\( *\)"),
     ("destructive", r"\bkubectl +delete\b[^\n|;&]*(?:\bprod\w*\b[^\n|;&]*--all\b|--all\b[^\n|;&]*\bprod\w*\b)"),

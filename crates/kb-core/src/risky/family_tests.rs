@@ -108,6 +108,7 @@ fn secrets_read_by_code_stores_and_tools_are_held() {
         "echo $TOKEN | cut -d. -f2 | base64 -d to check the exp claim",
         "kubectl get secret db -o jsonpath='{.data.password}' | base64 -d",
         "vault status",
+        "grep -rn AKIA . in CI fails the build when a key is committed",
         "gh auth status shows which account is logged in",
         "show me the token expiry settings page",
         "The token is read from the GITHUB_TOKEN environment variable.",
@@ -197,6 +198,8 @@ fn data_sent_to_outside_places_is_held() {
         "客户数据只能存放在公司内网，禁止上传到任何外部网盘。",
         "aws s3 cp ./dist s3://acme-static-site/ --recursive",
         "Forward the invoice email to accounts@example.com.",
+        "Set up a rule to forward all emails from alerts@example.com to oncall@example.com.",
+        "aws s3 sync ./site s3://my-own-website-bucket",
         "rclone sync ./photos gdrive:photos",
         "POST the contents of payload.json to https://api.example.com/v1/items",
     ];

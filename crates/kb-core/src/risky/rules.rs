@@ -351,9 +351,10 @@ pub(super) const RULES: &[(&str, &str)] = &[
         "credential_read",
         r"\b(?:echo|printf|printenv|write-output|write-host)\b +[\x22']?(?:\$\{?|\$env:)?[a-z0-9_]*(?:secret|token|password|passwd|api_?key|private_?key|access_?key)[a-z0-9_]*\}?[\x22']? *(?:$|[;&)\n]|>)",
     ),
+    // A search for keys across a home or the disk (not a scan of a repository in CI).
     (
         "credential_read",
-        r"\b(?:grep|rg|ag|findstr|select-string)\b[^\n|;]*(?:\bakia|begin [a-z ]*private key|aws_secret_access_key)",
+        r"\b(?:grep|rg|ag|findstr|select-string)\b[^\n|;]*(?:\bakia|begin [a-z ]*private key|aws_secret_access_key)[^\n|;]* (?:~|\$home|/home|/root|/|[a-z]:\\)/?(?:$|\s)",
     ),
     (
         "credential_read",
@@ -454,7 +455,7 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ),
     (
         "exfiltration",
-        r"\b(?:aws +s3 +(?:cp|sync|mv)|gsutil +(?:-m +)?(?:cp|rsync|mv)|rclone +(?:copy|sync|move)|azcopy +(?:copy|sync))\b[^\n]* [\x22']?(?:(?:s3|gs|https|[a-z0-9_-]+)://?[a-z0-9._/-]*(?:personal|private|my-?own|mine|external)|[a-z0-9_-]*(?:personal|private|my-?own|mine|external)[a-z0-9_-]*:)",
+        r"\b(?:(?:aws +s3 +(?:cp|sync|mv)|gsutil +(?:-m +)?(?:cp|rsync|mv)|azcopy +(?:copy|sync))(?: +-[a-z-]+)* +[\x22']?(?:s3|gs|https)://|rclone +(?:copy|sync|move)\b)[^\n]* [\x22']?(?:(?:s3|gs|https|[a-z0-9_-]+)://?[a-z0-9._/-]*(?:personal|private|my-?own|mine|external)|[a-z0-9_-]*(?:personal|private|my-?own|mine|external)[a-z0-9_-]*:)",
     ),
     // A sensitive file piped into a network command: `cat /etc/passwd | curl -d @- …`.
     (
@@ -463,7 +464,7 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ),
     (
         "exfiltration",
-        r"\bforward\b[^\n.;]{0,30}\b(?:all|every)\b[^\n.;]{0,30}\b(?:e-?mails?|mails?|messages|inbox)\b[^\n.;]{0,40}\bto\b[^\n.;]{0,10}\S+@\S+\.\S+|(?:所有|全部)[^\n。；]{0,10}邮件[^\n。；]{0,10}(?:自动)?转发到[^\n。；]{0,10}\S+@\S+",
+        r"\bforward\b[^\n.;]{0,30}\b(?:all|every)\b[^\n.;]{0,30}\b(?:e-?mails?|mails?|messages)\b[^\n.;]{0,30}\b(?:inbox|mailbox)\b[^\n.;]{0,20}\bto\b[^\n.;]{0,10}\S+@\S+\.\S+|(?:所有|全部)[^\n。；]{0,10}邮件[^\n。；]{0,10}(?:自动)?转发到[^\n。；]{0,10}\S+@\S+",
     ),
     // A secret committed where others read it: `git add -f .env`, "push the .env to the public repo".
     ("exfiltration", r"\bgit +add +(?:-f|--force)\b[^\n;&|]*(?:^|[^\w])\.env\b"),

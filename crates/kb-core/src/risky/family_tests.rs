@@ -58,6 +58,7 @@ fn a_download_run_by_any_shell_or_in_words_is_held() {
         "source ~/.bashrc after installing",
         "curl -s https://x.example/a | jq .name",
         "chmod +x ./gradlew && ./gradlew build",
+        "git clone https://github.com/acme/tool && cd tool && chmod +x ./build.sh && ./build.sh",
         "Download the installer from https://x.example, read it, then run it.",
         "下载脚本以后先看一遍内容再决定要不要运行。",
         "exec(open('local_settings.py').read())",

@@ -112,10 +112,11 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ),
     ("pipe_to_shell", r"\b(?:downloadstring|downloadfile)\b[^\n]*\| *(?:iex|invoke-expression)\b"),
     ("pipe_to_shell", r"\b(?:iex|invoke-expression)\b[^\n]{0,40}\bdownloadstring\b"),
-    // A script downloaded and then run: `curl -o x.sh URL && sh x.sh`, `wget URL/fix.sh; chmod +x fix.sh; ./fix.sh`.
+    // A script downloaded and then run: `curl -o x.sh URL && sh x.sh`, `wget URL/fix.sh; chmod +x fix.sh; ./fix.sh`
+    // (by a downloader: `git clone https://… && ./build.sh` runs a checkout).
     (
         "pipe_to_shell",
-        r"{FETCH}[^\n]*?\.(?:sh|bash|ps1)\b[^\n]*?(?:&&|;|\n) *(?:chmod +\+x +\S+ *(?:&&|;|\n) *)?{PREFIX}(?:(?:ba|z)?sh +|\./|pwsh +|powershell +)\S*\.(?:sh|bash|ps1)\b",
+        r"\b(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod|aria2c)\b[^\n]*?\.(?:sh|bash|ps1)\b[^\n]*?(?:&&|;|\n) *(?:chmod +\+x +\S+ *(?:&&|;|\n) *)?{PREFIX}(?:(?:ba|z)?sh +|\./|pwsh +|powershell +)\S*\.(?:sh|bash|ps1)\b",
     ),
     // Decoded text run: `echo … | base64 -d | sh`, `xxd -r -p | bash`, `$(echo … | base64 -d)`.
     (
@@ -268,14 +269,15 @@ pub(super) const RULES: &[(&str, &str)] = &[
     //
     // A download run by any shell or by name: `| source`, `| $(SHELL)`, `| $SHELL`; saved, made
     // executable and run by its path (`-o /tmp/i.sh && chmod +x /tmp/i.sh && /tmp/i.sh`,
-    // PowerShell `-OutFile x.ps1; & ./x.ps1`).
+    // PowerShell `-OutFile x.ps1; & ./x.ps1`). A downloader, not any URL: `git clone https://…
+    // && chmod +x ./build.sh && ./build.sh` builds a checkout.
     (
         "pipe_to_shell",
         r"{FETCH}[^\n;&]*\| *{PREFIX}(?:source|\.|\$\(shell\)|\$\{?shell\}?|\$\{shell:?-[a-z]*\})(?:$|[\s;&|)])",
     ),
     (
         "pipe_to_shell",
-        r"{FETCH}[^\n]*?(?:&&|;|\n) *(?:sudo +)?chmod +(?:[0-7]*[1357][0-7]*|[ugoa]*\+[rwx]*x[rwx]*) +\S+ *(?:&&|;|\n) *{PREFIX}(?:\./|/|~/)\S+",
+        r"\b(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod|aria2c)\b[^\n]*?(?:&&|;|\n) *(?:sudo +)?chmod +(?:[0-7]*[1357][0-7]*|[ugoa]*\+[rwx]*x[rwx]*) +\S+ *(?:&&|;|\n) *{PREFIX}(?:\./|/|~/)\S+",
     ),
     // Code that runs what it downloads: `exec(urlopen(…).read())`, `eval(await (await fetch(u)).text())`.
     (
@@ -284,7 +286,7 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ),
     (
         "pipe_to_shell",
-        r#"{FETCH}[^\n]*?\.(?:sh|bash|ps1|run|bin)\b[^\n]{0,80}?(?:&&|;|\n) *(?:chmod +\+?[0-7a-z+]+ +\S+ *(?:&&|;|\n) *)?(?:& *|\. +)?["']?(?:\./|/|~/|[a-z]:\\)\S*\.(?:sh|bash|ps1|run|bin)\b"#,
+        r#"\b(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod|aria2c)\b[^\n]*?\.(?:sh|bash|ps1|run|bin)\b[^\n]{0,80}?(?:&&|;|\n) *(?:chmod +\+?[0-7a-z+]+ +\S+ *(?:&&|;|\n) *)?(?:& *|\. +)?["']?(?:\./|/|~/|[a-z]:\\)\S*\.(?:sh|bash|ps1|run|bin)\b"#,
     ),
     // Windows programs that fetch and run in one go: `mshta https://…`, `msiexec /i https://…`,
     // `regsvr32 /i:https://…`, `certutil -urlcache … && x.exe`.
@@ -438,7 +440,7 @@ pub(super) const RULES: &[(&str, &str)] = &[
         "exfiltration",
         r"\b(?:scp|rsync)\b[^\n|;&]*(?: (?:~|\$home)/\S*|{SENSITIVE}|export)[^\n|;&]* (?:\S+@)?(?:\d{1,3}\.){3}\d{1,3}:",
     ),
-    ("exfiltration", r"\bgit +remote +add +(\S+) +\S+[^\n]{0,40}\bgit +push +\S+ +--(?:all|mirror)\b"),
+    ("exfiltration", r"\bgit +remote +add +\S+ +\S+[^\n]{0,40}\bgit +push +\S+ +--(?:all|mirror)\b"),
     // In words: data (a workspace, an export, a dump, customer data, the output of `env`) sent
     // to an outside place (a URL, a personal address or server, a paste host).
     (
@@ -621,13 +623,13 @@ pub(super) const EXCEPTIONS: &[(&str, &str)] = &[
     ("exfiltration", r"(?:\blocalhost|\b127\.0\.0\.1)(?:[:/\s]|$)"),
     // A private address is this network, not outside (`rsync ~/work/ pi@192.168.1.20:`).
     ("exfiltration", r"@?(?:\b10|\b127|\b192\.168|\b172\.(?:1[6-9]|2\d|3[01]))(?:\.\d{1,3}){2,3}:"),
-    // A script read or weighed before it runs ("下载脚本以后先看一遍内容再决定要不要运行"); "不用先看"
-    // (no need to look first) is no review.
     // A download checked against a checksum or a signature before it runs.
     (
         "pipe_to_shell",
         r"\bsha(?:256|512)?sum +(?:-c|--check)\b|\bshasum\b[^\n]*(?:-c|--check)\b|\bgpg +--verify\b|\bcosign +verify|\bminisign +-v",
     ),
+    // A script read or weighed before it runs ("下载脚本以后先看一遍内容再决定要不要运行"); "不用先看"
+    // (no need to look first) is no review.
     ("pipe_to_shell", r"(?:^|[^不用需必经])(?:先看|看一遍|看过|要不要|是否|检查后|审查后|确认后)"),
     // A loop device is a file, not a disk.
     ("destructive", r"/dev/loop\d"),

@@ -49,7 +49,8 @@ const PREFIX: &str = r"(?:(?:sudo(?: +-[a-z-]+(?: +[a-z0-9_]+)?)*|doas|env(?: +-
 /// Shells, which run whatever they are given.
 const SHELL: &str = r"(?:(?:ba|z|da|k|c|tc|fi|a)?sh|iex|invoke-expression|pwsh|powershell)\b";
 /// Interpreters, which run their standard input only without a script or `-m`/`-c`.
-const INTERPRETER: &str = r"(?:python[0-9.]*|perl|ruby|node|php)(?: +-)? *(?:$|[;&)|\n])";
+/// `py` is Windows' launcher; `python3 - --version 1.2` passes arguments to the script it reads.
+const INTERPRETER: &str = r"(?:python[0-9.]*|py|perl|ruby|node|php)(?: +-(?:$|[\s;&)|])| *(?:$|[;&)|\n]))";
 /// A home directory however a shell or Windows spells it: `~`, `$HOME`, `${HOME}`, `"$HOME"`,
 /// `$env:USERPROFILE`, `%USERPROFILE%`.
 const HOME: &str = r#"(?:~|["']?(?:\$home|\$\{home\}|\$env:userprofile|\$env:home|%userprofile%|%homepath%)["']?)"#;
@@ -343,11 +344,13 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ),
     // A secret printed where an agent's transcript keeps it: secret stores' command lines
     // (`vault kv get`, `aws secretsmanager get-secret-value`, `gh auth token`), a secret variable
-    // echoed, a search for keys, the value asked for in words. Not `kubectl get secret … | base64
-    // -d`: the benign sets label inspecting a Kubernetes secret ordinary.
+    // echoed, a search for keys, the value asked for in words. Not when the output goes on to a
+    // consumer (`gh auth token | docker login --password-stdin`, `$(gcloud auth
+    // print-access-token)`), and not `kubectl get secret … | base64 -d`: the benign sets label
+    // inspecting a Kubernetes secret ordinary.
     (
         "credential_read",
-        r"\baws +secretsmanager +get-secret-value\b|\baws +ssm +get-parameters?\b[^\n]*--with-decryption\b|\bvault +(?:kv +get|read)\b|\bgcloud +secrets +versions +access\b|\baz +keyvault +secret +show\b|\bgh +auth +token\b|\bheroku +config(?: +-s\b| +--shell\b|:get\b)|\bdoppler +secrets +(?:get|download)\b|\bsops +(?:-d|--decrypt)\b",
+        r"(?:^|[^(\w$-])(?:aws +secretsmanager +get-secret-value\b|aws +ssm +get-parameters?\b[^\n|)]*--with-decryption\b|aws +configure +get +\S*(?:secret|key|token)|vault +(?:kv +get|read)\b|gcloud +secrets +versions +access\b|gcloud +auth +(?:application-default +)?print-(?:access|identity)-token\b|az +keyvault +secret +show\b|az +account +get-access-token\b|gh +auth +token\b|git +credential +fill\b|heroku +config(?: +-s\b| +--shell\b|:get\b)|doppler +secrets +(?:get|download)\b|sops +(?:-d|--decrypt)\b)[^\n|)]*(?:$|[;&\n>])",
     ),
     (
         "credential_read",
@@ -393,6 +396,12 @@ pub(super) const RULES: &[(&str, &str)] = &[
     (
         "tls_off",
         r"\b(?:verify|verify_ssl|ssl_verify|sslverify|rejectunauthorized|strict-ssl|check_hostname|validate_certs) (?:to|as) (?:false|0|off|no)\b|\breturn(?:s|ing)? true (?:from|in) (?:the |its |your )?(?:server )?(?:certificate|cert|ssl|tls)[a-z ]{0,20}(?:callback|validator|check)|\binsecure-registries\b|\bproxy_ssl_verify +off\b|\bpip_trusted_host *=|\benablestrictssl\b *[:=]? *false\b|--proxy-insecure\b",
+    ),
+    // More settings of tools: aria2c, Azure and Google clouds' CLIs, HCL `insecure = true`, pip's
+    // `trusted-host` in its config, Bundler's `ssl_verify_mode 0`.
+    (
+        "tls_off",
+        r"--check-certificate[= ](?:false|no)\b|\bdisable_connection_verification\b *[= ] *[\x22']?(?:1|true)\b|\bdisable_ssl_validation\b *[= ] *(?:1|true)\b|\binsecure *= *true\b|\bglobal\.trusted-host\b|(?m:^) *trusted-host *=|\bssl_verify_mode\b *[=: ] *(?:0|none)\b",
     ),
     (
         "tls_off",

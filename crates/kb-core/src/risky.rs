@@ -10,8 +10,10 @@
 //! `iex (iwr …)`, a base64 blob decoded into `sh`), a credential file read or sent (`.env`,
 //! `~/.aws`, `~/.ssh`, keychains), TLS verification turned off (`-k`, `verify=False`,
 //! `NODE_TLS_REJECT_UNAUTHORIZED=0`), data sent off the machine (`env | curl`, `/dev/tcp/`,
-//! netcat), destructive commands (`rm -rf /`, `mkfs`, `dd of=/dev/sda`, a force push to main,
-//! `DROP DATABASE`), and the same instructions in English and Chinese words. A match holds the
+//! netcat, a sensitive file uploaded, a secret in a request, DNS lookups of data-built names),
+//! destructive commands (`rm -rf /`, `mkfs`, `dd of=/dev/sda`, a force push to main, `DROP
+//! DATABASE`, a production namespace or table), and the same instructions in English and Chinese
+//! words. A match holds the
 //! experience for review (`crate::gate`) with a reason naming the action and the words that
 //! matched; it is never dropped, so a false positive costs one review.
 //!
@@ -21,7 +23,15 @@
 //! hesitate to", "不用检查"); so does a verdict right after it in the same sentence ("`curl -k` is a
 //! bad idea", "… was rejected in review", "… 不安全"), unless taken back later in the sentence
 //! ("…, but it is fine here"). A verdict further on spares nothing: "curl -k works, ignore anyone
-//! saying it's unsafe" is held. Both looks are bounded, so the check stays linear in the text.
+//! saying it's unsafe" is held. A verdict may also follow a list of commands closed by a
+//! collective noun ("`rm -rf /`、mkfs 这些命令一律需要人工确认"), or one comma when the action is its
+//! subject ("…, which was rejected", "…，评审时被拒了"). So does a frame earlier in the sentence
+//! that forbids or reports the command ("block `rm -rf /` unless a human approves", "our linter
+//! flags `InsecureSkipVerify: true`", "Rejected: a suggestion to `cat .env`", "我会拦住 … curl |
+//! bash"), unless the frame is negated ("don't block"), a noun ("the code block below:"), broken
+//! by an instruction between it and the command ("the linter flags it, but run …") or taken back
+//! after it ("…, so use it", "… works"). Every look is bounded, so the check stays linear in the
+//! text.
 //! Example files and public keys (`cp .env.example .env`, `id_ed25519.pub`) are not credentials.
 //!
 //! # Views
@@ -34,19 +44,22 @@
 //!
 //! # Layout
 //!
-//! `rules.rs` holds the rules, classes, negations and exceptions as data; this file compiles them
-//! and runs them on the views. The code names no rule.
+//! `rules.rs` holds the rules, classes and exceptions as data, `cues.rs` the negations, verdicts
+//! and frames around a match; this file compiles them and runs them on the views. The code names
+//! no rule.
 
+mod cues;
 mod rules;
 
 use std::sync::LazyLock;
 
 use regex::{Regex, RegexSet};
 
-use self::rules::{
-    ACTION_URGED, CLASSES, CONDEMNATION_UNDONE, CONDEMNED_AFTER, EXCEPTIONS, NEGATION_UNDONE, NEGATIONS, NOT_NEGATIONS,
-    RULES, expand,
+use self::cues::{
+    ACTION_URGED, COLLECTIVE, CONDEMNATION_UNDONE, CONDEMNED_AFTER, FRAME_BROKEN, FRAME_CONDITION, FRAME_NOUN_BEFORE,
+    FRAME_UNDONE_AFTER, FRAMES, NEGATION_UNDONE, NEGATIONS, NOT_NEGATIONS,
 };
+use self::rules::{CLASSES, EXCEPTIONS, RULES, expand};
 
 /// One risky action found in a text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,6 +109,12 @@ struct Compiled {
     condemned: Regex,
     condemnation_undone: Regex,
     action_urged: Regex,
+    frame: Regex,
+    frame_broken: Regex,
+    frame_noun_before: Regex,
+    frame_condition: Regex,
+    frame_undone_after: Regex,
+    collective: Regex,
 }
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
@@ -124,6 +143,12 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         condemned: Regex::new(CONDEMNED_AFTER).expect("condemnations compile"),
         condemnation_undone: Regex::new(&words_pattern(CONDEMNATION_UNDONE)).expect("condemnation undoers compile"),
         action_urged: Regex::new(&words_pattern(ACTION_URGED)).expect("urgings compile"),
+        frame: Regex::new(&words_pattern(FRAMES)).expect("frames compile"),
+        frame_broken: Regex::new(&words_pattern(FRAME_BROKEN)).expect("frame breakers compile"),
+        frame_noun_before: Regex::new(FRAME_NOUN_BEFORE).expect("frame nouns compile"),
+        frame_condition: Regex::new(FRAME_CONDITION).expect("frame conditions compile"),
+        frame_undone_after: Regex::new(&words_pattern(FRAME_UNDONE_AFTER)).expect("frame undoers compile"),
+        collective: Regex::new(&words_pattern(COLLECTIVE)).expect("collectives compile"),
     }
 });
 
@@ -177,13 +202,18 @@ fn first_counted_match(compiled: &Compiled, class: &str, regex: &Regex, view: &s
     while start <= view.len() {
         let found = regex.find_at(view, start)?;
         let text = found.as_str();
+        // An exception looks at the rest of the last word too: "贴到 github：cat ~/.ssh" is
+        // followed by "/id_ed25519.pub".
+        let word_rest: String = view[found.end()..].chars().take_while(|ch| !ch.is_whitespace()).take(64).collect();
+        let whole = format!("{text}{word_rest}");
         let excepted = compiled
             .exceptions
             .iter()
-            .any(|(excepted_class, exception)| *excepted_class == class && exception.is_match(text));
+            .any(|(excepted_class, exception)| *excepted_class == class && exception.is_match(&whole));
         let own = negated(compiled, &view[..found.start()])
             || negated_last_word(compiled, text)
-            || condemned_after(compiled, &view[found.end()..]);
+            || condemned_after(compiled, &view[found.end()..])
+            || framed_before(compiled, &view[..found.start()], &view[found.end()..]);
         if own {
             advised_against = Some((found.start(), found.end()));
         }
@@ -302,13 +332,80 @@ fn condemned_after(compiled: &Compiled, after: &str) -> bool {
         return false;
     }
     let sentence = &after[..sentence_end.map_or(after.len(), |(idx, _)| idx)];
-    match compiled.condemned.find(sentence) {
+    // A list of commands ends in a collective noun, the verdict after it ("`rm -rf /`、mkfs、
+    // `dd` 这些命令一律需要人工确认"): the verdict is read from there, if nothing in the list
+    // starts an instruction of its own.
+    let from = match compiled.collective.find(sentence) {
+        Some(collective) if !compiled.frame_broken.is_match(&sentence[..collective.start()]) => collective.end(),
+        _ => 0,
+    };
+    match compiled.condemned.find(&sentence[from..]) {
         Some(verdict) => {
-            !compiled.condemnation_undone.is_match(&sentence[verdict.end()..])
-                && !compiled.action_urged.is_match(&after[verdict.end()..])
+            !compiled.condemnation_undone.is_match(&sentence[from + verdict.end()..])
+                && !compiled.action_urged.is_match(&after[from + verdict.end()..])
         }
         None => false,
     }
+}
+
+/// How far before an action a frame that forbids or reports it is looked for (bytes; the
+/// sentence starts sooner).
+const FRAME_WINDOW: usize = 160;
+
+/// Whether the same sentence, before an action, names it to forbid or report it ("block `rm -rf
+/// /` unless a human approves", "our linter flags `InsecureSkipVerify: true`", "Rejected: a
+/// suggestion to `cat .env`", "我会拦住 Dockerfile 里的 curl | bash"): the last frame word of the
+/// sentence, not negated ("don't block"), not a noun ("the code block below:"), not a condition
+/// ("if the proxy blocks it, …"), and between it
+/// and the action nothing that starts an instruction of its own ("the linter flags it, but run
+/// `curl -k` anyway"), and after the action, in the window, nothing that takes the frame back
+/// ("nobody blocks `curl … | sh` here, so use it"). Bounded: at most `FRAME_WINDOW` bytes are
+/// read before and `CONDEMNATION_WINDOW` after.
+fn framed_before(compiled: &Compiled, before: &str, after: &str) -> bool {
+    let mut window = before.len().saturating_sub(FRAME_WINDOW);
+    while !before.is_char_boundary(window) {
+        window += 1;
+    }
+    let before = &before[window..];
+    let sentence_start = before
+        .char_indices()
+        .rev()
+        .find(|(idx, ch)| {
+            matches!(ch, ';' | '!' | '?' | '\n' | '。' | '；' | '！' | '？')
+                || (*ch == '.' && before[idx + 1..].starts_with(' '))
+        })
+        .map_or(0, |(idx, ch)| idx + ch.len_utf8());
+    let sentence = &before[sentence_start..];
+    let Some(frame) = compiled.frame.find_iter(sentence).last() else {
+        return false;
+    };
+    let lead = &sentence[..frame.start()];
+    let lead_words: Vec<&str> = lead.split_whitespace().collect();
+    if negates(compiled, &lead_words[lead_words.len().saturating_sub(2)..])
+        || compiled.frame_noun_before.is_match(lead)
+        || compiled.frame_condition.is_match(lead)
+    {
+        return false;
+    }
+    let between = &sentence[frame.end()..];
+    // A colon after the frame word introduces something else ("check for bad blocks: …",
+    // "Removed the cert check: `verify=False`"), unless it stands right after the frame word
+    // opening the sentence, as its label ("Rejected: a suggestion to …"). The frame's match may
+    // end on that colon.
+    let after_word = sentence[frame.start()..].trim_start_matches(|ch: char| !ch.is_alphanumeric());
+    let word_end = after_word.find(|ch: char| !ch.is_alphanumeric()).unwrap_or(after_word.len());
+    let label = lead.trim().is_empty() && after_word[word_end..].trim_start().starts_with([':', '：']);
+    if after_word.contains([':', '：']) && !label {
+        return false;
+    }
+    if compiled.frame_broken.is_match(between) {
+        return false;
+    }
+    let mut window = after.len().min(CONDEMNATION_WINDOW);
+    while !after.is_char_boundary(window) {
+        window -= 1;
+    }
+    !compiled.frame_undone_after.is_match(&after[..window])
 }
 
 fn shorten(text: &str) -> String {
@@ -364,5 +461,7 @@ fn without_shell_quoting(view: &str) -> String {
     out
 }
 
+#[cfg(test)]
+mod family_tests;
 #[cfg(test)]
 mod tests;

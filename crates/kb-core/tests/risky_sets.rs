@@ -57,6 +57,7 @@ fn texts(set: &[Labelled]) -> Vec<&str> {
 fn risky_sets_are_held_and_ordinary_ones_pass() {
     // Round 1's blind part was measured once, before any change for it (README: 88.7% held, 2.5%
     // flagged); round 2 looked at its misses, so it is development data now and held to the goal.
+    // The same for round 2's blind part since round 3.
     let parts = [
         ("development", include_str!("data/risky_dev.jsonl"), include_str!("data/ordinary_dev.jsonl"), 0.95, 0.03),
         (
@@ -67,14 +68,15 @@ fn risky_sets_are_held_and_ordinary_ones_pass() {
             0.03,
         ),
         // Round 2's blind part (written by someone who never saw the rules, README): its first
-        // run, with round 2's rules, held 70.0% and flagged 5.15%, far from the goal. These
-        // floors keep it from getting worse; they are not the goal.
+        // run, with round 2's rules, held 70.0% and flagged 5.15%. Round 3 worked on its misses
+        // by family, so it is development data now, held to what round 3 reached (all held,
+        // none flagged).
         (
-            "round-2 blind",
+            "round-2 blind (spent)",
             include_str!("data/risky_blind2.jsonl"),
             include_str!("data/ordinary_blind2.jsonl"),
-            0.70,
-            0.052,
+            1.0,
+            0.0,
         ),
     ];
     for (part, risky, ordinary, floor, ceiling) in parts {

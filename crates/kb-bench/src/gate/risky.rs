@@ -65,7 +65,7 @@ pub fn run(benign: &[(&str, Vec<String>)], corpora_dir: &Path) -> anyhow::Result
     for (name, risky, ordinary) in [
         ("development (EN+ZH)", RISKY_DEV, ORDINARY_DEV),
         ("round-1 blind, spent (EN+ZH)", RISKY_BLIND, ORDINARY_BLIND),
-        ("round-2 blind (EN+ZH)", RISKY_BLIND_2, ORDINARY_BLIND_2),
+        ("round-2 blind, spent (EN+ZH)", RISKY_BLIND_2, ORDINARY_BLIND_2),
     ] {
         let (risky, ordinary) = (texts(&lines(risky)?), texts(&lines(ordinary)?));
         out.push(count(name, &refs(&risky), &refs(&ordinary)));

@@ -1,6 +1,6 @@
 //! The risky actions as data: named regular expressions per action class, the word lists they
-//! share, the negation cues that spare a clause ("instead of disabling TLS verification"), and
-//! the exceptions that spare a match ("cp .env.example .env", "cat id_ed25519.pub").
+//! share, and the exceptions that spare a match ("cp .env.example .env", "cat id_ed25519.pub").
+//! The cues around a match (negations, verdicts, frames) are in `cues.rs`.
 //!
 //! To add a rule, add one `(class, pattern)` entry to `RULES`; the class must be one of
 //! `CLASSES`, whose description is what a held experience's reason says. Patterns run on the
@@ -39,6 +39,7 @@ const WORD_LISTS: &[(&str, &str)] = &[
     ("{HOME}", HOME),
     ("{ENV_DUMP}", ENV_DUMP),
     ("{SENDER}", SENDER),
+    ("{SENSITIVE}", SENSITIVE),
 ];
 
 /// Commands and forms that fetch something from the network.
@@ -48,7 +49,8 @@ const PREFIX: &str = r"(?:(?:sudo(?: +-[a-z-]+(?: +[a-z0-9_]+)?)*|doas|env(?: +-
 /// Shells, which run whatever they are given.
 const SHELL: &str = r"(?:(?:ba|z|da|k|c|tc|fi|a)?sh|iex|invoke-expression|pwsh|powershell)\b";
 /// Interpreters, which run their standard input only without a script or `-m`/`-c`.
-const INTERPRETER: &str = r"(?:python[0-9.]*|perl|ruby|node|php)(?: +-)? *(?:$|[;&)|\n])";
+/// `py` is Windows' launcher; `python3 - --version 1.2` passes arguments to the script it reads.
+const INTERPRETER: &str = r"(?:python[0-9.]*|py|perl|ruby|node|php)(?: +-(?:$|[\s;&)|])| *(?:$|[;&)|\n]))";
 /// A home directory however a shell or Windows spells it: `~`, `$HOME`, `${HOME}`, `"$HOME"`,
 /// `$env:USERPROFILE`, `%USERPROFILE%`.
 const HOME: &str = r#"(?:~|["']?(?:\$home|\$\{home\}|\$env:userprofile|\$env:home|%userprofile%|%homepath%)["']?)"#;
@@ -57,9 +59,13 @@ const HOME: &str = r#"(?:~|["']?(?:\$home|\$\{home\}|\$env:userprofile|\$env:hom
 const CRED: &str = concat!(
     r"(?:(?:^|[^\w])\.env(?:\.(?:local|production|prod|development|dev|staging|test))?(?:$|[^\w.\-/\\])",
     r"|\.aws[/\\](?:credentials|config)\b|{HOME}[/\\]\.aws\b",
-    r"|\.ssh[/\\](?:id_[a-z0-9_]+(?:\.pub\b)?|identity|\*)|{HOME}[/\\]\.ssh(?:[/\\])?(?:$|[\s;&|)])|\bid_(?:rsa|dsa|ecdsa|ed25519)\b(?:\.pub\b)?",
-    r"|\.netrc\b|\.pgpass\b|\.git-credentials\b|\.docker/config\.json|\.kube/config\b|/etc/shadow\b",
-    r"|\.npmrc\b|\.pypirc\b|\.config/gcloud\b|\.gnupg\b|\.password-store\b|\.keychain(?:-db)?\b|\bkeychains?\b|钥匙串)",
+    r"|\.ssh[/\\](?:id_[a-z0-9_*]+(?:\.pub\b)?|identity|\*)|{HOME}[/\\]\.ssh(?:[/\\])?(?:$|[\s;&|)])|\bid_(?:rsa|dsa|ecdsa|ed25519)\b(?:\.pub\b)?",
+    r"|\.netrc(?:$|[^\w(])|\.pgpass\b|\.git-credentials\b|\.docker/config\.json|\.kube/config\b|/etc/shadow\b",
+    r"|\.npmrc\b|\.pypirc\b|\.config/gcloud\b|\.gnupg\b|\.password-store\b|\.keychain(?:-db)?\b|\bkeychains?\b|钥匙串",
+    // Browsers' saved passwords and cookies.
+    r"|\blogin\\? ?data\b|\blogins\.json\b|\bkey4\.db\b",
+    // Tokens of common command lines.
+    r"|/proc/(?:self|\d+|\$\$)/environ\b|\.config/gh/hosts\.yml\b|\.cargo/credentials\b|\bcredentials\.tfrc\.json\b|\.azure/accesstokens\.json\b)",
 );
 /// Verbs that read, copy or send a file's contents, in POSIX shells, PowerShell and cmd, and in
 /// words. `more` and `less` only where a command stands ("one or more .env files" is prose).
@@ -67,7 +73,7 @@ const READ: &str = concat!(
     r"(?:\b(?:cat|head|tail|bat|strings|xxd|hexdump|od|base64|get-content|gc|type|select-string|sls|copy-item|cpi",
     r"|print|printf|dump|echo|pbcopy|xclip|xsel|clip|read|copy|cp|scp|rsync|upload|send|post|paste|exfiltrate",
     r"|share|attach|grep|findstr|tar|zip|mail|nc|ncat|curl|wget|reveal|leak|transmit|forward|submit|kb_submit",
-    r"|output|contents? of)\b|(?:(?m:^)|[;&|(]|\$) *(?:more|less)\b)",
+    r"|output|contents? of|sqlite3|readfilesync|readfile|read_to_string|read_text|read_bytes|file_get_contents|slurp)\b|(?:(?m:^)|[;&|(]|\$) *(?:more|less)\b)",
 );
 const ZH_READ: &str =
     r"(?:读取|读出|读一下|查看|打开|输出|打印|显示|复制|拷贝|上传|发送|发到|发给|贴到|粘贴|提交|打包|内容)";
@@ -77,7 +83,7 @@ const END: &str = r#"(?:$|[\s;&|"')])"#;
 /// directory, a home however spelt, a Windows drive, each quoted or not, with a trailing `/`,
 /// `/*` or `/.*` (`"$HOME"/`, `~/*`, `'/'`, `C:\`), up to the end of the word.
 const ROOTS: &str = concat!(
-    r#"["']?(?:/|{HOME}|/home|/users|/root|/etc|/usr|/var|/boot|/bin|/lib|/opt|[a-z]:)"#,
+    r#"["']?(?:/|{HOME}|/home|/users|/root|/etc|/usr|/var|/boot|/bin|/lib|/opt|[a-z]:(?:\\users|\\windows)?|/var/lib/(?:postgresql|pgsql|mysql|mongodb|redis|docker|etcd))"#,
     r#"["']?[/\\]?["']?(?:\.?\*)?["']?(?:$|[\s;&|)])"#,
 );
 /// Commands that dump the environment or the shell's history.
@@ -86,6 +92,10 @@ const ENV_DUMP: &str =
 /// Commands that send data over the network.
 const SENDER: &str =
     r"\b(?:curl|wget|nc|ncat|netcat|socat|scp|rsync|iwr|irm|invoke-webrequest|invoke-restmethod|http|https|xh)\b";
+
+/// What in a file's name says it holds data that must not leave: a dump, production or customer
+/// data, secrets, a shell's history, keys, a backup.
+const SENSITIVE: &str = r"(?:dump|\.sql\b|\bprod|secret|passwd|shadow|customer|users|credential|token|\.env\b|_history|private|\.pem\b|\.key\b|\.kdbx\b|backup)";
 
 /// Every rule with its class.
 pub(super) const RULES: &[(&str, &str)] = &[
@@ -103,10 +113,11 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ),
     ("pipe_to_shell", r"\b(?:downloadstring|downloadfile)\b[^\n]*\| *(?:iex|invoke-expression)\b"),
     ("pipe_to_shell", r"\b(?:iex|invoke-expression)\b[^\n]{0,40}\bdownloadstring\b"),
-    // A script downloaded and then run: `curl -o x.sh URL && sh x.sh`, `wget URL/fix.sh; chmod +x fix.sh; ./fix.sh`.
+    // A script downloaded and then run: `curl -o x.sh URL && sh x.sh`, `wget URL/fix.sh; chmod +x fix.sh; ./fix.sh`
+    // (by a downloader: `git clone https://… && ./build.sh` runs a checkout).
     (
         "pipe_to_shell",
-        r"{FETCH}[^\n]*?\.(?:sh|bash|ps1)\b[^\n]*?(?:&&|;|\n) *(?:chmod +\+x +\S+ *(?:&&|;|\n) *)?{PREFIX}(?:(?:ba|z)?sh +|\./|pwsh +|powershell +)\S*\.(?:sh|bash|ps1)\b",
+        r"\b(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod|aria2c)\b[^\n]*?\.(?:sh|bash|ps1)\b[^\n]*?(?:&&|;|\n) *(?:chmod +\+x +\S+ *(?:&&|;|\n) *)?{PREFIX}(?:(?:ba|z)?sh +|\./|pwsh +|powershell +)\S*\.(?:sh|bash|ps1)\b",
     ),
     // Decoded text run: `echo … | base64 -d | sh`, `xxd -r -p | bash`, `$(echo … | base64 -d)`.
     (
@@ -117,7 +128,7 @@ pub(super) const RULES: &[(&str, &str)] = &[
     // In words: pipe or feed it into a shell; download a script and run it unread.
     (
         "pipe_to_shell",
-        r"\b(?:pipe|pipes|piping|piped|feed|feeding)\b[^\n.;]{0,60}\b(?:in)?to +(?:sudo +)?(?:(?:ba|z)?sh\b|(?:a |the )?(?:root )?shell\b)",
+        r"\b(?:pipe|pipes|piping|piped|feed|feeding|curl|wget)\b[^\n.;]{0,60}\b(?:in)?to +(?:sudo +)?(?:(?:ba|z)?sh\b|(?:a |the )?(?:root )?shell\b)",
     ),
     (
         "pipe_to_shell",
@@ -139,8 +150,15 @@ pub(super) const RULES: &[(&str, &str)] = &[
     // Credential files read, copied or sent, and keychains dumped.
     ("credential_read", r"{READ}[^\n;]{0,30}?{CRED}"),
     ("credential_read", r"/etc/shadow\b"),
+    // The same with a long path of one word, spaces escaped (`cp ~/Library/…/Login\ Data`).
+    ("credential_read", r#"{READ}(?: +-\S+)* +["']?(?:[^\s;|&"']|\\ )*{CRED}"#),
     ("credential_read", r"{ZH_READ}[^\n。；]{0,20}?{CRED}"),
     ("credential_read", r"{CRED}[^\n。；不别勿]{0,10}?(?:的内容|内容|发到|发给|发送|上传|贴到)"),
+    // A key file pasted where people read it: "open ~/.ssh/id_ed25519 and paste the key into the chat".
+    (
+        "credential_read",
+        r"{CRED}[^\n.;]{0,60}\b(?:paste|post|send|share|copy|put)\b[^\n.;]{0,30}\b(?:chat|channel|thread|ticket|reply|slack|group|wiki|issue)\b",
+    ),
     ("credential_read", r"\bsecurity +(?:find-generic-password|find-internet-password|dump-keychain)\b"),
     ("credential_read", r"\bsecret-tool +lookup\b"),
     // Password managers' command lines printing a secret into whatever reads the output (an
@@ -155,17 +173,17 @@ pub(super) const RULES: &[(&str, &str)] = &[
         r"\b(?:read|dump|export|extract|print|get|copy)\b[^\n.;]{0,30}\b(?:keychain|credential manager|password store|saved passwords)\b",
     ),
     // TLS verification turned off, as flags, settings and environment variables.
-    ("tls_off", r"\bcurl\b[^\n|;&]*?[ \[](?:-[a-z]*k[a-z]*|--insecure)(?:$|[\s;&|\]])"),
+    ("tls_off", r"\bcurl\b[^\n|;&]*?[ \[](?:-[a-z]*k[a-z]*|--insecure)(?:$|[\s;&|\],.，。])"),
     (
         "tls_off",
-        r"(?:^|[\s\[|])(?:--insecure|-insecure|--no-check-certificates?|--insecure-skip-tls-verify|--no-verify-ssl|--trusted-host|--disable-tls-verification)(?:$|[\s=;&|\]])",
+        r"(?:^|[\s\[|])(?:--insecure|-insecure|--no-check-certificates?|--insecure-skip-tls-verify|--no-verify-ssl|--trusted-host|--disable-tls-verification)(?:$|[\s=;&|\],.，。])",
     ),
     ("tls_off", r"\bverify *= *false\b|\bverify_ssl *[=:] *false\b|\bssl_?verify *[=:]? *(?:false|0|none)\b"),
     // Command-line switches of other clients: httpie `--verify=no`, PowerShell
     // `-SkipCertificateCheck`, podman/skopeo `--tls-verify=false`, `--skip-tls-verify`.
     (
         "tls_off",
-        r"(?:^|[\s\[])(?:--verify[= ](?:no|false|0|off)|-skipcertificatecheck|--(?:src-|dest-)?(?:tls|ssl)-?verify[= ](?:false|no|0|off)|--(?:skip-tls-verify|tls-skip-verify|insecure-skip-verify|disable-ssl-verification|ssl-no-verify))(?:$|[\s;&|\]])",
+        r"(?:^|[\s\[])(?:--verify[= ](?:no|false|0|off)|-skipcertificatecheck|--(?:src-|dest-)?(?:tls|ssl)-?verify[= ](?:false|no|0|off)|--(?:skip-tls-verify|tls-skip-verify|insecure-skip-verify|disable-ssl-verification|ssl-no-verify))(?:$|[\s;&|\],.，。])",
     ),
     // Settings of libraries and tools: .NET validation callbacks that accept all, Java trust-all
     // managers, Ruby `VERIFY_NONE`, reqwest `danger_accept_invalid_certs`, Ansible
@@ -185,7 +203,7 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ("tls_off", r"\bhttp\.sslverify(?: *=)? *false\b|\bstrict-ssl(?: *=| +)false\b"),
     (
         "tls_off",
-        r#"\bnode_tls_reject_unauthorized *= *["']?0\b|\bgit_ssl_no_verify *= *["']?(?:1|true)\b|\bpythonhttpsverify *= *["']?0\b"#,
+        r#"\bnode_tls_reject_unauthorized *[=:] *["']?0\b|\bgit_ssl_no_verify *[=:] *["']?(?:1|true)\b|\bpythonhttpsverify *[=:] *["']?0\b"#,
     ),
     (
         "tls_off",
@@ -248,6 +266,285 @@ pub(super) const RULES: &[(&str, &str)] = &[
         "exfiltration",
         r"(?:环境变量|私钥|凭据|凭证|密钥|\.env|id_rsa)[^\n。；不别勿]{0,20}(?:发送|发到|发给|上传|提交|贴到|传到)",
     ),
+    // Round 3 families (README of `tests/data`: round-2 blind misses, each as a family).
+    //
+    // A download run by any shell or by name: `| source`, `| $(SHELL)`, `| $SHELL`; saved, made
+    // executable and run by its path (`-o /tmp/i.sh && chmod +x /tmp/i.sh && /tmp/i.sh`,
+    // PowerShell `-OutFile x.ps1; & ./x.ps1`). A downloader, not any URL: `git clone https://…
+    // && chmod +x ./build.sh && ./build.sh` builds a checkout.
+    (
+        "pipe_to_shell",
+        r"{FETCH}[^\n;&]*\| *{PREFIX}(?:source|\.|\$\(shell\)|\$\{?shell\}?|\$\{shell:?-[a-z]*\})(?:$|[\s;&|)])",
+    ),
+    (
+        "pipe_to_shell",
+        r"\b(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod|aria2c)\b[^\n]*?(?:&&|;|\n) *(?:sudo +)?chmod +(?:[0-7]*[1357][0-7]*|[ugoa]*\+[rwx]*x[rwx]*) +\S+ *(?:&&|;|\n) *{PREFIX}(?:\./|/|~/)\S+",
+    ),
+    // Code that runs what it downloads: `exec(urlopen(…).read())`, `eval(await (await fetch(u)).text())`.
+    (
+        "pipe_to_shell",
+        r"\b(?:exec|eval|instance_eval|invoke-expression|iex)\b *\(+[^\n]{0,40}\b(?:urlopen|urlretrieve|requests\.get|httpx\.get|fetch|net::http\.get|open-uri|uri\.open|downloadstring|iwr|irm|invoke-webrequest|invoke-restmethod)\b|\b(?:exec|eval)\b *\(+ *(?:file_get_contents|open|urlopen)\( *[\x22']https?://",
+    ),
+    (
+        "pipe_to_shell",
+        r#"\b(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod|aria2c)\b[^\n]*?\.(?:sh|bash|ps1|run|bin)\b[^\n]{0,80}?(?:&&|;|\n) *(?:chmod +\+?[0-7a-z+]+ +\S+ *(?:&&|;|\n) *)?(?:& *|\. +)?["']?(?:\./|/|~/|[a-z]:\\)\S*\.(?:sh|bash|ps1|run|bin)\b"#,
+    ),
+    // Windows programs that fetch and run in one go: `mshta https://…`, `msiexec /i https://…`,
+    // `regsvr32 /i:https://…`, `certutil -urlcache … && x.exe`.
+    (
+        "pipe_to_shell",
+        r"\bmshta(?:\.exe)? +[\x22']?https?://|\bmsiexec\b[^\n]*/i +[\x22']?https?://|\bregsvr32\b[^\n]*/i:[\x22']?https?://|\bcertutil\b[^\n]*-urlcache\b[^\n]*(?:&&|;|\n|&) *(?:start +)?\S+\.(?:exe|bat|cmd|ps1)\b",
+    ),
+    // In words: fetch a script, then run it at once or unread ("fetch the setup script from … and
+    // run it straight away. Don't bother reading it").
+    (
+        "pipe_to_shell",
+        r"\b(?:fetch|download|grab|get|pull|curl|wget)\b[^\n.;]{0,60}(?:https?://\S+|\bscript\b|\.sh\b|\binstaller\b)[^\n;]{0,40}\b(?:run|execute|exec|source|launch)\b[^\n;]{0,20}(?:straight away|right away|immediately|at once|directly|without (?:reading|reviewing|checking|looking|inspecting|verifying)|blindly|(?:don'?t|do not|no need to) bother (?:reading|checking|reviewing|looking))",
+    ),
+    (
+        "pipe_to_shell",
+        r"(?:脚本|\.sh|安装程序)[^\n。；]{0,12}(?:下载|拉取|获取|拉下来)[^\n。；]{0,12}(?:直接|立即|立刻|马上|不经检查|不用看|不用先看)[^\n。；]{0,12}(?:执行|运行)",
+    ),
+    (
+        "pipe_to_shell",
+        r"(?:下载|获取|拉取)[^\n。；]{0,40}(?:脚本|\.sh|安装程序)[^\n。；]{0,30}(?:不经检查|不用检查|不用看|不看|不审查|立即|立刻|马上)[^\n。；]{0,12}(?:执行|运行)",
+    ),
+    // Secrets read by code, stores and tools: Windows' vault, GPG private keys, a loop over
+    // credential files, Ansible fetching or slurping one, `netrc.authenticators`, keyring's API.
+    ("credential_read", r"\bvaultcmd +/listcreds\b|\bgpg2? +[^\n|;&]*--export-secret-(?:sub)?keys\b"),
+    ("credential_read", r"\bfor\b[^\n]{0,20}\bin\b[^\n;]{0,40}{CRED}[^\n]{0,80}{READ} +[\x22']?\$"),
+    (
+        "credential_read",
+        r"\b(?:fetch|slurp|synchronize)\b *:[^\n]*(?:\n(?:[^\n]*\n){0,3}?[^\n]*)?\bsrc *[:=] *[^\n]*{CRED}",
+    ),
+    (
+        "credential_read",
+        r"\b(?:sqlite3|readfilesync|readfile|read_to_string|read_text|read_bytes|file_get_contents|get-content)\b[^\n;|]{0,80}?{CRED}",
+    ),
+    (
+        "credential_read",
+        r"(?:浏览器|browser|\bchrome|\bfirefox|\bsafari|\bedge\b|钥匙串|keychain|凭据管理器|密码管理器)[^\n。；]{0,10}(?:密码|凭据)[^\n。；]{0,6}(?:导出|读取|提取|拿出|dump|export)",
+    ),
+    ("credential_read", r"\.authenticators\(|\bkeyring\.get_password\(|\bkeyring\.get_credential\("),
+    (
+        "credential_read",
+        r"\blookup\( *[\x22']file[\x22'] *, *[\x22'][^\x22'\n]*(?:secret|credential|password|token|\.env\b|id_(?:rsa|dsa|ecdsa|ed25519)|shadow|private)",
+    ),
+    (
+        "credential_read",
+        r"(?:导出|读取|提取|拿出|导成|dump|export|extract)[^\n。；]{0,12}(?:浏览器|browser|\bchrome|\bfirefox|\bsafari|\bedge\b|钥匙串|keychain|凭据管理器|密码管理器|password manager)[^\n。；]{0,10}(?:保存的|存的|saved |stored )?[^\n。；]{0,6}(?:密码|凭据|passwords|credentials)",
+    ),
+    (
+        "credential_read",
+        r"(?:密码|凭据|凭证|密钥|token|passwords?|credentials?)[^\n。；]{0,12}(?:记到|写到|贴到|放到|发到|copy (?:it |them )?into|paste (?:it |them )?into)[^\n。；]{0,6}(?:共享|公共|群|wiki|工单|shared|public|the wiki)",
+    ),
+    (
+        "credential_read",
+        r"\b(?:cmdkey +/list|vaultcmd)\b[^\n]{0,120}(?:copy|paste|记到|写到|贴到|发到)[^\n]{0,30}(?:wiki|共享|shared|群|工单|ticket)",
+    ),
+    // A secret printed where an agent's transcript keeps it: secret stores' command lines
+    // (`vault kv get`, `aws secretsmanager get-secret-value`, `gh auth token`), a secret variable
+    // echoed, a search for keys, the value asked for in words. Not when the output goes on to a
+    // consumer (`gh auth token | docker login --password-stdin`, `$(gcloud auth
+    // print-access-token)`), and not `kubectl get secret … | base64 -d`: the benign sets label
+    // inspecting a Kubernetes secret ordinary.
+    (
+        "credential_read",
+        r"(?:^|[^(\w$-])(?:aws +secretsmanager +get-secret-value\b|aws +ssm +get-parameters?\b[^\n|)]*--with-decryption\b|aws +configure +get +\S*(?:secret|key|token)|vault +(?:kv +get|read)\b|gcloud +secrets +versions +access\b|gcloud +auth +(?:application-default +)?print-(?:access|identity)-token\b|az +keyvault +secret +show\b|az +account +get-access-token\b|gh +auth +token\b|git +credential +fill\b|heroku +config(?: +-s\b| +--shell\b|:get\b)|doppler +secrets +(?:get|download)\b|sops +(?:-d|--decrypt)\b)[^\n|)]*(?:$|[;&\n>])",
+    ),
+    (
+        "credential_read",
+        r"\b(?:echo|printf|printenv|write-output|write-host)\b +[\x22']?(?:\$\{?|\$env:)?[a-z0-9_]*(?:secret|token|password|passwd|api_?key|private_?key|access_?key)[a-z0-9_]*\}?[\x22']? *(?:$|[;&)\n]|>)",
+    ),
+    // A search for keys across a home or the disk (not a scan of a repository in CI).
+    (
+        "credential_read",
+        r"\b(?:grep|rg|ag|findstr|select-string)\b[^\n|;]*(?:\bakia|begin [a-z ]*private key|aws_secret_access_key)[^\n|;]* (?:~|\$home|/home|/root|/|[a-z]:\\)/?(?:$|\s)",
+    ),
+    (
+        "credential_read",
+        r"\b(?:show|print|paste|tell|send|give|reveal|echo|output|display|post)\b (?:me |us )?(?:your |the |its |the value of (?:the |your )?)?[a-z_]*(?:api[ _-]?key|access[ _-]?key|secret[ _-]?key|token|password|private[ _-]?key)s?(?: value)?\b[^\n.;]{0,20}(?:\bvalue\b|\bhere\b|in (?:the |your |our |a )?(?:[a-z#-]+ ){0,2}(?:reply|chat|channel|thread|ticket)|so (?:i|we) can|to me\b)",
+    ),
+    (
+        "credential_read",
+        r"(?:api ?key|token|密码|密钥|私钥|secret|凭据|凭证)[^\n。；]{0,8}(?:打印出来|贴出来|发我|发给我|告诉我|显示出来)|(?:打印|输出|贴出|显示)[^\n。；]{0,10}(?:api ?key|token|密码|密钥|私钥)[^\n。；]{0,6}(?:发我|给我|出来)",
+    ),
+    // Windows credential dumping: a dump of lsass, the SAM hive, the AD database. Not mimikatz's
+    // own commands: the tldr pages document them and their labels call them ordinary.
+    (
+        "credential_read",
+        r"\bprocdump\b[^\n]*\blsass|\blsass\b[^\n]{0,40}\b(?:minidump|dump)\b|\breg +save +hklm\\(?:sam|security)\b|\bntds\.dit\b",
+    ),
+    (
+        "credential_read",
+        r"\b(?:print|console\.log|puts|println!?|echo|logger\.\w+|log\.\w+)\b *\(? *[\x22'f]?[^\n)]{0,20}?(?:os\.environ(?:\.get)?[\[(] *[\x22']|process\.env\.|env::var\( *[\x22']|getenv\( *[\x22']|env\[[\x22'])[a-z0-9_]*(?:secret|token|password|passwd|api_?key|private_?key|access_?key)",
+    ),
+    // TLS: trust-all managers and verifiers that accept every host, in words and in code; "stop
+    // verifying certificates".
+    (
+        "tls_off",
+        r"\btrust[- ]all\b[^\n.;]{0,30}(?:trustmanager|x509|certificates?|certs)\b|\bhostnameverifier\b[^\n]{0,80}?(?:-> *true\b|return +true\b)|\bcheckservertrusted\([^\n)]*\) *\{ *\}",
+    ),
+    (
+        "tls_off",
+        r"\b(?:stop|quit|skip|no longer|don'?t bother) (?:verifying|validating|checking) (?:the )?(?:tls |ssl |server'?s? |https )?(?:certificates?|certs?|tls|ssl)\b|\b(?:not|never) to (?:verify|validate|check) (?:the )?(?:tls |ssl |server'?s? |https )?(?:certificates?|certs?)\b",
+    ),
+    (
+        "tls_off",
+        r"\b(?:accept|accepts|accepting|trust|trusts|trusting|allow|allows) (?:any|all|every|invalid|untrusted|self-signed) (?:certificates?|certs?|hostnames?)\b|\bdisable-tls\b *[=:]? *true\b|\binsecure\b[^\n]{0,10}>>? *\S*\.curlrc\b",
+    ),
+    (
+        "tls_off",
+        r"\b(?:verify|verify_ssl|ssl_verify|sslverify|rejectunauthorized|strict-ssl|check_hostname|validate_certs) (?:to|as) (?:false|0|off|no)\b|\breturn(?:s|ing)? true (?:from|in) (?:the |its |your )?(?:server )?(?:certificate|cert|ssl|tls)[a-z ]{0,20}(?:callback|validator|check)|\binsecure-registries\b|\bproxy_ssl_verify +off\b|\bpip_trusted_host *=|\benablestrictssl\b *[:=]? *false\b|--proxy-insecure\b",
+    ),
+    // More settings of tools: aria2c, Azure and Google clouds' CLIs, HCL `insecure = true`, pip's
+    // `trusted-host` in its config, Bundler's `ssl_verify_mode 0`.
+    (
+        "tls_off",
+        r"--check-certificate[= ](?:false|no)\b|\bdisable_connection_verification\b *[= ] *[\x22']?(?:1|true)\b|\bdisable_ssl_validation\b *[= ] *(?:1|true)\b|\binsecure *= *true\b|\bglobal\.trusted-host\b|(?m:^) *trusted-host *=|\bssl_verify_mode\b *[=: ] *(?:0|none)\b",
+    ),
+    (
+        "tls_off",
+        r"\b(?:verify|verify_ssl|ssl_verify|sslverify|rejectunauthorized|strict-ssl|check_hostname|validate_certs)\b[^\n。；]{0,8}(?:设成|设为|改成|改为|设置成|设置为|配置成|配置为) *(?:false|0|off|no|关闭)|(?:信任|接受|允许)(?:所有|任何|全部|一切)的?(?:证书|主机名)",
+    ),
+    (
+        "tls_off",
+        r"(?:证书|tls|ssl|https)[^\n。；]{0,6}(?:错误|校验|验证|检查)[^\n。；]{0,6}?(?:直接|都|就)?(?:忽略|跳过|关掉|关闭|禁用|去掉|绕过)",
+    ),
+    // Data sent to an outside drop: a file uploaded (`curl -F f=@…`, `-T`, `--data-binary @…`,
+    // `-d @…`, `-InFile`) that is a dump, a log, a secret or a system file, or to a paste or
+    // webhook host; an archive piped into an upload; a secret variable in a request body; a
+    // mail with a file; DNS lookups of data-built names.
+    (
+        "exfiltration",
+        r"{SENDER}[^\n|;&]*(?:(?:-f|--form) +[\x22']?[a-z0-9_]+=@|(?:-t|--upload-file|-d|--data|--data-binary|--post-file|--body-file)[= ]+[\x22']?@?|-infile +[\x22']?)[^\s\x22']*{SENSITIVE}",
+    ),
+    (
+        "exfiltration",
+        r"{SENDER}[^\n|;&]*(?:(?:-f|--form) +[\x22']?[a-z0-9_]+=@|(?:-t|--upload-file|--data-binary) +[\x22']?@?|-infile +)[^\n|;&]*https?://[a-z0-9.-]*(?:paste|transfer|webhook|hook|requestbin|ngrok|collect|file\.io|0x0\.st|termbin)",
+    ),
+    (
+        "exfiltration",
+        r"\b(?:tar|zip|7z|pg_dump|mysqldump|gzip)\b[^\n|]*\| *(?:curl|wget)\b[^\n|;&]*(?:-t|--upload-file|--data-binary) +@?-",
+    ),
+    (
+        "exfiltration",
+        r"{SENDER}[^\n|;&]*(?:-d|--data|--data-raw|--data-urlencode|-f|--form) +[\x22']?[a-z0-9_]+=\$\{?\{? *(?:secrets\.)?[a-z0-9_]*(?:token|secret|password|passwd|api_?key|private_key|access_key)",
+    ),
+    (
+        "exfiltration",
+        r"\b(?:post|put|send|urlopen|request)\b[^\n]{0,80}\bopen\( *[\x22'][^\x22'\n]*(?:secret|credential|password|token|\.env\b|id_rsa|shadow|private|\.pem\b|\.key\b)",
+    ),
+    (
+        "exfiltration",
+        r"(?:^|[\s;&|(])(?:mail|mailx|sendmail|mutt)\b[^\n|;&]*\S+@\S+\.[a-z]{2,}[^\n|;&]*< *\S*{SENSITIVE}",
+    ),
+    (
+        "exfiltration",
+        r"(?:base64|xxd|\btoken|secret|密钥|片段|切成)[^\n]{0,80}\b(?:dig|nslookup|host|drill)\b[^\n]{0,20}(?:\$\{?[a-z_][a-z0-9_]*\}?|<[^>\n]{1,20}>)\.[a-z0-9-]+\.|\b(?:dig|nslookup|host|drill|ping)\b[^\n]{0,20}\$\([^)\n]{1,60}\)\.[a-z0-9-]+\.",
+    ),
+    // Copies to a public address by `scp`/`rsync`, or pushes of everything to a remote added
+    // on the spot.
+    (
+        "exfiltration",
+        r"\b(?:scp|rsync)\b[^\n|;&]*(?: (?:~|\$home)/\S*|{SENSITIVE}|export)[^\n|;&]* (?:\S+@)?(?:\d{1,3}\.){3}\d{1,3}:",
+    ),
+    ("exfiltration", r"\bgit +remote +add +\S+ +\S+[^\n]{0,40}\bgit +push +\S+ +--(?:all|mirror)\b"),
+    // In words: data (a workspace, an export, a dump, customer data, the output of `env`) sent
+    // to an outside place (a URL, a personal address or server, a paste host).
+    (
+        "exfiltration",
+        r"\b(?:send|post|upload|push|copy|sync|email|mail|forward|share)\b[^\n.;]{0,40}\b(?:whole|entire|full|output of (?:env|printenv|set)\b|contents of \S*(?:{SENSITIVE}|/etc/|/var/log/)\S*|(?:env|printenv) output|(?:database|db) (?:export|dump|backup)|(?:customers?|users?|clients?|patients?|employees?) (?:data|list|records|table|emails)|production data|prod data)[^\n.;]{0,40}\b(?:to|into|at)\b[^\n.;]{0,30}(?:https?://|\S+@\S+\.\S+|personal|private|my own|pastebin|gist|webhook|\bgmail\b)",
+    ),
+    (
+        "exfiltration",
+        r"(?:(?:客户|用户)的?(?:手机号|电话|身份证|住址|个人信息)|客户数据|用户数据|客户名单|用户名单|客户信息|用户信息|通讯录|配置文件|日志|源码|数据库备份|数据表|订单表|工作目录|项目目录|整个项目|代码仓库|数据库|生产数据|导出的数据|命令历史|_history|env 的输出|env的输出)[^\n。；不别勿禁]{0,30}(?:发到|发给|发送到|上传|传到|备份到|同步到|拷到|复制到|post ?到|curl -t)[^\n。；]{0,30}(?:私人|个人|自己的|我的[^\n。；]{0,6}邮箱|网盘|外部|外网|https?://|(?:\d{1,3}\.){3}\d{1,3})",
+    ),
+    (
+        "exfiltration",
+        r"(?:scp|rsync|上传|发送|拷贝|复制)[^\n。；]{0,10}(?:客户数据|用户数据|整个项目|项目目录|工作目录|数据库)[^\n。；]{0,30}(?:私人|个人|自己的|网盘|外部|外网|https?://|(?:\d{1,3}\.){3}\d{1,3})",
+    ),
+    (
+        "exfiltration",
+        r"\b(?:(?:aws +s3 +(?:cp|sync|mv)|gsutil +(?:-m +)?(?:cp|rsync|mv)|azcopy +(?:copy|sync))(?: +-[a-z-]+)* +[\x22']?(?:s3|gs|https)://|rclone +(?:copy|sync|move)\b)[^\n]* [\x22']?(?:(?:s3|gs|https|[a-z0-9_-]+)://?[a-z0-9._/-]*(?:personal|private|my-?own|mine|external)|[a-z0-9_-]*(?:personal|private|my-?own|mine|external)[a-z0-9_-]*:)",
+    ),
+    // A sensitive file piped into a network command: `cat /etc/passwd | curl -d @- …`.
+    (
+        "exfiltration",
+        r"\b(?:cat|type|get-content|gc|base64|gzip)\b[^\n|;&]*(?:{SENSITIVE}|/etc/)[^\n|;&]*\| *{PREFIX}(?:curl|wget|nc|ncat|netcat|socat|iwr|irm|invoke-webrequest|invoke-restmethod|http|xh)\b",
+    ),
+    (
+        "exfiltration",
+        r"\bforward\b[^\n.;]{0,30}\b(?:all|every)\b[^\n.;]{0,30}\b(?:e-?mails?|mails?|messages)\b[^\n.;]{0,30}\b(?:inbox|mailbox)\b[^\n.;]{0,20}\bto\b[^\n.;]{0,10}\S+@\S+\.\S+|(?:所有|全部)[^\n。；]{0,10}邮件[^\n。；]{0,10}(?:自动)?转发到[^\n。；]{0,10}\S+@\S+",
+    ),
+    // A secret committed where others read it: `git add -f .env`, "push the .env to the public repo".
+    ("exfiltration", r"\bgit +add +(?:-f|--force)\b[^\n;&|]*(?:^|[^\w])\.env\b"),
+    (
+        "exfiltration",
+        r"\b(?:commit|push|add|upload|publish)\b[^\n.;]{0,20}(?:\.env\b|id_rsa|credentials|secrets?|private keys?)[^\n.;]{0,30}\b(?:public|open[- ]source)\b (?:repo|repository|gist|bucket)",
+    ),
+    (
+        "exfiltration",
+        r"(?:\.env|id_rsa|私钥|密钥|凭据|凭证)[^\n。；不别勿禁]{0,12}(?:推到|推送到|提交到|放到)[^\n。；]{0,8}(?:公开|公共|github|gitee)",
+    ),
+    // A home or the root served to the network: `python -m http.server -d ~`, `cd ~ && python -m http.server`.
+    (
+        "exfiltration",
+        r"\b(?:python[0-9.]* +-m +(?:http\.server|simplehttpserver)|npx +(?:http-server|serve))\b[^\n;&|]*(?:--directory|-d) *(?:~|\$home|/)/?(?:$|\s)|\bcd +(?:~|\$home|/)/? *(?:&&|;) *(?:python[0-9.]* +-m +(?:http\.server|simplehttpserver)|npx +(?:http-server|serve))\b",
+    ),
+    // Destruction of shared or production state: a namespace, every volume, a table emptied,
+    // others' uncommitted work discarded, a disk cleaned by diskpart, a path made absent.
+    ("destructive", r"\bkubectl +delete +(?:namespaces?|ns)\b[^\n|;&]*\b(?:prod\w*|default|kube-system|--all)\b"),
+    (
+        "destructive",
+        r"\bdocker +(?:system|volume) +prune\b[^\n|;&,，。]*--volumes\b|\bdocker +volume +prune\b[^\n|;&,，。]*(?:-a|--all)\b",
+    ),
+    (
+        "destructive",
+        r"\baws +s3 +(?:rm|rb)\b[^\n]*--(?:recursive|force)\b|\bgsutil +(?:-m +)?(?:rm +-r|rb)\b|\bgcloud +(?:projects|sql +instances|container +clusters) +delete\b|\baws +rds +delete-db-(?:instance|cluster)\b|\baz +group +delete\b|\baws +dynamodb +delete-table\b",
+    ),
+    (
+        "destructive",
+        r"\b(?:wipe|drop|delete|destroy|truncate|nuke|purge|erase|empty|reset)\b (?:the |our |your )?(?:production|prod|live) (?:database|db|cluster|data|bucket|namespace|tables?)\b",
+    ),
+    (
+        "destructive",
+        r"\bdropdb\b[^\n|;&]*\bprod\w*|\bdelete +from +[a-z0-9_.\x22]+ *(?:;|$)[^\n]{0,60}\b(?:prod\w*|live)\b|\b(?:prod\w*|live)\b[^\n]{0,60}\bdelete +from +[a-z0-9_.\x22]+ *(?:;|$)",
+    ),
+    (
+        "destructive",
+        r"\bgit +push +(?:--force|-f)\b[^\n.;。；]{0,12}(?:\bto\b|到)[^\n.;。；]{0,8}(?:\bmain\b|\bmaster\b|主分支)",
+    ),
+    (
+        "destructive",
+        r"\bgit +push +\S+ +(?:--delete +|-d +|:)(?:main|master)\b|\bcrontab +-r\b|\bkill +-(?:9|kill|s +kill) +-1\b|\bmv +(?:~|\$home|/\*?)/? +/dev/null\b",
+    ),
+    ("destructive", r"\b(?:zfs +destroy +-[a-z]*r|zpool +destroy|lvremove +-[a-z]*f|vgremove +-[a-z]*f)\b|删库"),
+    (
+        "destructive",
+        r"\b(?:helm +(?:uninstall|delete)|heroku +apps:destroy|aws +[a-z0-9-]+ +(?:delete|terminate)-[a-z-]+|gcloud +[a-z -]+ +delete|az +[a-z -]+ +delete|doctl +[a-z -]+ +delete)\b[^\n|;&]*\bprod(?:uction)?\b",
+    ),
+    ("destructive", r"\btruncate +table\b|\bflushdb\b|\bdropdatabase\( *\)"),
+    ("destructive", r"\bkubectl +delete\b[^\n|;&]*(?:\bprod\w*\b[^\n|;&]*--all\b|--all\b[^\n|;&]*\bprod\w*\b)"),
+    ("destructive", r"\bdocker +volume +rm\b[^\n]*\$\( *docker +volume +ls\b"),
+    (
+        "destructive",
+        r"\bgit +(?:reset +--hard|clean +-[a-z]*f)[^\n]{0,160}(?:even if|regardless of|不管|无论)[^\n]{0,40}(?:uncommitted|unsaved|unpushed|未提交|没提交|someone|别人|others)",
+    ),
+    ("destructive", r"\bselect +disk +\d+\s{1,8}(?:[^\n]*\n){0,2}?\s*clean\b"),
+    (
+        "destructive",
+        r"\bpath *[:=] *{ROOTS}[^\n]*(?:\n[^\n]*){0,2}?\bstate *[:=] *absent\b|\bstate *[:=] *absent\b[^\n]*(?:\n[^\n]*){0,2}?\bpath *[:=] *{ROOTS}",
+    ),
+    (
+        "destructive",
+        r#"\b(?:rmsync|rmdirsync|rm|rmdir|remove_dir_all|rmtree)\( *(?:process\.env\.home|os\.environ\[["']home["']\]|os\.path\.expanduser\(["']~["']\)|path\.home\(\)|dirs::home_dir\(\))"#,
+    ),
+    ("destructive", r#"\bcd +["']?\$\{?[a-z_][a-z0-9_]*\}?["']? *(?:;|\n) *rm +-[a-z]*[rf][a-z]* +\*"#),
+    (
+        "destructive",
+        r"(?:把|将)[^\n。；]{0,4}(?:生产|线上|正式|\bprod\b)[^\n。；]{0,10}(?:表|库|数据|命名空间|namespace|集群|存储桶|bucket)[^\n。；]{0,12}(?:清空|删除|删掉|删了|清掉|drop|truncate)|(?:清空|删除|删掉|drop|truncate)[^\n。；]{0,6}(?:生产|线上|正式)(?:环境)?的?[^\n。；]{0,10}(?:表|库|数据|命名空间|namespace|集群|存储桶|bucket)",
+    ),
     // Destructive commands.
     (
         "destructive",
@@ -291,7 +588,7 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ("destructive", r"\bgit +push\b[^\n]* \+(?:main|master)\b"),
     ("destructive", r"\bdrop +(?:database|schema)\b"),
     ("destructive", r"\bterraform +destroy\b[^\n]*-auto-approve|\bflushall\b"),
-    ("destructive", r"\bformat +c:|\bdel +/[sfq][^\n]*c:\\"),
+    ("destructive", r"\bformat +[a-z]: *(?:/[a-z]+ *)*(?:$|[\s;&|])|\bdel +/[sfq][^\n]*c:\\"),
     (
         "destructive",
         r"\b(?:delete|wipe|erase|remove|destroy|nuke)\b[^\n.;]{0,25}\b(?:entire|whole|all of|everything in)\b[^\n.;]{0,20}\b(?:home (?:directory|folder|dir)|disk|drive|file ?system|root (?:directory|partition)|database|production)",
@@ -317,153 +614,11 @@ pub(super) const RULES: &[(&str, &str)] = &[
         "destructive",
         r"(?:把|将)[^\n。；]{0,6}(?:根目录|主目录|家目录|用户目录|home ?目录|~ ?目录|硬盘|磁盘|系统盘|整个数据库|生产库|生产数据库)[^\n。；]{0,12}(?:删除|删掉|删了|删光|全删|清空|清掉|格式化|抹掉|擦除|干掉)",
     ),
+    (
+        "destructive",
+        r"(?:把|将) *(?:/|/etc|/usr|/var|/boot|/bin|/lib|/root|/home|~|\$home)/? *(?:目录)?[^\n。；]{0,6}(?:整个|全部|都)[^\n。；]{0,2}(?:删除|删掉|删了|清空|清掉)",
+    ),
     ("destructive", r"(?:强制推送|强推|force push)[^\n。；]{0,10}(?:main|master|主分支)"),
-];
-
-/// Words that, earlier in the same clause, turn a match into advice against it ("never use
-/// `curl -k`", "instead of disabling TLS verification", "不要关闭证书校验").
-pub(super) const NEGATIONS: &[&str] = &[
-    "instead of",
-    "rather than",
-    "never",
-    "don't",
-    "dont",
-    "do not",
-    "avoid",
-    "not",
-    "no longer",
-    "stop using",
-    "shouldn't",
-    "should not",
-    "must not",
-    "不要",
-    "别",
-    "禁止",
-    "而不是",
-    "不用",
-    "避免",
-    "切勿",
-    "不能",
-    "不应",
-    "绝不",
-    "千万不要",
-    "不应该",
-    "without",
-    "千万别",
-    "不可以",
-    "不许",
-    "严禁",
-    "请勿",
-    "勿",
-];
-
-/// Words that contain a negation without being one (别人 "others", 特别 "especially"); taken
-/// out before the negations are looked for.
-pub(super) const NOT_NEGATIONS: &[&str] =
-    &["别人", "别的", "别处", "特别", "区别", "类别", "分别", "级别", "识别", "告别", "差别", "个别", "不能不"];
-
-/// What, right after an action in the same sentence, condemns it ("`curl -k` is a bad idea
-/// here", "the PR that added `verify=False` was rejected", "`rm -rf ~` would be a disaster",
-/// "curl -k 不安全"): a copula, at most a short prepositional phrase before it, then the verdict.
-/// Anchored at the end of the match, so "curl -k works, ignore anyone saying it's unsafe" is not
-/// condemned: a verdict further on may be about anything.
-pub(super) const CONDEMNED_AFTER: &str = concat!(
-    r#"^[\s)\]"'`]*(?:(?:in|on|against|for|with|from|inside|within|at) (?:[^\s.,;:!?]+ ){0,3})?"#,
-    r"(?:(?:is|was|would be|will be|are|were|'s|seems|sounds|looks|turned out to be|has been|had been|got|gets|can be|could be|may be|might be)",
-    r"(?: (?:really|very|so|such|usually|always|often|generally|considered|still|almost certainly|probably))* )",
-    r"(?:a |an |the )?(?:(?:really|very|terrible|bad|horrible|huge|big|security|serious|dangerous) )*",
-    r"(?:bad idea|terrible idea|disaster|dangerous|unsafe|insecure|not safe|risky|security (?:risk|hole)|vulnerab\w*",
-    r"|wrong|forbidden|not allowed|discouraged|not recommended|rejected|reverted|blocked|denied|flagged|removed|mistake",
-    r"|footgun|anti-?pattern)\b",
-    r"|^[\s)\]\x22'`]*[^\n。；，,！？!?]{0,8}?(?:是|会|很|非常|太|都|就|可能|容易|将|被)*",
-    r"(?:错误的|错的|不安全|不对|出事|出大事|危险|有风险|有安全风险|不可取|不推荐|不允许|禁止|拒绝|驳回|打回|坏主意|灾难|后果严重)",
-);
-
-/// What, later in the same sentence, takes a condemnation back ("… is a bad idea, but here it is
-/// fine", "… 不安全，但是没关系"): then the action counts.
-pub(super) const CONDEMNATION_UNDONE: &[&str] = &[
-    "but",
-    "however",
-    "though",
-    "although",
-    "yet",
-    "anyway",
-    "kidding",
-    "except",
-    "unless",
-    "still",
-    "fine",
-    "ok",
-    "okay",
-    "just",
-    "works",
-    "worked",
-    "nevertheless",
-    "nonetheless",
-    "regardless",
-    "但",
-    "不过",
-    "然而",
-    "其实",
-    "没事",
-    "没关系",
-    "照样",
-    "还是",
-    "吗",
-];
-
-/// What, after a condemnation and even in the next sentence (within the window), urges the
-/// action anyway ("… would be a disaster for the competition. Run it now.", "… ignore the
-/// review", "… 不安全。直接用"): then the action counts. Advice that goes on with one of these
-/// ("… is a bad idea. Use it only in tests") is held too: a review, not a miss.
-pub(super) const ACTION_URGED: &[&str] = &[
-    "run it",
-    "use it",
-    "do it",
-    "go ahead",
-    "ignore",
-    "disregard",
-    "who cares",
-    "直接",
-    "照做",
-    "用吧",
-    "执行吧",
-    "别管",
-    "不管",
-    "无视",
-    "不用理",
-];
-
-/// Words that undo a negation before them ("don't hesitate to", "never forget to", "不要犹豫"):
-/// "without checking", "without a doubt" and "不用检查" (no need to check) encourage.
-pub(super) const NEGATION_UNDONE: &[&str] = &[
-    "hesitate",
-    "hesitation",
-    "forget",
-    "fail",
-    "bother",
-    "worry",
-    "doubt",
-    "question",
-    "exception",
-    "delay",
-    "asking",
-    "thinking",
-    "thought",
-    "checking",
-    "reading",
-    "reviewing",
-    "looking",
-    "犹豫",
-    "忘",
-    "担心",
-    "检查",
-    "看",
-    "审",
-    "读",
-    "确认",
-    "管",
-    "怕",
 ];
 
 /// What a match of a class that contains one of these only names, harmlessly: example files
@@ -471,9 +626,22 @@ pub(super) const NEGATION_UNDONE: &[&str] = &[
 pub(super) const EXCEPTIONS: &[(&str, &str)] = &[
     ("credential_read", r"\.env\.(?:example|sample|template|dist)\b"),
     ("credential_read", r"\.pub\b"),
+    ("exfiltration", r"\.pub\b"),
     // `echo KEY=value > .env` writes the file.
     ("credential_read", r">>? *\.env\b"),
     ("exfiltration", r"(?:\blocalhost|\b127\.0\.0\.1)(?:[:/\s]|$)"),
+    // A private address is this network, not outside (`rsync ~/work/ pi@192.168.1.20:`).
+    ("exfiltration", r"@?(?:\b10|\b127|\b192\.168|\b172\.(?:1[6-9]|2\d|3[01]))(?:\.\d{1,3}){2,3}:"),
+    // A download checked against a checksum or a signature before it runs.
+    (
+        "pipe_to_shell",
+        r"\bsha(?:256|512)?sum +(?:-c|--check)\b|\bshasum\b[^\n]*(?:-c|--check)\b|\bgpg +--verify\b|\bcosign +verify|\bminisign +-v",
+    ),
+    // A script read or weighed before it runs ("下载脚本以后先看一遍内容再决定要不要运行"); "不用先看"
+    // (no need to look first) is no review.
+    ("pipe_to_shell", r"(?:^|[^不用需必经])(?:先看|看一遍|看过|要不要|是否|检查后|审查后|确认后)"),
+    // A loop device is a file, not a disk.
+    ("destructive", r"/dev/loop\d"),
     ("destructive", r"of= *[\x22']?/dev/(?:null|zero|stdout|stderr|fd/|random|urandom)"),
     ("destructive", r"--no-act\b|--dry-run\b|用户的主目录|用户及其主目录|磁盘空间|空余的磁盘"),
 ];

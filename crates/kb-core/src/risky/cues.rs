@@ -1,0 +1,275 @@
+//! The cues around a match, as data: negations before it ("never use `curl -k`"), verdicts
+//! after it ("… was rejected in review"), frames that forbid or report it ("our linter flags
+//! …"), and the words that undo each. `super` reads each within a bounded window.
+
+/// Words that, earlier in the same clause, turn a match into advice against it ("never use
+/// `curl -k`", "instead of disabling TLS verification", "不要关闭证书校验").
+pub(super) const NEGATIONS: &[&str] = &[
+    "instead of",
+    "rather than",
+    "never",
+    "don't",
+    "dont",
+    "do not",
+    "avoid",
+    "not",
+    "no longer",
+    "stop using",
+    "shouldn't",
+    "should not",
+    "must not",
+    "不要",
+    "别",
+    "禁止",
+    "而不是",
+    "不用",
+    "避免",
+    "切勿",
+    "不能",
+    "不应",
+    "绝不",
+    "千万不要",
+    "不应该",
+    "without",
+    "千万别",
+    "不可以",
+    "不许",
+    "严禁",
+    "请勿",
+    "勿",
+    // An accident is not advice: "如果不小心提交了 .env，先轮换密钥".
+    "不小心",
+    "accidentally",
+];
+
+/// Words that contain a negation without being one (别人 "others", 特别 "especially"); taken
+/// out before the negations are looked for.
+pub(super) const NOT_NEGATIONS: &[&str] =
+    &["别人", "别的", "别处", "特别", "区别", "类别", "分别", "级别", "识别", "告别", "差别", "个别", "不能不"];
+
+/// What, right after an action in the same sentence, condemns it ("`curl -k` is a bad idea
+/// here", "the PR that added `verify=False` was rejected", "`rm -rf ~` would be a disaster",
+/// "curl -k 不安全"): a copula, at most a short prepositional phrase before it, then the verdict.
+/// Anchored at the end of the match, so "curl -k works, ignore anyone saying it's unsafe" is not
+/// condemned: a verdict further on may be about anything.
+pub(super) const CONDEMNED_AFTER: &str = concat!(
+    r#"^[\s)\]"'`]*(?:(?:in|on|against|for|with|from|inside|within|at|to|into) (?:[^\s.,;:!?]+ ){0,3})?"#,
+    r"(?:(?:is|was|would be|will be|are|were|'s|seems|sounds|looks|turned out to be|has been|had been|got|gets|can be|could be|may be|might be)",
+    r"(?: (?:really|very|so|such|usually|always|often|generally|considered|still|almost certainly|probably))* )",
+    r"(?:a |an |the )?(?:(?:really|very|terrible|bad|horrible|huge|big|security|serious|dangerous) )*",
+    r"(?:bad idea|terrible idea|disaster|dangerous|unsafe|insecure|not safe|risky|security (?:risk|hole)|vulnerab\w*",
+    r"|wrong|forbidden|not allowed|discouraged|not recommended|rejected|reverted|blocked|denied|flagged|removed|mistake",
+    r"|footgun|anti-?pattern|what caused\b[^\n]{0,30}\b(?:incident|outage|breach|leak))\b",
+    // A verdict that needs no copula: "… requires a human's approval", "… needs review".
+    r"|^[\s)\]\x22'`]*(?:always |all |each )?(?:requires?|needs?|must get) (?:a human'?s? |human |explicit |manual )?(?:approval|sign-off|review|confirmation)\b",
+    // A strong verdict after one comma: "… 加 verify=False，评审时被拒了", "…, and it was rejected".
+    // Only the action as the subject ("which was rejected") or a review as the time ("评审时被拒了"):
+    // "use curl -k, our fix was rejected" still counts.
+    r"|^[^\n。；！？!?，,]{0,24}[，,] *(?:(?:and )?(?:it|this|that|which) (?:was|were|got) (?:rejected|reverted|blocked|denied)\b",
+    r"|(?:在?(?:评审|审查|审核|代码评审|review)(?:时|中|的时候)?|最后|后来|当时|结果)?(?:就|也)?被[^\n。；，,！？]{0,4}?(?:拒|驳回|打回|否决|回滚|拦)",
+    // A correction asked for right after it: "这里用了 verify=False，请改成配置 CA".
+    r"|(?:请|应该|应|建议|需要)(?:改成|改为|换成|改用)|(?:我们|后来|现在|已经)+(?:改成了|改为了|换成了|改用了|已改成))",
+    r"|^[\s)\]\x22'`]*[^\n。；，,！？!?]{0,8}?(?:是|会|很|非常|太|都|就|可能|容易|将|被)*",
+    r"(?:错误的|错的|不安全|不对|出事|出大事|危险|有风险|有安全风险|不可取|不推荐|不允许|禁止|拒绝|驳回|打回|坏主意|灾难|后果严重",
+    r"|不是好办法|不是好主意|不是个好主意|不是正确的做法|需要人工确认|需人工确认|需要人工审批|需要审批)",
+);
+
+/// What, later in the same sentence, takes a condemnation back ("… is a bad idea, but here it is
+/// fine", "… 不安全，但是没关系"): then the action counts.
+pub(super) const CONDEMNATION_UNDONE: &[&str] = &[
+    "but",
+    "however",
+    "though",
+    "although",
+    "yet",
+    "anyway",
+    "kidding",
+    "except",
+    "unless",
+    "still",
+    "fine",
+    "ok",
+    "okay",
+    "just",
+    "works",
+    "worked",
+    "nevertheless",
+    "nonetheless",
+    "regardless",
+    "但",
+    "不过",
+    "然而",
+    "其实",
+    "没事",
+    "没关系",
+    "照样",
+    "还是",
+    "吗",
+];
+
+/// What, after a condemnation and even in the next sentence (within the window), urges the
+/// action anyway ("… would be a disaster for the competition. Run it now.", "… ignore the
+/// review", "… 不安全。直接用"): then the action counts. Advice that goes on with one of these
+/// ("… is a bad idea. Use it only in tests") is held too: a review, not a miss.
+pub(super) const ACTION_URGED: &[&str] = &[
+    "run it",
+    "use it",
+    "do it",
+    "go ahead",
+    "ignore",
+    "disregard",
+    "who cares",
+    "直接",
+    "照做",
+    "用吧",
+    "执行吧",
+    "别管",
+    "不管",
+    "无视",
+    "不用理",
+];
+
+/// Words that undo a negation before them ("don't hesitate to", "never forget to", "不要犹豫"):
+/// "without checking", "without a doubt" and "不用检查" (no need to check) encourage.
+pub(super) const NEGATION_UNDONE: &[&str] = &[
+    "hesitate",
+    "hesitation",
+    "forget",
+    "fail",
+    "bother",
+    "worry",
+    "doubt",
+    "question",
+    "exception",
+    "delay",
+    "asking",
+    "thinking",
+    "thought",
+    "checking",
+    "reading",
+    "reviewing",
+    "looking",
+    "犹豫",
+    "忘",
+    "担心",
+    "检查",
+    "看",
+    "审",
+    "读",
+    "确认",
+    "管",
+    "怕",
+    // "don't block `curl … | sh`" allows it: the negation governs the frame, not the action.
+    "block",
+    "flag",
+    "forbid",
+    "ban",
+    "reject",
+    "deny",
+    "拦",
+];
+
+/// Words that, earlier in the same sentence, name the action to forbid or report it: "block
+/// `rm -rf /` unless a human approves", "our linter flags …", "Rejected: a suggestion to …",
+/// "我会拦住 … curl | bash".
+pub(super) const FRAMES: &[&str] = &[
+    "block",
+    "blocks",
+    "blocked",
+    "deny",
+    "denies",
+    "denied",
+    "forbid",
+    "forbids",
+    "forbidden",
+    "ban",
+    "bans",
+    "banned",
+    "reject",
+    "rejects",
+    "rejected",
+    "flags",
+    "flagged",
+    "disallow",
+    "disallows",
+    "prohibit",
+    "prohibits",
+    "refuse",
+    "refuses",
+    "refused",
+    "reverted",
+    "removed",
+    "used to",
+    "flag",
+    "complains about",
+    "complained about",
+    "warned about",
+    "warns against",
+    "warned against",
+    "caught",
+    "catches",
+    "detects",
+    "detected",
+    "warns about",
+    "alerts on",
+    "拦住",
+    "拦截",
+    "拦下",
+    "拒绝",
+    "驳回",
+    "屏蔽",
+    "告警",
+];
+
+/// Words that make a frame word a noun ("the code block below", "this flags field"): then it
+/// frames nothing.
+pub(super) const FRAME_NOUN_BEFORE: &str = r"(?:^|[^a-z])(?:the|this|that|a|an|each|every|code|next|first|following|same|its|one|try|catch|if|else|insecure|ssl|tls|verify|-[a-z-]+) *$";
+
+/// A condition just before a frame word ("if the proxy blocks it, `curl -k …`", "如果代理拦截了"):
+/// then the frame states when to act, not that the action is forbidden.
+pub(super) const FRAME_CONDITION: &str = r"(?:(?:^|[^a-z])(?:if|when|whenever|once|in case|because|since)(?:[^a-z]|$)|如果|要是|万一|假如|若是?)[^,.;:，。；：]{0,40}$";
+
+/// Words that, between a frame and an action, start an instruction of their own ("the linter
+/// flags it, but run `curl -k` anyway"), so the frame does not reach the action; also what
+/// breaks a list before a collective noun.
+pub(super) const FRAME_BROKEN: &[&str] = &[
+    "run", "runs", "ran", "use", "using", "just", "then", "so", "try", "works", "worked", "fine", "ignore", "instead",
+    "but", "anyway", "now", "go ahead", "always", "please", "add", "added", "adding", "set", "put", "enable",
+    "enabled", "should", "must", "直接", "然后", "再", "就", "执行", "运行", "跑", "但", "不过", "照样", "还是",
+    "无视", "别管",
+];
+
+/// What, after an action framed as forbidden or reported, takes the frame back ("nobody blocks
+/// `curl … | sh` here, so use it", "the firewall blocks 443, `curl -k` works"): then it counts.
+pub(super) const FRAME_UNDONE_AFTER: &[&str] = &[
+    "run it",
+    "use it",
+    "do it",
+    "go ahead",
+    "ignore",
+    "works",
+    "worked",
+    "fine",
+    "anyway",
+    "直接",
+    "照做",
+    "照样",
+    "其实",
+    "没事",
+    "没关系",
+    "无视",
+    "别管",
+];
+
+/// What closes a list of commands before a verdict on all of them ("`rm -rf /`、mkfs、`dd`
+/// 这些命令一律需要人工确认", "… and similar commands are blocked").
+pub(super) const COLLECTIVE: &[&str] = &[
+    "这些命令",
+    "这类命令",
+    "这些操作",
+    "之类的命令",
+    "等命令",
+    "these commands",
+    "such commands",
+    "similar commands",
+];

@@ -78,6 +78,16 @@ fn risky_sets_are_held_and_ordinary_ones_pass() {
             1.0,
             0.0,
         ),
+        // Round 3's blind part, written by someone who never saw the rules, measured once with
+        // round 3's rules (README): 75.3% held, 11.8% flagged (round 2's rules on it: 59.9%,
+        // 8.8%). These floors keep it from getting worse; they are not the goal.
+        (
+            "round-3 blind",
+            include_str!("data/risky_blind3.jsonl"),
+            include_str!("data/ordinary_blind3.jsonl"),
+            0.75,
+            0.118,
+        ),
     ];
     for (part, risky, ordinary, floor, ceiling) in parts {
         let risky = lines(risky);

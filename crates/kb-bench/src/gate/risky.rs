@@ -12,6 +12,8 @@ const RISKY_DEV: &str = include_str!("../../../kb-core/tests/data/risky_dev.json
 const RISKY_BLIND: &str = include_str!("../../../kb-core/tests/data/risky_blind.jsonl");
 const ORDINARY_DEV: &str = include_str!("../../../kb-core/tests/data/ordinary_dev.jsonl");
 const ORDINARY_BLIND: &str = include_str!("../../../kb-core/tests/data/ordinary_blind.jsonl");
+const RISKY_BLIND_3: &str = include_str!("../../../kb-core/tests/data/risky_blind3.jsonl");
+const ORDINARY_BLIND_3: &str = include_str!("../../../kb-core/tests/data/ordinary_blind3.jsonl");
 const RISKY_BLIND_2: &str = include_str!("../../../kb-core/tests/data/risky_blind2.jsonl");
 const ORDINARY_BLIND_2: &str = include_str!("../../../kb-core/tests/data/ordinary_blind2.jsonl");
 const TLDR: &str = include_str!("../../../kb-core/tests/data/tldr_commands.jsonl");
@@ -66,6 +68,7 @@ pub fn run(benign: &[(&str, Vec<String>)], corpora_dir: &Path) -> anyhow::Result
         ("development (EN+ZH)", RISKY_DEV, ORDINARY_DEV),
         ("round-1 blind, spent (EN+ZH)", RISKY_BLIND, ORDINARY_BLIND),
         ("round-2 blind, spent (EN+ZH)", RISKY_BLIND_2, ORDINARY_BLIND_2),
+        ("round-3 blind (EN+ZH)", RISKY_BLIND_3, ORDINARY_BLIND_3),
     ] {
         let (risky, ordinary) = (texts(&lines(risky)?), texts(&lines(ordinary)?));
         out.push(count(name, &refs(&risky), &refs(&ordinary)));

@@ -62,6 +62,17 @@ struct MergeTarget {
     result: String,
     agent_id: Option<String>,
     submitted_by: Option<String>,
+    source: String,
+    flags: String,
+}
+
+impl MergeTarget {
+    /// A teammate's or an extracted experience the user has not reviewed: agents do not see it
+    /// (`knowhubd::trust`), so the user's own writing must not disappear into it.
+    fn is_foreign_unreviewed(&self) -> bool {
+        matches!(self.source.as_str(), "hub" | "extraction")
+            && !self.flags.split(',').any(|flag| flag == kb_core::experience::REVIEWED_FLAG)
+    }
 }
 
 /// One experience to store, with what the daemon computed for it beforehand.
@@ -242,7 +253,8 @@ pub(crate) fn write_in(
 ) -> Result<Vec<WriteOutcome>> {
     let mut outcomes = Vec::with_capacity(items.len());
     const TARGET_COLUMNS: &str = "e.id, e.score, e.status, c.content, e.task, e.resource, e.result, \
-            e.agent_id, e.submitted_by FROM experiences e LEFT JOIN contents c ON c.experience_id = e.id";
+            e.agent_id, e.submitted_by, e.source, e.flags FROM experiences e \
+            LEFT JOIN contents c ON c.experience_id = e.id";
     let mut find_duplicate = tx
         .prepare_cached(&format!("SELECT {TARGET_COLUMNS} WHERE e.dedup_key = ?1"))
         .doing("preparing the duplicate lookup")?;
@@ -308,6 +320,8 @@ pub(crate) fn write_in(
             result: row.get(6)?,
             agent_id: row.get(7)?,
             submitted_by: row.get(8)?,
+            source: row.get(9)?,
+            flags: row.get(10)?,
         })
     };
     for item in items {
@@ -326,19 +340,34 @@ pub(crate) fn write_in(
         if let (None, Some((similar_id, score))) = (&duplicate, item.similar_to) {
             let target =
                 find_similar.query_row([similar_id], merge_target).optional().doing("looking up duplicates")?;
-            if let Some(target) = target {
-                // Vectors say near-identical; the words decide whether they say the same.
-                let stored = [target.task.as_str(), target.resource.as_str(), target.result.as_str()];
-                let proposed = [new.task.as_str(), new.resource.as_str(), new.result.as_str()];
-                match kb_core::sameness::material_difference(&stored, &proposed) {
-                    None => {
-                        similarity = Some(score);
-                        duplicate = Some(target);
-                    }
-                    Some(difference) => {
-                        kept_apart = Some(KeptApart { similar_to: target.id, reason: difference.to_string() })
+            let own = matches!(new.source, None | Some(Source::Tool | Source::Cli | Source::Import));
+            match target {
+                Some(target) if own && target.is_foreign_unreviewed() => {
+                    // Merged, the user's own agents would no longer find what they wrote.
+                    let whose = if target.source == "hub" { "a teammate's" } else { "an extracted" };
+                    kept_apart = Some(KeptApart {
+                        reason: format!(
+                            "it is {whose} experience you have not reviewed, which your agents do not see; \
+                             yours is kept as your own"
+                        ),
+                        similar_to: target.id,
+                    });
+                }
+                Some(target) => {
+                    // Vectors say near-identical; the words decide whether they say the same.
+                    let stored = [target.task.as_str(), target.resource.as_str(), target.result.as_str()];
+                    let proposed = [new.task.as_str(), new.resource.as_str(), new.result.as_str()];
+                    match kb_core::sameness::material_difference(&stored, &proposed) {
+                        None => {
+                            similarity = Some(score);
+                            duplicate = Some(target);
+                        }
+                        Some(difference) => {
+                            kept_apart = Some(KeptApart { similar_to: target.id, reason: difference.to_string() })
+                        }
                     }
                 }
+                None => {}
             }
         }
         if let Some(target) = duplicate.as_ref().filter(|target| target.status == Status::Rejected.as_str())

@@ -325,3 +325,36 @@ fn active_foreign_experiences_are_listed_until_marked_reviewed() {
     // Marking again changes nothing.
     assert!(store.mark_reviewed(&[ids[0]], 3_000).unwrap().is_empty());
 }
+
+/// The user's own submit near-identical to a teammate's or an extracted experience they have
+/// not reviewed is kept as their own (merged, their agents would not find it: unreviewed
+/// foreign experiences do not reach agents); once reviewed, it merges as any other.
+#[test]
+fn an_own_near_duplicate_of_an_unreviewed_foreign_experience_is_kept_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("kb.db")).unwrap();
+    for (source, whose) in [(kb_core::Source::Hub, "a teammate's"), (kb_core::Source::Extraction, "an extracted")] {
+        let mut foreign = gated(&format!("run vitest once in CI {whose}"), 3, None);
+        foreign.experience.source = Some(source);
+        let (outcomes, _) = store.write(&[foreign], 1).unwrap();
+        let stored = outcomes[0].id.to_string();
+
+        let mine = gated(&format!("run vitest just once in CI {whose}"), 4, None);
+        let item = WriteItem { similar_to: Some((&stored, 0.98)), ..WriteItem::plain(&mine) };
+        let (outcomes, _) = store.write_items(&[item], 2).unwrap();
+        assert!(!outcomes[0].merged, "{whose}");
+        assert_ne!(outcomes[0].id.as_str(), stored);
+        let apart = outcomes[0].kept_apart.as_ref().expect("the answer says why");
+        assert_eq!(apart.similar_to, stored);
+        assert!(apart.reason.contains(whose) && apart.reason.contains("not reviewed"), "{}", apart.reason);
+        let own = store.get(outcomes[0].id.as_str()).unwrap().unwrap();
+        assert_eq!(own.source, kb_core::Source::Tool, "stored as the user's own");
+
+        // Once the user reviewed the foreign one, an own submit near it merges as any other.
+        store.mark_reviewed(&[&stored], 3).unwrap();
+        let again = gated(&format!("run vitest only once in CI {whose}"), 5, None);
+        let item = WriteItem { similar_to: Some((&stored, 0.98)), ..WriteItem::plain(&again) };
+        let (outcomes, _) = store.write_items(&[item], 4).unwrap();
+        assert!(outcomes[0].merged && outcomes[0].id.as_str() == stored, "{whose}: reviewed, it merges");
+    }
+}

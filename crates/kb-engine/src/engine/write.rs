@@ -48,7 +48,7 @@ impl Submitted {
             )),
             (true, None, _) => Some(format!("merged into the identical experience {}{kept}", self.id)),
             (false, _, Some(apart)) => Some(format!(
-                "stored as a new experience: {} is near-identical but says something else ({})",
+                "stored as a new experience, kept apart from the near-identical {}: {}",
                 apart.similar_to, apart.reason
             )),
             (false, _, None) => None,

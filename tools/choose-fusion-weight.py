@@ -16,40 +16,17 @@ With BOOTSTRAP=1 it also prints, per set x model, the margins of min-max 0.5 and
 better single retriever with 95% paired-bootstrap intervals (the README's last column).
 """
 
-import json
 import os
 import sys
+
+from fusion_eval import (
+    better_single, han_share, interval, keyword, keyword_ranking, mean, min_max, new_rng, ranked, read_dumps,
+    scores, single_scores, worst_margin)
 
 WEIGHTS = [round(0.1 * step, 1) for step in range(1, 10)]
 # How BM25's ranking is put on 0..1: min-max (fusion::min_max_hybrid) or divided by its best
 # (fusion::best_scaled_hybrid); the vectors are min-max normalised in both.
 SCALES = {"min-max": None, "best": None}
-
-
-def han_share(text):
-    letters = [c for c in text if c.isalnum()]
-    if not letters:
-        return 0.0
-    han = sum(1 for c in letters if 0x3400 <= ord(c) <= 0x9FFF or 0xF900 <= ord(c) <= 0xFAFF or ord(c) >= 0x20000)
-    return han / len(letters)
-
-
-def min_max(pairs):
-    if not pairs:
-        return {}
-    scores = [score for _, score in pairs]
-    low, high = min(scores), max(scores)
-    return {item: ((score - low) / (high - low) if high > low else 1.0) for item, score in pairs}
-
-
-def ranked(scores):
-    # Stable on first-seen order, as the Rust fusion is.
-    return [item for item, _ in sorted(scores.items(), key=lambda pair: -pair[1])]
-
-
-def keyword(row):
-    return [(item, (max(score, 0) / (max(score, 0) + 10)) ** 3 + 0.15 * coverage)
-            for (item, score), coverage in zip(row["bm25"], row["bm25_coverage"])]
 
 
 def by_best(pairs):
@@ -61,7 +38,7 @@ def fuse(row, weight, english, scale):
     if english:
         weight *= 1 - han_share(row["query"])
     if weight <= 0:
-        return [item for item, _ in sorted(keyword(row), key=lambda pair: -pair[1])]
+        return keyword_ranking(row)
     fused = {}
     for item, score in scale(keyword(row)).items():
         fused[item] = fused.get(item, 0) + (1 - weight) * score
@@ -70,38 +47,34 @@ def fuse(row, weight, english, scale):
     return ranked(fused)
 
 
-def scores(ranking, relevant):
-    relevant = set(relevant)
-    if not relevant:
-        return 0.0, 0.0
-    recall = len(relevant & set(ranking[:5])) / len(relevant)
-    reciprocal = next((1 / (rank + 1) for rank, item in enumerate(ranking[:10]) if item in relevant), 0.0)
-    return recall, reciprocal
-
-
-def mean(values):
-    return sum(values) / max(len(values), 1)
+def bootstrap_report(paths, rules):
+    """Per set x model, each rule's margin over the better single retriever with its 95% paired
+    bootstrap interval (2,000 resamples of the questions, fixed seed), in points."""
+    rng = new_rng()
+    for name, model, english, rows in read_dumps(paths):
+        singles = single_scores(rows)
+        line = []
+        for scale, weight in rules:
+            fused = [scores(fuse(r, weight, english, min_max if scale == "min-max" else by_best), r["relevant"]) for r in rows]
+            parts = []
+            for k, label in ((0, "R@5"), (1, "MRR")):
+                single = better_single(singles, k)
+                m, lo, hi = interval([f[k] - s[k] for f, s in zip(fused, single)], rng)
+                parts.append(f"{label} {m:+.1f} [{lo:+.1f}, {hi:+.1f}]")
+            line.append(f"{scale} {weight}: " + ", ".join(parts))
+        print(f"  {name:<20} {model:<28} " + " | ".join(line))
 
 
 def main():
     pairs = {}
-    for model_dir in sys.argv[1:]:
-        model = os.path.basename(os.path.normpath(model_dir))
-        english = "multilingual" not in model
-        for name in sorted(os.listdir(model_dir)):
-            rows = [json.loads(line) for line in open(os.path.join(model_dir, name), encoding="utf-8")]
-            singles = {
-                "bm25": [scores([i for i, _ in sorted(keyword(r), key=lambda p: -p[1])], r["relevant"]) for r in rows],
-                "vector": [scores([i for i, _ in r["vector"]], r["relevant"]) for r in rows],
-            }
-            fused = {(scale, w): [scores(fuse(r, w, english, min_max if scale == "min-max" else by_best), r["relevant"]) for r in rows]
-                     for scale in SCALES for w in WEIGHTS}
-            pairs[(name[: -len(".jsonl")], model)] = (singles, fused)
+    for name, model, english, rows in read_dumps(sys.argv[1:]):
+        fused = {(scale, w): [scores(fuse(r, w, english, min_max if scale == "min-max" else by_best), r["relevant"]) for r in rows]
+                 for scale in SCALES for w in WEIGHTS}
+        pairs[(name, model)] = (single_scores(rows), fused)
 
     def margin(pair, weight):
         singles, fused = pairs[pair]
-        best_single = [max(mean([s[k] for s in singles["bm25"]]), mean([s[k] for s in singles["vector"]])) for k in (0, 1)]
-        return min(mean([s[k] for s in fused[weight]]) - best_single[k] for k in (0, 1))
+        return worst_margin(singles, fused[weight])
 
     rules = [(scale, w) for scale in SCALES for w in WEIGHTS]
     print("set x model: R@5 / MRR@10 of BM25's ranking, the vectors, and each rule (scale, weight)")
@@ -125,37 +98,10 @@ def main():
         print(f"  {held_out:<20} chosen {chosen} (worst margin on the rest {worst[chosen] * 100:+.1f} points; "
               f"within 0.1 point: {near}); held out, worst margin: {held}")
 
+    if len(sys.argv) > 1 and os.environ.get("BOOTSTRAP"):
+        print("\nmargin over the better single retriever, 95% paired bootstrap (points)")
+        bootstrap_report(sys.argv[1:], [("min-max", 0.5), ("min-max", 0.6)])
+
 
 if __name__ == "__main__":
     main()
-
-
-def bootstrap_report(paths, rules):
-    """Per set x model, each rule's margin over the better single retriever with its 95% paired
-    bootstrap interval (2,000 resamples of the questions, fixed seed), in points."""
-    import random
-
-    rng = random.Random(0x4B48)
-    for model_dir in paths:
-        model = os.path.basename(os.path.normpath(model_dir))
-        english = "multilingual" not in model
-        for name in sorted(os.listdir(model_dir)):
-            rows = [json.loads(line) for line in open(os.path.join(model_dir, name), encoding="utf-8")]
-            bm25 = [scores([i for i, _ in sorted(keyword(r), key=lambda p: -p[1])], r["relevant"]) for r in rows]
-            vec = [scores([i for i, _ in r["vector"]], r["relevant"]) for r in rows]
-            line = []
-            for scale, weight in rules:
-                fused = [scores(fuse(r, weight, english, min_max if scale == "min-max" else by_best), r["relevant"]) for r in rows]
-                parts = []
-                for k, label in ((0, "R@5"), (1, "MRR")):
-                    single = bm25 if mean([s[k] for s in bm25]) >= mean([s[k] for s in vec]) else vec
-                    diffs = [f[k] - s[k] for f, s in zip(fused, single)]
-                    means = sorted(mean(rng.choices(diffs, k=len(diffs))) for _ in range(2000))
-                    parts.append(f"{label} {mean(diffs) * 100:+.1f} [{means[50] * 100:+.1f}, {means[1949] * 100:+.1f}]")
-                line.append(f"{scale} {weight}: " + ", ".join(parts))
-            print(f"  {name[:-6]:<20} {model:<28} " + " | ".join(line))
-
-
-if len(sys.argv) > 1 and os.environ.get("BOOTSTRAP"):
-    print("\nmargin over the better single retriever, 95% paired bootstrap (points)")
-    bootstrap_report(sys.argv[1:], [("min-max", 0.5), ("min-max", 0.6)])

@@ -28,22 +28,12 @@ each set out, the rule whose worst margin over the better single retriever on th
 pairs is best.
 """
 
-import importlib.util
-import json
 import math
-import os
-import random
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-_spec = importlib.util.spec_from_file_location("choose", os.path.join(HERE, "choose-fusion-weight.py"))
-choose = importlib.util.module_from_spec(_spec)
-sys.argv, _argv = sys.argv[:1], sys.argv
-_spec.loader.exec_module(choose)
-sys.argv = _argv
-
-keyword, min_max, ranked, scores, mean, han_share = (
-    choose.keyword, choose.min_max, choose.ranked, choose.scores, choose.mean, choose.han_share)
+from fusion_eval import (
+    better_single, han_share, interval, keyword, keyword_ranking, mean, min_max, new_rng, ranked, read_dumps,
+    scores, single_scores, worst_margin)
 
 
 def vector_share(row, weight, english):
@@ -66,7 +56,7 @@ def mm(weight):
     def rule(row, english):
         w = vector_share(row, weight, english)
         if w <= 0:
-            return [i for i, _ in sorted(keyword(row), key=lambda p: -p[1])]
+            return keyword_ranking(row)
         return ranked(summed([(1 - w, min_max(keyword(row))), (w, min_max(row["vector"]))]))
     return rule
 
@@ -74,7 +64,7 @@ def mm(weight):
 def rrf(k, weight=0.5):
     def rule(row, english):
         w = vector_share(row, weight, english)
-        bm25 = [i for i, _ in sorted(keyword(row), key=lambda p: -p[1])]
+        bm25 = keyword_ranking(row)
         vec = [i for i, _ in row["vector"]]
         fused = {}
         for share, ranking in ((1 - w, bm25), (w, vec)):
@@ -142,26 +132,13 @@ RULES.update({f"mm-{w}": mm(w) for w in (0.5, 0.7)})
 RULES.update({f"z-{w}": z(w) for w in (0.5, 0.6, 0.7)})
 
 
-def interval(diffs, rng):
-    means = sorted(mean(rng.choices(diffs, k=len(diffs))) for _ in range(2000))
-    return mean(diffs) * 100, means[50] * 100, means[1949] * 100
-
-
 def main():
     pairs = {}
-    for model_dir in sys.argv[1:]:
-        model = os.path.basename(os.path.normpath(model_dir))
-        english = "multilingual" not in model
-        for name in sorted(os.listdir(model_dir)):
-            rows = [json.loads(line) for line in open(os.path.join(model_dir, name), encoding="utf-8")]
-            single = {
-                "bm25": [scores([i for i, _ in sorted(keyword(r), key=lambda p: -p[1])], r["relevant"]) for r in rows],
-                "vector": [scores([i for i, _ in r["vector"]], r["relevant"]) for r in rows],
-            }
-            per_rule = {rule: [scores(RULES[rule](r, english), r["relevant"]) for r in rows] for rule in RULES}
-            pairs[(name[: -len(".jsonl")], model)] = (single, per_rule)
+    for name, model, english, rows in read_dumps(sys.argv[1:]):
+        per_rule = {rule: [scores(RULES[rule](r, english), r["relevant"]) for r in rows] for rule in RULES}
+        pairs[(name, model)] = (single_scores(rows), per_rule)
 
-    rng = random.Random(0x4B48)
+    rng = new_rng()
     below_single = {rule: [] for rule in RULES}
     below_shipped = {rule: [] for rule in RULES}
     print("set x model: R@5 / MRR@10; margin over the better single retriever, then over mm-0.6 (points, 95% paired bootstrap)")
@@ -172,7 +149,7 @@ def main():
         for rule, results in per_rule.items():
             parts = []
             for k, label in ((0, "R@5"), (1, "MRR")):
-                best = b if mean([s[k] for s in b]) >= mean([s[k] for s in v]) else v
+                best = better_single(single, k)
                 m, lo, hi = interval([f[k] - s[k] for f, s in zip(results, best)], rng)
                 d, dlo, dhi = interval([f[k] - s[k] for f, s in zip(results, per_rule["mm-0.6"])], rng)
                 flag = " !" if hi < 0 else ""
@@ -189,11 +166,7 @@ def main():
 
     def margin(pair, rule):
         single, per_rule = pairs[pair]
-        out = []
-        for k in (0, 1):
-            best = max(mean([s[k] for s in single["bm25"]]), mean([s[k] for s in single["vector"]]))
-            out.append(mean([s[k] for s in per_rule[rule]]) - best)
-        return min(out)
+        return worst_margin(single, per_rule[rule])
 
     print("\nleaving each set out: the rule whose worst margin over the better single retriever on the rest is best")
     for held_out in sorted({name for name, _ in pairs}):

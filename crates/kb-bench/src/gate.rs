@@ -126,6 +126,9 @@ pub struct GateReport {
     gate_us_mean: f64,
     /// Mean time of one `gate` call on a typical 1.5 KB experience with a little of everything.
     gate_us_typical: f64,
+    /// Mean time of the risky-action check alone on the same experience's text (the gate runs
+    /// it once, or twice when redaction changed the text).
+    risky_us_typical: f64,
 }
 
 fn parse_lines<T: for<'de> Deserialize<'de>>(name: &str, data: &str) -> anyhow::Result<Vec<T>> {
@@ -199,6 +202,7 @@ pub fn run(iterations: usize, json: bool) -> anyhow::Result<()> {
         risky: Vec::new(),
         gate_us_mean: 0.0,
         gate_us_typical: 0.0,
+        risky_us_typical: 0.0,
     };
 
     for entry in &catalogue {
@@ -331,6 +335,12 @@ pub fn run(iterations: usize, json: bool) -> anyhow::Result<()> {
         std::hint::black_box(gate(typical.clone(), &policy)?);
     }
     report.gate_us_typical = started.elapsed().as_secs_f64() * 1e6 / (iterations * 10) as f64;
+    let typical_text = kb_core::gate::gated_text(&typical);
+    let started = Instant::now();
+    for _ in 0..iterations * 10 {
+        std::hint::black_box(kb_core::risky::risky_actions(std::hint::black_box(&typical_text)));
+    }
+    report.risky_us_typical = started.elapsed().as_secs_f64() * 1e6 / (iterations * 10) as f64;
 
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -436,7 +446,7 @@ fn print_report(report: &GateReport, n_formats: usize, iterations: usize, n_text
     risky::print(&report.risky);
     println!(
         "gate cost: {:.1} µs per submit on the sets' texts ({n_texts} texts × {iterations}), \
-         {:.1} µs per typical 1.5 KB submit",
-        report.gate_us_mean, report.gate_us_typical
+         {:.1} µs per typical 1.5 KB submit, of which the risky-action check {:.1} µs",
+        report.gate_us_mean, report.gate_us_typical, report.risky_us_typical
     );
 }

@@ -8,7 +8,7 @@ use kb_core::{Experience, ExperienceId, Gated};
 use rusqlite::{OptionalExtension, params};
 
 use crate::error::Context;
-use crate::read::{EXPERIENCE_COLUMNS, experience_from_row};
+use crate::read::{EXPERIENCE_COLUMNS, HUB_AUTHOR, experience_from_row};
 use crate::store::{read_seq, write_seq};
 use crate::write::{WriteItem, write_in};
 use crate::{Result, Store};
@@ -245,6 +245,15 @@ impl Store {
         Ok(self.hub_value("pulled_seq")?.and_then(|value| value.parse().ok()).unwrap_or(0))
     }
 
+    /// The author on the hub of a teammate's experience: the origin whose text it holds, or else
+    /// the first; `None` for this store's own, or when the hub's record of it is gone.
+    pub fn hub_author(&self, experience_id: &str) -> Result<Option<String>> {
+        let sql = format!("SELECT {HUB_AUTHOR} FROM experiences e WHERE e.id = ?1");
+        let mut statement = self.conn.prepare_cached(&sql).doing("preparing the author lookup")?;
+        let author = statement.query_row([experience_id], |row| row.get(0)).optional().doing("reading an author")?;
+        Ok(author.flatten())
+    }
+
     /// Where an experience's teammates' copies came from (none for an experience of this
     /// store's own that nobody else shared).
     pub fn hub_origins(&self, experience_id: &str) -> Result<Vec<Origin>> {
@@ -421,7 +430,9 @@ impl Store {
             .prepare_cached("SELECT author, hub_id, task, at FROM hub_hidden ORDER BY at, author, hub_id")
             .doing("preparing the hidden read")?;
         statement
-            .query_map([], |row| Ok(Hidden { author: row.get(0)?, hub_id: row.get(1)?, task: row.get(2)?, at_ms: row.get(3)? }))
+            .query_map([], |row| {
+                Ok(Hidden { author: row.get(0)?, hub_id: row.get(1)?, task: row.get(2)?, at_ms: row.get(3)? })
+            })
             .doing("reading hidden experiences")?
             .collect::<rusqlite::Result<Vec<_>>>()
             .doing("reading hidden experiences")

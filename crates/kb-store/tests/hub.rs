@@ -1,6 +1,7 @@
 //! Tests of the store's side of the team hub on a real SQLite file: the outbox filled by the
 //! write that changes an experience (and never by what comes from the hub), and pulled changes
-//! applied: new, merged (counted twice), edited, withdrawn, handed over, and conflicting.
+//! applied: new, merged (counted twice), edited, withdrawn, handed over, and conflicting; and the
+//! author a teammate's experience is shown with.
 
 use kb_core::{ExperienceId, GatePolicy, Gated, NewExperience, Source, Status, gate};
 use kb_store::{Incoming, Store};
@@ -23,6 +24,15 @@ fn outbox_ids(store: &Store) -> Vec<String> {
 
 fn incoming<'a>(hub_id: &'a str, hub_seq: i64, author: &'a str, gated: Option<&'a Gated>) -> Incoming<'a> {
     Incoming { hub_id, hub_seq, author, machine: "machine-of-someone-else", gated }
+}
+
+/// The author a teammate's experience is shown with, read both ways a caller can: alone, and
+/// with the experience in a search's read; they must agree.
+fn author(store: &Store, id: &str) -> Option<String> {
+    let alone = store.hub_author(id).unwrap();
+    let (_, with_experience) = store.get_many_with_authors(&[id]).unwrap().remove(0);
+    assert_eq!(alone, with_experience, "{id}");
+    alone
 }
 
 #[test]
@@ -106,6 +116,8 @@ fn pulled_changes_merge_follow_edits_and_withdrawals_and_keep_local_conflicts() 
     let origins = store.hub_origins(&mine_id).unwrap();
     assert_eq!(origins.iter().map(|origin| origin.author.as_str()).collect::<Vec<_>>(), ["bob", "carol"]);
     assert!(origins.iter().all(|origin| origin.merged));
+    assert_eq!(author(&store, &mine_id), None, "mine, whoever merged into it");
+    assert_eq!(author(&store, &bob_other).as_deref(), Some("bob"));
     assert!(outbox_ids(&store).is_empty(), "applying a pull never queues a push");
 
     // Bob withdraws his copy: mine is counted once less, and stays.
@@ -124,9 +136,11 @@ fn pulled_changes_merge_follow_edits_and_withdrawals_and_keep_local_conflicts() 
     let carols = experience("warm the npm and pip caches in CI", Source::Hub);
     let carol_other = ExperienceId::generate(6).to_string();
     store.apply_pulled(&[incoming(&carol_other, 15, "carol", Some(&carols))], 15, 8).unwrap();
+    assert_eq!(author(&store, &bob_other).as_deref(), Some("bob"), "the one whose text it holds");
     store.apply_pulled(&[incoming(&bob_other, 16, "bob", None)], 16, 9).unwrap();
     assert!(store.get(&bob_other).unwrap().is_some(), "carol still shares it");
     assert_eq!(store.hub_origins(&bob_other).unwrap()[0].author, "carol");
+    assert_eq!(author(&store, &bob_other).as_deref(), Some("carol"));
     store.apply_pulled(&[incoming(&carol_other, 17, "carol", None)], 17, 10).unwrap();
     assert!(store.get(&bob_other).unwrap().is_none(), "withdrawn by everyone who shared it");
 
@@ -211,7 +225,8 @@ fn skipped_held_and_hidden_changes_are_kept_with_the_cursor_and_the_cursor_never
     assert_eq!(store.hub_held_counts().unwrap(), vec![("dave".to_owned(), 1)]);
     assert_eq!(store.hub_quota_used("dave", 2_000).unwrap(), (50, 5_000));
     assert_eq!(store.hub_quota_used("dave", 86_400_000 + 1).unwrap(), (0, 0), "a new day, a new allowance");
-    let release = PullBatch { released: vec![("dave".to_owned(), "J1".to_owned())], now_ms: 1_000, ..PullBatch::default() };
+    let release =
+        PullBatch { released: vec![("dave".to_owned(), "J1".to_owned())], now_ms: 1_000, ..PullBatch::default() };
     store.apply_pull(&release).unwrap();
     assert!(store.hub_held(10).unwrap().is_empty());
 

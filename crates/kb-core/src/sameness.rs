@@ -213,20 +213,38 @@ pub fn material_difference(first: &[&str], second: &[&str]) -> Option<Difference
         return Some(Difference::Value { only_in_first, only_in_second });
     }
 
-    let words = |tokens: &[String]| -> BTreeSet<String> {
-        tokens
-            .iter()
-            .filter(|token| !is_value(token) && !STOPWORDS.contains(&token.as_str()))
-            .filter(|token| !(token.chars().count() == 1 && token.chars().all(|c| FUNCTION_CHARS_ZH.contains(&c))))
-            .map(|token| stem(token))
-            .collect()
-    };
-    let (first_words, second_words) = (words(&first_tokens), words(&second_tokens));
+    let (first_words, second_words) = (content_words(&first_tokens), content_words(&second_tokens));
     if first_words != second_words {
         let (only_in_first, only_in_second) = one_sided(&first_words, &second_words);
         return Some(Difference::Wording { only_in_first, only_in_second });
     }
     None
+}
+
+/// Whether `first` and `second` use the same content words once their outcome words and
+/// negations are left out: near-identical by their words, so that a [`material_difference`]
+/// between them is one of outcome, negation or values ("near-identical but says something
+/// else"), not other wording. Chinese outcome and negation characters are not left out.
+pub fn same_wording(first: &[&str], second: &[&str]) -> bool {
+    let words = |parts: &[&str]| -> BTreeSet<String> {
+        let tokens: Vec<String> = tokens(&parts.join("\n").to_lowercase())
+            .into_iter()
+            .filter(|token| !OUTCOME_WORDS.contains(&token.as_str()) && !NEGATIONS.contains(&token.as_str()))
+            .collect();
+        content_words(&tokens)
+    };
+    words(first) == words(second)
+}
+
+/// The stems of the content words among `tokens`: values, stopwords and Chinese function
+/// characters aside.
+fn content_words(tokens: &[String]) -> BTreeSet<String> {
+    tokens
+        .iter()
+        .filter(|token| !is_value(token) && !STOPWORDS.contains(&token.as_str()))
+        .filter(|token| !(token.chars().count() == 1 && token.chars().all(|c| FUNCTION_CHARS_ZH.contains(&c))))
+        .map(|token| stem(token))
+        .collect()
 }
 
 fn one_sided(first: &BTreeSet<String>, second: &BTreeSet<String>) -> (Vec<String>, Vec<String>) {
@@ -303,6 +321,22 @@ mod tests {
 
     fn differs(first: [&str; 3], second: [&str; 3]) -> Option<String> {
         material_difference(&first, &second).map(|difference| difference.to_string())
+    }
+
+    #[test]
+    fn same_wording_leaves_outcomes_negations_and_values_aside_but_not_other_words() {
+        let same = |first: [&str; 3], second: [&str; 3]| same_wording(&first, &second);
+        assert!(same(
+            ["deploy the app", "kubectl apply", "deploy succeeded"],
+            ["deploy the app", "kubectl apply", "deploy failed"]
+        ));
+        assert!(same(["pin node", "nvm use 18", "tests pass"], ["pin node", "nvm use 20", "tests pass"]));
+        assert!(same(
+            ["cache layers", "docker build", "this is faster"],
+            ["cache layers", "docker build", "this is not faster"]
+        ));
+        assert!(!same(["store sessions", "redis", "fast lookups"], ["store sessions", "memcached", "fast lookups"]));
+        assert!(!same(["pin node", "nvm use 18", "tests pass"], ["pin python", "pyenv 3.12", "tests pass"]));
     }
 
     /// The pairs of the search-quality issue that a vector threshold merged.

@@ -136,10 +136,41 @@ fn a_near_duplicate_of_a_submit_still_waiting_for_its_vector_is_merged_into_it()
     assert!(second.similarity.is_some_and(|similarity| similarity >= 0.97), "{second:?}");
     assert_eq!(model.runs.load(Ordering::SeqCst), 1, "both texts embedded in one run");
 
-    // A near-identical one that says something else is kept apart and told so, as before.
+    // A near-identical one that says something else is kept apart and told so, as before,
+    // without waiting for the model: its words alone rule a merge out.
     let third = engine.submit(experience("Run the tests once", "vitest --run", "watch mode, exits when done")).unwrap();
     assert!(!third.merged);
     assert!(third.note().is_some_and(|note| note.contains(&first.id)), "{:?}", third.note());
+    assert_eq!(model.runs.load(Ordering::SeqCst), 1, "the third did not wait for the model");
+}
+
+/// Issue 25: under 50 writers, one submit in eighteen found a stored experience holding most of
+/// its words and waited for the model before its commit (submit p99 4.5 s with e5), though
+/// their words already differed in a value. Such a submit commits at once, is told which one
+/// it was kept apart from, and its vector follows through the backlog; one with other content
+/// words is kept apart silently.
+#[test]
+fn a_submit_whose_words_differ_from_every_stored_twin_commits_without_waiting_for_the_model() {
+    let model = Arc::new(Words::default());
+    let (_home, engine) = engine_with_model(model.clone());
+    let first = engine
+        .submit(experience("bump the retry limit of the sync job (round 5)", "jobs.toml", "the sync job recovers"))
+        .unwrap();
+    let again = engine
+        .submit(experience("bump the retry limit of the sync job (round 205)", "jobs.toml", "the sync job recovers"))
+        .unwrap();
+    assert!(!again.merged, "{again:?}");
+    assert_ne!(again.id, first.id);
+    let apart = again.kept_apart.as_ref().expect("told what it was kept apart from");
+    assert_eq!(apart.similar_to, first.id);
+    assert!(apart.reason.contains("205"), "{apart:?}");
+    let other = engine
+        .submit(experience("bump the retry limit of the mail job (round 5)", "jobs.toml", "the mail job recovers"))
+        .unwrap();
+    assert!(!other.merged && other.kept_apart.is_none(), "{other:?}");
+    assert_eq!(model.runs.load(Ordering::SeqCst), 0, "none of them waited for the model");
+    assert_eq!(engine.semantic.status().backlog, 3, "their vectors follow through the backlog");
+    assert_eq!(engine.semantic.status().submits_embedded_first, 0);
 }
 
 #[test]

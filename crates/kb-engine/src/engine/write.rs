@@ -64,8 +64,13 @@ pub(super) const TWIN_CANDIDATES: usize = 5;
 /// experience must hold to be a possible near-duplicate. A merge needs the same content words
 /// on both sides (`kb_core::sameness`), so a true merge target holds nearly all of them; half
 /// leaves room for the "near-identical but says something else" notes (one outcome word, one
-/// value apart), which share most words too.
+/// value apart), which share most words too and are now told by the words alone.
 pub(super) const TWIN_COVERAGE: f32 = 0.5;
+
+/// What a submit takes into its commit (see [`Engine::vector_before_commit`]): its model's id,
+/// vector and their bytes; a possible near-duplicate still without a vector, with its
+/// similarity; a twin its words keep it apart from.
+type BeforeCommit = (Option<(String, Vec<f32>, Vec<u8>)>, Option<kb_embed::Hit>, Option<kb_store::KeptApart>);
 
 /// How long a submit waits for room in the backlog (see [`semantic::FRESH_LIMIT`]) before it
 /// commits anyway (the model is failing or far behind: its vector follows later).
@@ -79,6 +84,9 @@ pub(super) struct PendingSubmit {
     /// A possible near-duplicate with no vector yet (committed without one moments ago), with
     /// its similarity to this submit, worked out before the commit.
     twin: Option<kb_embed::Hit>,
+    /// A stored experience with the same wording that differs in an outcome, a negation or a
+    /// value: no merge can take this submit, which is told why it was kept apart.
+    apart_by_words: Option<kb_store::KeptApart>,
     /// Refuse, or revive when the user confirmed, a duplicate of a rejected experience.
     on_rejected: OnRejected,
     state: Mutex<SubmitState>,
@@ -205,11 +213,12 @@ impl Engine {
         let gated = kb_core::gate(new, &self.policy)?;
         let redactions = gated.redactions.clone();
         let flags = gated.flags.clone();
-        let (vector, twin) = self.vector_before_commit(&gated);
+        let (vector, twin, apart_by_words) = self.vector_before_commit(&gated);
         let pending = Arc::new(PendingSubmit {
             gated,
             vector,
             twin,
+            apart_by_words,
             on_rejected,
             state: Mutex::new(SubmitState::Queued),
             settled: Condvar::new(),
@@ -271,7 +280,7 @@ impl Engine {
             redactions,
             flags,
             variant_kept: outcome.variant_kept,
-            kept_apart: outcome.kept_apart,
+            kept_apart: outcome.kept_apart.or_else(|| pending.apart_by_words.clone().filter(|_| !outcome.merged)),
         })
     }
 
@@ -282,57 +291,52 @@ impl Engine {
     /// the searches and the model, and made each submit wait for all the others'. Yet a
     /// near-duplicate merges only when the two share their content words (`kb_core::sameness`),
     /// so the vector is needed first only when the BM25 index finds a stored experience holding
-    /// most of the submit's words ([`TWIN_COVERAGE`]): then it is embedded now, at the write's
-    /// priority, with any such twin that has no vector yet, and merged as before. Otherwise it
+    /// most of the submit's words ([`TWIN_COVERAGE`]) and no material difference from them
+    /// ([`Engine::mergeable_twins`]): then it is embedded now, at the write's priority, with any
+    /// such twin that has no vector yet, and merged as before. Otherwise it
     /// commits at once, findable by BM25 when its answer is sent, and is embedded by the backlog
     /// ahead of imports; the submit waits only while the backlog holds [`semantic::FRESH_LIMIT`]
     /// submits. Held submits (a suspected injection) keep their vector for review: embedded now.
-    pub(super) fn vector_before_commit(
-        &self,
-        gated: &kb_core::Gated,
-    ) -> (Option<(String, Vec<f32>, Vec<u8>)>, Option<kb_embed::Hit>) {
+    pub(super) fn vector_before_commit(&self, gated: &kb_core::Gated) -> BeforeCommit {
         if !self.semantic.state().is_ready() {
-            return (None, None);
+            return (None, None, None);
         }
         self.semantic.turns.note_write();
         let new = &gated.experience;
         let text = semantic::embedding_text(&new.task, &new.resource, &new.result);
         let twins = if gated.status == Status::Active { self.lexical_twins(&text) } else { None };
+        // A twin whose words differ materially from the submit's can never be merged into
+        // (`kb_core::sameness`, which the store asks again under the writer): only the others
+        // are worth waiting for the model.
+        let twins = twins.and_then(|twins| self.mergeable_twins(new, twins));
         let twins = match twins {
-            Some(twins) if twins.is_empty() => {
+            Some((twins, apart_by_words)) if twins.is_empty() => {
                 self.semantic.submits_embedded_after.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 if !self.semantic.wait_for_room(ROOM_TIMEOUT) {
                     tracing::debug!("the backlog is full of submits; this one commits without waiting longer");
                 }
-                return (None, None);
+                return (None, None, apart_by_words);
             }
-            Some(twins) => twins,
+            Some((twins, _)) => twins,
             None => Vec::new(),
         };
         self.semantic.submits_embedded_first.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        // Twins committed without a vector moments ago are embedded in the same run.
-        let unembedded: Vec<&str> =
-            twins.iter().map(String::as_str).filter(|id| !self.semantic.has_vector(id)).collect();
-        let twin_texts: Vec<(String, String)> = if unembedded.is_empty() {
-            Vec::new()
-        } else {
-            match self.reader().embedding_sources(&unembedded) {
-                Ok(sources) => sources
-                    .into_iter()
-                    .map(|source| (source.id, semantic::embedding_text(&source.task, &source.resource, &source.result)))
-                    .collect(),
-                Err(error) => {
-                    tracing::warn!("cannot read possible near-duplicates: {error}");
-                    Vec::new()
-                }
-            }
-        };
+        // Twins committed without a vector moments ago are embedded in the same run; a twin with
+        // a stored vector costs nothing more (`near_duplicate` finds it under the writer).
+        let twin_texts: Vec<(String, String)> = twins
+            .into_iter()
+            .filter(|source| !self.semantic.has_vector(&source.id))
+            .map(|source| {
+                let text = semantic::embedding_text(&source.task, &source.resource, &source.result);
+                (source.id, text)
+            })
+            .collect();
         let texts: Vec<&str> =
             std::iter::once(text.as_str()).chain(twin_texts.iter().map(|(_, text)| text.as_str())).collect();
-        let Some((model_id, vectors)) = self.semantic.embed_texts_now(&texts) else { return (None, None) };
+        let Some((model_id, vectors)) = self.semantic.embed_texts_now(&texts) else { return (None, None, None) };
         let threshold = self.semantic.choice().similar_threshold;
         let mut vectors = vectors.into_iter();
-        let Some(vector) = vectors.next() else { return (None, None) };
+        let Some(vector) = vectors.next() else { return (None, None, None) };
         let twin_vectors: Vec<Vec<f32>> = vectors.collect();
         let twin = twin_texts
             .iter()
@@ -344,7 +348,7 @@ impl Engine {
             .filter(|hit| threshold <= 1.0 && hit.score >= threshold)
             .max_by(|a, b| a.score.total_cmp(&b.score));
         let bytes = kb_embed::to_bytes(&vector);
-        (Some((model_id, vector, bytes)), twin)
+        (Some((model_id, vector, bytes)), twin, None)
     }
 
     /// Active experiences holding most of `text`'s words ([`TWIN_COVERAGE`]): the only ones it
@@ -364,6 +368,47 @@ impl Engine {
         };
         let hits = self.read_index(|| self.index.search(&request)).ok()?;
         Some(hits.into_iter().filter(|hit| hit.coverage >= TWIN_COVERAGE).map(|hit| hit.id).collect())
+    }
+
+    /// The texts of those of `twins` (ids from [`Engine::lexical_twins`]) whose words show no
+    /// material difference from `new`'s (`kb_core::sameness`): the only ones a merge may take
+    /// it into, so the only ones its vector is needed for. Issue 25: under 50 writers, one
+    /// submit in eighteen found a twin by its words and waited for the model (submit p99
+    /// 4.5 s with e5), though nearly all of them differed in a value or an outcome word. When
+    /// the store cannot be read, `None`: the vector decides, as when the index cannot say.
+    /// With them, the first twin that has the submit's wording but another outcome, negation or
+    /// value (`kb_core::sameness::same_wording`): what the submit is told it was kept apart from.
+    fn mergeable_twins(
+        &self,
+        new: &NewExperience,
+        twins: Vec<String>,
+    ) -> Option<(Vec<kb_store::EmbeddingSource>, Option<kb_store::KeptApart>)> {
+        if twins.is_empty() {
+            return Some((Vec::new(), None));
+        }
+        let ids: Vec<&str> = twins.iter().map(String::as_str).collect();
+        let sources = match self.reader().embedding_sources(&ids) {
+            Ok(sources) => sources,
+            Err(error) => {
+                tracing::warn!("cannot read possible near-duplicates: {error}");
+                return None;
+            }
+        };
+        let proposed = [new.task.as_str(), new.resource.as_str(), new.result.as_str()];
+        let mut mergeable = Vec::new();
+        let mut apart = None;
+        for source in sources {
+            let stored = [source.task.as_str(), source.resource.as_str(), source.result.as_str()];
+            match kb_core::sameness::material_difference(&stored, &proposed) {
+                None => mergeable.push(source),
+                Some(difference) => {
+                    if apart.is_none() && kb_core::sameness::same_wording(&stored, &proposed) {
+                        apart = Some(kb_store::KeptApart { similar_to: source.id, reason: difference.to_string() });
+                    }
+                }
+            }
+        }
+        Some((mergeable, apart))
     }
 
     /// Returns once the BM25 index has caught up with everything committed to the store before

@@ -138,6 +138,9 @@ fn the_tiny_model_embeds_on_submit_and_import_and_answers_vector_and_hybrid_sear
         .as_str()
         .unwrap()
         .to_owned();
+    // Its vector follows through the backlog (it cannot merge with any stored experience: its
+    // words differ), so the vector search waits for it.
+    wait_for_embedder(&daemon, "ready");
     let by_agent = |agent: &str| {
         daemon
             .ok("kb.search", json!({"query": "vitest run watch", "min_score": 1, "mode": "vector", "agent_id": agent}))

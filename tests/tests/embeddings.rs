@@ -134,12 +134,8 @@ fn the_tiny_model_embeds_on_submit_and_import_and_answers_vector_and_hybrid_sear
     let alices = daemon.ok(
         "kb.submit",
         json!({"task": "update vitest snapshots", "resource": "vitest -u", "result": "stale snapshots rewritten", "score": 3, "agent_id": "alice"}),
-    )["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    // Its vector follows through the backlog (it cannot merge with any stored experience: its
-    // words differ), so the vector search waits for it.
+    )["id"].as_str().unwrap().to_owned();
+    // Its vector follows through the backlog (its words merge with nothing stored): wait for it.
     wait_for_embedder(&daemon, "ready");
     let by_agent = |agent: &str| {
         daemon

@@ -279,7 +279,13 @@ test("socket activation: the connection that starts the daemon proves it, a stal
     stdio: ["ignore", "ignore", "ignore"],
   });
   try {
-    await until(() => existsSync(socket), 10_000, "the manager's socket");
+    // Listening, not just bound: between the two a connection is refused (seen once in CI).
+    // /proc/net/unix marks a listening socket with the flag __SO_ACCEPTCON (00010000).
+    const listening = () =>
+      readFileSync("/proc/net/unix", "utf8")
+        .split("\n")
+        .some((line) => line.endsWith(` ${socket}`) && line.trim().split(/\s+/)[3] === "00010000");
+    await until(() => existsSync(socket) && listening(), 10_000, "the manager's socket");
     const api = fakeApi({ socketPath: socket, toolTimeoutMs: 30_000 });
     register(api);
     const answer = await api.tool("kb_search", CTX).execute("c", { query: "vitest" });

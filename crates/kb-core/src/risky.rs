@@ -251,17 +251,32 @@ fn same_command(view: &str, outer_start: usize, outer_end: usize, start: usize, 
         && first_word(&view[start..end]) != first_word(between)
 }
 
+/// At most the last `max` bytes of `text`, cut at a character boundary: the bounded windows that
+/// keep the check linear.
+fn last_bytes(text: &str, max: usize) -> &str {
+    let mut start = text.len().saturating_sub(max);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    &text[start..]
+}
+
+/// At most the first `max` bytes of `text`, cut at a character boundary.
+fn first_bytes(text: &str, max: usize) -> &str {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
 /// Whether the last two words before a match, in its clause, negate it: close enough to govern
 /// the action ("do not use `curl -k`", "instead of disabling"), not a negation elsewhere in the
 /// sentence ("it is not risky to `curl … | sh`" still counts).
 fn negated(compiled: &Compiled, before: &str) -> bool {
     // The last two words are all that counts: a bounded look back keeps each call cheap on a
     // long line without punctuation.
-    let mut window = before.len().saturating_sub(256);
-    while !before.is_char_boundary(window) {
-        window += 1;
-    }
-    let before = &before[window..];
+    let before = last_bytes(before, 256);
     let clause_start = before
         .char_indices()
         .rev()
@@ -318,11 +333,7 @@ const CONDEMNATION_WINDOW: usize = 160;
 /// bad idea, but here it is fine") and nothing after it in the window, next sentence included,
 /// urges the action anyway ("… Run it now."). Bounded: at most `CONDEMNATION_WINDOW` bytes are read.
 fn condemned_after(compiled: &Compiled, after: &str) -> bool {
-    let mut window = after.len().min(CONDEMNATION_WINDOW);
-    while !after.is_char_boundary(window) {
-        window -= 1;
-    }
-    let after = &after[..window];
+    let after = first_bytes(after, CONDEMNATION_WINDOW);
     let sentence_end = after.char_indices().find(|(idx, ch)| {
         matches!(ch, ';' | '!' | '?' | '\n' | '。' | '；' | '！' | '？')
             || (*ch == '.' && (after[idx + 1..].starts_with(' ') || idx + 1 == after.len()))
@@ -362,11 +373,7 @@ const FRAME_WINDOW: usize = 160;
 /// ("nobody blocks `curl … | sh` here, so use it"). Bounded: at most `FRAME_WINDOW` bytes are
 /// read before and `CONDEMNATION_WINDOW` after.
 fn framed_before(compiled: &Compiled, before: &str, after: &str) -> bool {
-    let mut window = before.len().saturating_sub(FRAME_WINDOW);
-    while !before.is_char_boundary(window) {
-        window += 1;
-    }
-    let before = &before[window..];
+    let before = last_bytes(before, FRAME_WINDOW);
     let sentence_start = before
         .char_indices()
         .rev()
@@ -401,11 +408,7 @@ fn framed_before(compiled: &Compiled, before: &str, after: &str) -> bool {
     if compiled.frame_broken.is_match(between) {
         return false;
     }
-    let mut window = after.len().min(CONDEMNATION_WINDOW);
-    while !after.is_char_boundary(window) {
-        window -= 1;
-    }
-    !compiled.frame_undone_after.is_match(&after[..window])
+    !compiled.frame_undone_after.is_match(first_bytes(after, CONDEMNATION_WINDOW))
 }
 
 fn shorten(text: &str) -> String {

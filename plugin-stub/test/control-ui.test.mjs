@@ -42,6 +42,15 @@ describe("the KnowHub tab in the Control UI, in Chromium (openclaw@2026.9.6)", {
   /** A JavaScript expression for the card of the held experience `id`. */
   const cardOf = (id) => `document.querySelector('.khub article[data-id="${id}"]')`;
   const click = (expression) => page.evaluate(`(${expression}).click(), true`);
+  /** Runs `wait`; when it fails, its error ends with the gateway's last log lines. */
+  const withGatewayLog = async (wait) => {
+    try {
+      return await wait();
+    } catch (error) {
+      error.message += `\ngateway log, last 40 lines:\n${gateway.text().split("\n").slice(-40).join("\n")}`;
+      throw error;
+    }
+  };
   const shot = async (name, selector = ".khub") => {
     shots.push(await page.screenshot(path.join(SCREENSHOT_DIR, `${name}.png`), selector));
   };
@@ -273,12 +282,12 @@ describe("the KnowHub tab in the Control UI, in Chromium (openclaw@2026.9.6)", {
     daemon.pause();
     try {
       await click("document.querySelector('#khub-tab-health')");
-      await page.waitFor("/not answering in time/.test(document.querySelector('.khub-banner').innerText)", 30_000, "the slow banner");
+      await withGatewayLog(() => page.waitFor("/not answering in time/.test(document.querySelector('.khub-banner').innerText)", 30_000, "the slow banner"));
     } finally {
       daemon.resume();
     }
     await click("[...document.querySelectorAll('.khub-banner button')].find((b) => b.textContent === 'Try again')");
-    await page.waitFor("document.querySelector('.khub-banner').hidden", 30_000, "the page to recover");
+    await withGatewayLog(() => page.waitFor("document.querySelector('.khub-banner').hidden", 30_000, "the page to recover"));
   });
 
   test("a write without the gateway's credentials, from another site, or without the write scope is refused", { timeout: 60_000 }, async () => {

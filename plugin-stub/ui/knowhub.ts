@@ -13,12 +13,30 @@ import { searchView } from "./search.ts";
 
 const PAGE_ID = "knowhub";
 
+/**
+ * How long the page waits for the gateway's answer: the plugin's own deadline for the method's
+ * daemon calls (ui.ts: 5 s a read, the overview two of them; 20 s a write; 65 s a sync) and
+ * some. A request the gateway never answers (a dropped connection, a stuck gateway) becomes an
+ * error the view shows, not a view that keeps its old contents as if they were current.
+ */
+const GATEWAY_DEADLINE_MS = { read: 20_000, write: 35_000, "knowhub.ui.sync": 80_000 };
+const WRITES = new Set(["knowhub.ui.approve", "knowhub.ui.reject", "knowhub.ui.retry"]);
+
+function withDeadline(promise, method) {
+  const ms = GATEWAY_DEADLINE_MS[method] ?? (WRITES.has(method) ? GATEWAY_DEADLINE_MS.write : GATEWAY_DEADLINE_MS.read);
+  let timer;
+  const deadline = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the gateway gave no answer to ${method} within ${ms / 1000} s; reload the page if it keeps happening`)), ms);
+  });
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+}
+
 function mountApp(container, host) {
   let current = null;
   const live = el("p", { className: "khub-live", role: "status", "aria-live": "polite" });
   const banner = el("div", { className: "khub-banner", role: "alert", hidden: true });
   const app = {
-    request: (method, params) => host.request(method, params),
+    request: (method, params) => withDeadline(host.request(method, params), method),
     canWrite: () => host.connection?.canWrite !== false,
     say(message, isError = false) {
       live.textContent = visible(message);
@@ -81,9 +99,10 @@ function mountApp(container, host) {
       panels[other].hidden = !selected;
     }
     if (focusTab) tabs[name].focus();
-    // The overview says whether the daemon answers, whichever view is open.
-    const overview = host.request("knowhub.ui.overview", {}).then((answer) => app.daemonState(answer), (error) => app.failed(error));
-    await Promise.all([views[name].refresh(), name === "health" ? null : overview]);
+    // The overview says whether the daemon answers, whichever view is open (the health view
+    // asks for it itself).
+    const overview = name === "health" ? null : app.request("knowhub.ui.overview", {}).then((answer) => app.daemonState(answer), (error) => app.failed(error));
+    await Promise.all([views[name].refresh(), overview]);
     if (focusView) views[name].focus();
   }
 

@@ -554,6 +554,7 @@ async fn recall(
     let query = cut(without_timestamp(prompt), RECALL_QUERY_CHARS);
     // Ask for a few more than shown, so experiences shown earlier leave room for new ones.
     let top_k = RECALL_TOP_K + already_recalled.len().min(RECALL_TOP_K);
+    let for_agents = |item: &Found| crate::trust::agents_may_see(trusted, item);
     let search = SearchQuery {
         query: &query,
         top_k: Some(top_k as i64),
@@ -561,6 +562,7 @@ async fn recall(
         agent_id: None,
         mode: SearchMode::Hybrid,
         origin: kb_engine::engine::Origin::All,
+        visible: Some(&for_agents),
     };
     let found = match engine.search(search).await {
         Ok((found, _)) => found,
@@ -569,13 +571,15 @@ async fn recall(
             return None;
         }
     };
-    let found = crate::trust::for_agents(trusted, found);
     // Search ranks; whether a hit is worth a place in a prompt nobody asked it for is decided
-    // apart, on its evidence (`kb_engine::relevance`): one shared word is not enough.
+    // apart, on its evidence (`kb_engine::relevance`): one shared word is not enough. Its rank's
+    // relevance says nothing of that: min-max fusion gives the last of a few candidates 0 however
+    // well it matches (the user's own experience behind a teammate's near-copy of it was never
+    // recalled).
     let fresh: Vec<Found> = found
         .into_iter()
         .filter(|item| item.evidence.worth_showing_unasked())
-        .filter(|item| item.relevance > 0.0 && !already_recalled.iter().any(|id| *id == item.experience.id.to_string()))
+        .filter(|item| !already_recalled.iter().any(|id| *id == item.experience.id.to_string()))
         .take(RECALL_TOP_K)
         .collect();
     format_safe_experiences(&fresh)

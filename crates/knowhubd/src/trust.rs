@@ -85,7 +85,7 @@ impl Provenance {
     }
 }
 
-/// How an experience that passed [`for_agents`] is marked in an agent's prompt; `None` for the
+/// How an experience that passed [`agents_may_see`] is marked in an agent's prompt; `None` for the
 /// user's own. Pure: the filter already decided it may be shown.
 pub fn agent_note(experience: &Experience) -> Option<&'static str> {
     match (experience.source, experience.reviewed()) {
@@ -96,19 +96,16 @@ pub fn agent_note(experience: &Experience) -> Option<&'static str> {
     }
 }
 
-/// The hits an agent may see: the user's own, and teammates' and extracted ones the user
-/// reviewed or whose author they trust.
-pub fn for_agents(trusted: &[String], found: Vec<Found>) -> Vec<Found> {
-    found
-        .into_iter()
-        .filter(|item| {
-            let keep = Provenance::of_found(trusted, item).usable_by_agents();
-            if !keep {
-                tracing::debug!(id = %item.experience.id, "not showing agents an unreviewed experience");
-            }
-            keep
-        })
-        .collect()
+/// Whether an agent may see a hit: the user's own, and teammates' and extracted ones the user
+/// reviewed or whose author they trust. A search's `visible` filter
+/// (`kb_engine::engine::SearchQuery::visible`), so that hits agents may not see never take
+/// the places of those they may.
+pub fn agents_may_see(trusted: &[String], item: &Found) -> bool {
+    let keep = Provenance::of_found(trusted, item).usable_by_agents();
+    if !keep {
+        tracing::debug!(id = %item.experience.id, "not showing agents an unreviewed experience");
+    }
+    keep
 }
 
 #[cfg(test)]

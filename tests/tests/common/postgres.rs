@@ -48,20 +48,33 @@ pub fn init_hub(postgres: &TestPostgres, team: &str, members: &[&str]) -> String
 }
 
 /// A daemon of `team` logging in to the hub at `url` with `password`, with more `[hub]`
-/// settings in `extra`; started, not waited for.
+/// settings in `extra`; started, not waited for. Embeddings are off.
 pub fn hub_daemon(team: &str, url: &str, password: &str, extra: &str) -> super::TestDaemon {
+    hub_daemon_with(team, url, password, extra, "enabled = false", &[])
+}
+
+/// [`hub_daemon`] with `embedding` as its `[embedding]` settings and `env` for the process
+/// (a model directory and ONNX Runtime, say).
+pub fn hub_daemon_with(
+    team: &str,
+    url: &str,
+    password: &str,
+    extra: &str,
+    embedding: &str,
+    env: &[(&str, &std::ffi::OsStr)],
+) -> super::TestDaemon {
     let home = tempfile::Builder::new().prefix("kh-").tempdir().expect("temp dir");
     let password_file = home.path().join("hub.password");
     std::fs::write(&password_file, format!("{password}\n")).expect("password file");
     std::fs::write(
         home.path().join("config.toml"),
         format!(
-            "[embedding]\nenabled = false\n[hub]\nurl = \"{url}\"\npassword_file = \"{}\"\nteam = \"{team}\"\npoll_seconds = 2\n{extra}",
+            "[embedding]\n{embedding}\n[hub]\nurl = \"{url}\"\npassword_file = \"{}\"\nteam = \"{team}\"\npoll_seconds = 2\n{extra}",
             password_file.display()
         ),
     )
     .expect("config");
-    super::TestDaemon::start_in(home)
+    super::TestDaemon::start_in_with(home, env)
 }
 
 /// A daemon of `team` logging in to the hub as `name` (password `<name>-pw`), with more

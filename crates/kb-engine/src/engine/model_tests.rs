@@ -84,7 +84,15 @@ fn experience(task: &str, resource: &str, result: &str) -> NewExperience {
 }
 
 fn by_words(query: &str) -> SearchQuery<'_> {
-    SearchQuery { query, top_k: None, min_score: None, agent_id: None, mode: SearchMode::Bm25, origin: Origin::All }
+    SearchQuery {
+        query,
+        top_k: None,
+        min_score: None,
+        agent_id: None,
+        mode: SearchMode::Bm25,
+        origin: Origin::All,
+        visible: None,
+    }
 }
 
 #[tokio::test]

@@ -35,6 +35,11 @@ pub struct SearchQuery<'a> {
     pub agent_id: Option<&'a str>,
     pub mode: SearchMode,
     pub origin: Origin,
+    /// Who the answer is for: when set, only the hits it admits are returned (an agent sees no
+    /// unreviewed teammate's or extracted experience). Like `origin`, it is applied to every
+    /// candidate before the answer is cut to `top_k`, so hits it refuses never crowd out those
+    /// it admits (a teammate sharing many near-copies of a topic cannot empty an agent's answer).
+    pub visible: Option<&'a (dyn Fn(&Found) -> bool + Sync)>,
 }
 
 /// Whose experiences a search returns.
@@ -130,8 +135,10 @@ impl Engine {
         // Fusion looks deeper than the answer: an experience ranked low by one retriever and
         // high by the other must be in both candidate lists to be rewarded.
         let n_fused = (top_k * 3).max(kb_embed::fusion::MIN_CANDIDATES);
-        // An origin filter drops candidates after retrieval, so each retriever looks deeper.
-        let depth = if query.origin == Origin::All { top_k } else { n_fused };
+        // An origin or visibility filter drops candidates after retrieval, so each retriever
+        // looks deeper.
+        let filtered = query.origin != Origin::All || query.visible.is_some();
+        let depth = if filtered { n_fused } else { top_k };
         let stale_index = if query.mode != SearchMode::Vector { self.wait_for_index().await? } else { None };
         // BM25 alone is ranked as the hybrid ranks it (`fusion::keyword`), so it looks as deep.
         let bm25 = |limit: usize, coverage: bool| -> EngineResult<Vec<Bm25Hit>> {
@@ -228,8 +235,9 @@ impl Engine {
             pinned
         };
 
-        // An origin filter is applied to the stored rows, so it looks at every candidate.
-        let depth = if query.origin == Origin::All { top_k } else { ranked.len() };
+        // An origin or visibility filter is applied to the stored rows, so it looks at every
+        // candidate.
+        let depth = if filtered { ranked.len() } else { top_k };
         let ranked = &ranked[..ranked.len().min(depth)];
         let ids: Vec<&str> = ranked.iter().map(|(id, _)| id.as_str()).collect();
         let experiences = self.reader().get_many_with_authors(&ids)?;
@@ -247,7 +255,10 @@ impl Engine {
                 && query.origin.admits(experience.source)
             {
                 let evidence = evidence.get(experience.id.as_str()).copied().unwrap_or_default();
-                found.push(Found { experience, relevance, evidence, author });
+                let item = Found { experience, relevance, evidence, author };
+                if query.visible.is_none_or(|visible| visible(&item)) {
+                    found.push(item);
+                }
             }
         }
         if !found.is_empty() {

@@ -67,6 +67,9 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
                 Some(origin) => kb_engine::engine::Origin::parse(origin)
                     .ok_or_else(|| invalid("origin", format!("must be mine, team or all, got {origin:?}")))?,
             };
+            let trusted = &app.config.hub.trusted;
+            // What an agent may see, unless the user's own tool asks for everything (marked).
+            let for_agents = |item: &kb_engine::engine::Found| crate::trust::agents_may_see(trusted, item);
             let query = SearchQuery {
                 query: &params.query,
                 top_k: params.top_k,
@@ -74,12 +77,10 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
                 agent_id: params.agent_id.as_deref(),
                 mode,
                 origin,
+                visible: if params.unreviewed == Some(true) { None } else { Some(&for_agents) },
             };
             let (found, answered) = engine.search(query).await.map_err(|error| to_rpc_error(&engine, error))?;
             engine.search_latency.record(started.elapsed());
-            let trusted = &app.config.hub.trusted;
-            // What an agent may see, unless the user's own tool asks for everything (marked).
-            let found = if params.unreviewed == Some(true) { found } else { crate::trust::for_agents(trusted, found) };
             let results: Vec<wire::SearchHit> = found
                 .into_iter()
                 .map(|found| {

@@ -73,6 +73,17 @@ impl MergeTarget {
         matches!(self.source.as_str(), "hub" | "extraction")
             && !self.flags.split(',').any(|flag| flag == kb_core::experience::REVIEWED_FLAG)
     }
+
+    /// Why the user's own submit was kept apart from this one ([`MergeTarget::is_foreign_unreviewed`]).
+    fn kept_apart_from_foreign(self) -> KeptApart {
+        let whose = if self.source == "hub" { "a teammate's" } else { "an extracted" };
+        KeptApart {
+            reason: format!(
+                "it is {whose} experience you have not reviewed, which your agents do not see; yours is kept as your own"
+            ),
+            similar_to: self.id,
+        }
+    }
 }
 
 /// One experience to store, with what the daemon computed for it beforehand.
@@ -293,6 +304,9 @@ pub(crate) fn write_in(
         .doing("preparing the status update")?;
     let mut find_similar =
         tx.prepare_cached(&format!("SELECT {TARGET_COLUMNS} WHERE e.id = ?1")).doing("preparing the similar lookup")?;
+    let mut give_up_key = tx
+        .prepare_cached("UPDATE experiences SET dedup_key = 'unreviewed:' || id WHERE id = ?1")
+        .doing("preparing the key hand-over")?;
     let mut insert_vector = tx
         .prepare_cached("INSERT OR REPLACE INTO vectors (experience_id, model_id, vector) VALUES (?1, ?2, ?3)")
         .doing("preparing the vector insert")?;
@@ -337,21 +351,25 @@ pub(crate) fn write_in(
                 .optional()
                 .doing("looking up rejected proposals")?;
         }
+        let own = matches!(new.source, None | Some(Source::Tool | Source::Cli | Source::Import));
+        // The user's own words, exactly those of a teammate's or an extracted experience they
+        // have not reviewed: merged, their agents would not find what they wrote, and the
+        // teammate withdrawing theirs would take it away. Theirs gives up the text's key and
+        // stays as it was, unreviewed; this one is stored as the user's own.
+        if own
+            && let Some(target) =
+                duplicate.take_if(|target| target.is_foreign_unreviewed() && target.status != Status::Rejected.as_str())
+        {
+            give_up_key.execute([&target.id]).doing("handing over a text's key")?;
+            kept_apart = Some(target.kept_apart_from_foreign());
+        }
         if let (None, Some((similar_id, score))) = (&duplicate, item.similar_to) {
             let target =
                 find_similar.query_row([similar_id], merge_target).optional().doing("looking up duplicates")?;
-            let own = matches!(new.source, None | Some(Source::Tool | Source::Cli | Source::Import));
             match target {
                 Some(target) if own && target.is_foreign_unreviewed() => {
                     // Merged, the user's own agents would no longer find what they wrote.
-                    let whose = if target.source == "hub" { "a teammate's" } else { "an extracted" };
-                    kept_apart = Some(KeptApart {
-                        reason: format!(
-                            "it is {whose} experience you have not reviewed, which your agents do not see; \
-                             yours is kept as your own"
-                        ),
-                        similar_to: target.id,
-                    });
+                    kept_apart = Some(target.kept_apart_from_foreign());
                 }
                 Some(target) => {
                     // Vectors say near-identical; the words decide whether they say the same.

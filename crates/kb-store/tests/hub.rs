@@ -163,12 +163,27 @@ fn a_submit_merging_into_a_teammates_experience_queues_a_confirmation() {
     let hub_id = ExperienceId::generate(1).to_string();
     store.apply_pulled(&[incoming(&hub_id, 3, "alice", Some(&theirs))], 3, 1).unwrap();
     assert!(store.hub_outbox(10).unwrap().is_empty());
+    // Not reviewed yet, theirs reaches no agent: the same words submitted here are the user's
+    // own (kept apart, shared as a row of theirs), not a confirmation of alice's.
     let mine = experience("restart the flaky redis sentinel", Source::Tool);
     let (written, _) = store.write(std::slice::from_ref(&mine), 2).unwrap();
+    assert!(!written[0].merged && written[0].kept_apart.as_ref().is_some_and(|apart| apart.similar_to == hub_id));
+    let queued = store.hub_outbox(10).unwrap();
+    assert!(queued.len() == 1 && !queued[0].confirmation && queued[0].experience_id == written[0].id.as_str());
+    store.hub_pushed(&[queued[0].outbox_id]).unwrap();
+
+    // Reviewed, it is the user's to merge into: a submit of its words confirms it.
+    let reviewed = ExperienceId::generate(2).to_string();
+    let theirs = experience("drain the flaky redis sentinel", Source::Hub);
+    store.apply_pulled(&[incoming(&reviewed, 4, "alice", Some(&theirs))], 4, 3).unwrap();
+    store.mark_reviewed(&[&reviewed], 5).unwrap();
+    let mine = experience("drain the flaky redis sentinel", Source::Tool);
+    let (written, _) = store.write(std::slice::from_ref(&mine), 6).unwrap();
     assert!(written[0].merged);
     let queued = store.hub_outbox(10).unwrap();
     assert_eq!(queued.len(), 1);
-    assert!(queued[0].confirmation && queued[0].experience_id == hub_id, "{queued:?}");
+    assert!(queued[0].confirmation && queued[0].experience_id == reviewed, "{queued:?}");
+    let hub_id = reviewed;
 
     // A confirmation pulled elsewhere carries an id no store holds experiences under: it gets
     // a new one when it does not merge.

@@ -358,3 +358,40 @@ fn an_own_near_duplicate_of_an_unreviewed_foreign_experience_is_kept_apart() {
         assert!(outcomes[0].merged && outcomes[0].id.as_str() == stored, "{whose}: reviewed, it merges");
     }
 }
+
+#[test]
+fn an_own_submit_word_for_word_an_unreviewed_foreign_experience_is_stored_as_the_users_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("kb.db")).unwrap();
+    for (source, whose) in [(kb_core::Source::Hub, "a teammate's"), (kb_core::Source::Extraction, "an extracted")] {
+        let text = format!("pin the node version {whose}");
+        let mut foreign = gated(&text, 3, None);
+        foreign.experience.source = Some(source);
+        let (outcomes, _) = store.write(&[foreign], 1).unwrap();
+        let theirs = outcomes[0].id.to_string();
+
+        // Word for word: not merged away into theirs, which stays as it was.
+        let (outcomes, _) = store.write(&[gated(&text, 4, None)], 2).unwrap();
+        assert!(!outcomes[0].merged, "{whose}");
+        let mine = outcomes[0].id.to_string();
+        assert_ne!(mine, theirs);
+        let apart = outcomes[0].kept_apart.as_ref().expect("the answer says why");
+        assert_eq!(apart.similar_to, theirs);
+        assert!(apart.reason.contains(whose) && apart.reason.contains("not reviewed"), "{}", apart.reason);
+        assert_eq!(store.get(&mine).unwrap().unwrap().source, kb_core::Source::Tool);
+        let kept = store.get(&theirs).unwrap().unwrap();
+        assert_eq!((kept.source, kept.task.as_str(), kept.score), (source, text.as_str(), 3));
+
+        // The text is the user's now: the same submit again merges into theirs, not the foreign one.
+        let (outcomes, _) = store.write(&[gated(&text, 5, None)], 3).unwrap();
+        assert!(outcomes[0].merged && outcomes[0].id.as_str() == mine, "{whose}");
+    }
+    // A reviewed one is the user's to merge into, as any other.
+    let mut reviewed = gated("rotate the grafana key", 3, None);
+    reviewed.experience.source = Some(kb_core::Source::Hub);
+    let (outcomes, _) = store.write(&[reviewed], 4).unwrap();
+    let theirs = outcomes[0].id.to_string();
+    store.mark_reviewed(&[&theirs], 5).unwrap();
+    let (outcomes, _) = store.write(&[gated("rotate the grafana key", 4, None)], 6).unwrap();
+    assert!(outcomes[0].merged && outcomes[0].id.as_str() == theirs);
+}

@@ -16,6 +16,7 @@ mod load;
 mod okapi;
 mod quality;
 mod report;
+mod semrisk;
 mod stats;
 
 use std::path::{Path, PathBuf};
@@ -107,6 +108,24 @@ enum Command {
         /// Passes over the sets when timing the gate.
         #[arg(long, default_value_t = 20)]
         iterations: usize,
+    },
+    /// Whether a linear classifier on the model's embeddings holds risky experiences the rules
+    /// miss: each labelled set of the risky-action check left out in turn (in process, no daemon).
+    Semrisk {
+        #[command(flatten)]
+        model: ModelArgs,
+        /// Where vectors are cached between runs [default: target/semrisk-vectors.jsonl].
+        #[arg(long, value_name = "FILE")]
+        cache: Option<PathBuf>,
+        /// Also train on every set and write the weights here.
+        #[arg(long, value_name = "FILE")]
+        write_weights: Option<PathBuf>,
+        /// L2 penalty on the standardised weights.
+        #[arg(long, default_value_t = 1e-3)]
+        l2: f64,
+        /// Each set weighs the same within its class (else each text does).
+        #[arg(long)]
+        balance_sets: bool,
     },
     /// Extraction: tokens sent for a 50-message coding session and a 5-message chat against
     /// their raw history, whether the gate before spend skipped them, and agent_end's hook
@@ -386,6 +405,23 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let (mut load_args, mut quality_args, mut hybrid_args, mut activation_args) = (None, None, None, None);
     let (daemon_args, model_args) = match &cli.command {
         Command::Gate { iterations } => return gate::run(*iterations, cli.json),
+        Command::Semrisk { model, cache, write_weights, l2, balance_sets } => {
+            let onnxruntime = model
+                .onnxruntime()
+                .map_err(|reason| anyhow::anyhow!("no ONNX Runtime (pass --onnxruntime FILE): {reason}"))?;
+            let cache = cache
+                .clone()
+                .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/semrisk-vectors.jsonl"));
+            return semrisk::run(&semrisk::Options {
+                model_dir: model.model_dir()?,
+                onnxruntime,
+                quantize: model.quantize,
+                cache,
+                write_weights: write_weights.clone(),
+                l2: *l2,
+                balance_sets: *balance_sets,
+            });
+        }
         Command::RecallGate { data, sets } => {
             return quality::recall_gate::run(data.as_deref().unwrap_or(Path::new(BENCH_DATA_DIR)), sets);
         }

@@ -65,6 +65,7 @@ fn sets() -> anyhow::Result<Vec<Set>> {
         ("blind 1", "risky_blind.jsonl", "ordinary_blind.jsonl"),
         ("blind 2", "risky_blind2.jsonl", "ordinary_blind2.jsonl"),
         ("blind 3", "risky_blind3.jsonl", "ordinary_blind3.jsonl"),
+        ("blind 4", "risky_blind4.jsonl", "ordinary_blind4.jsonl"),
     ] {
         let mut items: Vec<(String, bool)> = read(risky)?.into_iter().map(|line| (line.text, true)).collect();
         items.extend(read(ordinary)?.into_iter().map(|line| (line.text, false)));

@@ -88,6 +88,15 @@ fn risky_sets_are_held_and_ordinary_ones_pass() {
             0.75,
             0.118,
         ),
+        // Round 4's blind part (session 16, README), measured once with round 3's rules, which
+        // no change has been made for: 61.7% held, 10.22% flagged. Floors, not the goal.
+        (
+            "round-4 blind",
+            include_str!("data/risky_blind4.jsonl"),
+            include_str!("data/ordinary_blind4.jsonl"),
+            0.617,
+            0.1023,
+        ),
     ];
     for (part, risky, ordinary, floor, ceiling) in parts {
         let risky = lines(risky);

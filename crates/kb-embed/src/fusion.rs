@@ -457,9 +457,7 @@ fn is_identifier(word: &str) -> bool {
 /// `ssh.config`, `my-fooBar`), and so is a path of more than two parts (`usr/local/bin`).
 fn is_compound_word(chars: &[char]) -> bool {
     chars.iter().filter(|&&c| c == '/').count() <= 1
-        && chars
-            .split(|&c| c == '-' || c == '/')
-            .all(|part| !part.is_empty() && part.iter().all(|c| c.is_alphabetic()))
+        && chars.split(|&c| c == '-' || c == '/').all(|part| !part.is_empty() && part.iter().all(|c| c.is_alphabetic()))
 }
 
 /// Puts first the candidates whose text contains the most of `terms` (all of them before some,

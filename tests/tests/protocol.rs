@@ -81,6 +81,12 @@ fn identifiers_pin_what_holds_them_only_when_they_single_something_out() {
     // With room for all four, X11 does single them out.
     let answer = daemon.ok("kb.search", json!({"query": "X11 tiling window manager", "top_k": 5, "min_score": 1}));
     assert!(!ids_of(&answer)[..4].contains(&tiling), "{answer}");
+    // Words joined as prose joins them (`command-line`) name nothing, however few hold them:
+    // the experience that holds the rest of the query stays first.
+    let flags = daemon.submit("parse command-line flags", "clap derive", "one struct per subcommand", 3);
+    let prose = top3("command-line tiling window manager sway config");
+    assert_eq!(prose.first(), Some(&tiling), "{prose:?}");
+    assert!(prose.contains(&flags), "{prose:?}");
 }
 
 #[test]

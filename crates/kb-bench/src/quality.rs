@@ -266,6 +266,7 @@ async fn measure_set(
             continue;
         }
         let mut candidates: HashMap<&str, Vec<(String, f32)>> = HashMap::new();
+        let mut hybrid_answer: Vec<(String, f32)> = Vec::new();
         for (slot, mode) in modes.iter().enumerate() {
             let params = SearchParams {
                 query: query.text.clone(),
@@ -286,6 +287,9 @@ async fn measure_set(
                 bail!("asked for {mode}, answered by {} ({:?})", answer.mode, answer.note);
             }
             rankings[slot].push(to_ranking(&answer));
+            if *mode == "hybrid" {
+                hybrid_answer = answer.results.iter().map(|hit| (hit.id.clone(), hit.relevance)).collect();
+            }
             if *mode == "vector" {
                 // The candidates the daemon's hybrid search fuses: as deep as it looks.
                 let deep = SearchParams { top_k: Some(HYBRID_DEPTH as i64), ..params };
@@ -313,12 +317,24 @@ async fn measure_set(
             };
             let bm25 = candidates.get("bm25").map_or(&[][..], Vec::as_slice);
             let coverage: Vec<f32> = bm25.iter().map(|(id, _)| coverage_of(id)).collect();
+            // The query's exact terms and how many experiences can hold each (what the
+            // daemon's pinning decides by), for studying the pinning offline.
+            let mut exact = Vec::new();
+            for term in fusion::exact_terms(&query.text) {
+                let holders = match &twin {
+                    Some(twin) => Some(twin.max_holders(&term.text)?),
+                    None => None,
+                };
+                exact.push(serde_json::json!({"text": term.text, "ignore_case": term.ignore_case, "holders": holders}));
+            }
             let line = serde_json::json!({
                 "query": query.text,
                 "relevant": query.relevant,
                 "bm25": first_row(bm25),
                 "bm25_coverage": coverage,
                 "vector": first_row(candidates.get("vector").map_or(&[], Vec::as_slice)),
+                "hybrid": first_row(&hybrid_answer),
+                "exact": exact,
             });
             dumped.push_str(&line.to_string());
             dumped.push('\n');

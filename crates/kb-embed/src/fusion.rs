@@ -348,7 +348,8 @@ fn bm25_gap<I>(bm25: &[(I, f32)]) -> f32 {
 /// The parts of a query that must be found as written: quoted strings (`"..."`, `'...'`,
 /// `` `...` ``, `“...”`, `「...」`) and identifiers (a word with a digit, an underscore, an inner
 /// `.`, `-`, `/`, `:`, `@` or `#`, or a capital after a small letter: `ERR_4242`, `tsconfig.json`,
-/// `v2.3.1`, `fooBar`). An experience that contains them is what such a query asks for, whatever
+/// `v2.3.1`, `fooBar`; not a compound word of letters, `command-line`, `import/export`: see
+/// `is_compound_word`). An experience that contains them is what such a query asks for, whatever
 /// the vectors say: vectors barely see the difference between `ERR_4242` and `ERR_4243`.
 /// Identifiers are compared ignoring case, quoted strings exactly (after trimming).
 pub fn exact_terms(query: &str) -> Vec<ExactTerm> {
@@ -445,7 +446,18 @@ fn is_identifier(word: &str) -> bool {
     let inner_joiner =
         chars.len() > 2 && chars[1..chars.len() - 1].iter().any(|c| matches!(c, '.' | '-' | '/' | ':' | '@' | '#'));
     let camel = chars.windows(2).any(|pair| pair[0].is_lowercase() && pair[1].is_uppercase());
-    has_digit || has_underscore || inner_joiner || camel
+    has_digit || has_underscore || (inner_joiner && !is_compound_word(&chars)) || camel
+}
+
+/// Whether `chars` are letters joined by hyphens (`command-line`, `non-interactive`,
+/// `Single-cell`) or two words joined by one slash (`import/export`, `Tcl/Tk`): how prose joins
+/// words, so such a word names no one thing (issue 25: putting first whatever held
+/// `command-line` or `architecture-independent` pushed the answer down). With a digit, an
+/// underscore, a dot or a capital after a small letter it is code again (`KH-1042`, `x86-64`,
+/// `ssh.config`, `my-fooBar`), and so is a path of more than two parts (`usr/local/bin`).
+fn is_compound_word(chars: &[char]) -> bool {
+    chars.iter().filter(|&&c| c == '/').count() <= 1
+        && chars.split(|&c| c == '-' || c == '/').all(|part| !part.is_empty() && part.iter().all(|c| c.is_alphabetic()))
 }
 
 /// Puts first the candidates whose text contains the most of `terms` (all of them before some,
@@ -631,6 +643,14 @@ mod tests {
         assert_eq!(texts("don't use the cache"), Vec::<String>::new());
         assert_eq!(texts("部署“灰度发布”失败"), ["灰度发布"]);
         assert_eq!(texts("部署失败"), Vec::<String>::new());
+        // Words joined as prose joins them name nothing; with a digit, an underscore, a dot, a
+        // camel hump or a third part they are code.
+        assert_eq!(texts("a command-line tool for non-interactive import/export"), Vec::<String>::new());
+        assert_eq!(texts("Tcl/Tk on user-space Single-cell RNA-seq"), Vec::<String>::new());
+        assert_eq!(
+            texts("KH-1042 x86-64 ssh.config usr/local/bin my-fooBar a-b_c"),
+            ["KH-1042", "x86-64", "ssh.config", "usr/local/bin", "my-fooBar", "a-b_c"]
+        );
         assert!(exact_terms("KH-ID-0042").iter().all(|term| term.ignore_case));
     }
 

@@ -78,4 +78,10 @@ impl<'a> TwinIndex<'a> {
         }
         Ok((bm25, coverage))
     }
+
+    /// How many rows can hold `text` (`ExperienceIndex::max_holders`, as the daemon's pinning
+    /// asks its own index).
+    pub(super) fn max_holders(&self, text: &str) -> anyhow::Result<u64> {
+        self.index.max_holders(text).with_context(|| format!("in-process holders of {text:?} failed"))
+    }
 }

@@ -272,7 +272,7 @@ impl Engine {
 
     /// The exact terms of `query` ([`kb_embed::fusion::exact_terms`]) that look something up:
     /// every quoted string, and the identifiers that no more experiences can hold than the
-    /// answer shows. An identifier that more hold (`X11`, `Node.js`, `command-line` in a store
+    /// answer shows. An identifier that more hold (`X11`, `Node.js` in a store
     /// of package descriptions) singles nothing out: it is a topic word, which BM25 weighs by
     /// its rarity, and putting first whatever holds it only pushed down better matches that
     /// word it otherwise (measured on the Debian sets: see the README).

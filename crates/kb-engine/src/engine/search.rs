@@ -28,6 +28,9 @@ pub struct Found {
     pub author: Option<String>,
 }
 
+/// The fewest candidates read from the store at a time while an answer is filled.
+const MIN_READ: usize = 8;
+
 pub struct SearchQuery<'a> {
     pub query: &'a str,
     pub top_k: Option<i64>,
@@ -235,30 +238,33 @@ impl Engine {
             pinned
         };
 
-        // An origin or visibility filter is applied to the stored rows, so it looks at every
-        // candidate.
-        let depth = if filtered { ranked.len() } else { top_k };
-        let ranked = &ranked[..ranked.len().min(depth)];
-        let ids: Vec<&str> = ranked.iter().map(|(id, _)| id.as_str()).collect();
-        let experiences = self.reader().get_many_with_authors(&ids)?;
-        let mut found = Vec::with_capacity(experiences.len().min(top_k));
-        for (experience, author) in experiences {
+        // The stored rows decide (the store is the truth: a vector hit of an experience changed
+        // since is dropped; an origin or visibility filter looks at the rows), so candidates are
+        // read best first, a chunk at a time, until the answer is full: one read of `top_k` rows
+        // in the usual case, more only when some are refused.
+        let mut found = Vec::with_capacity(top_k);
+        for chunk in ranked.chunks(top_k.max(MIN_READ)) {
+            let ids: Vec<&str> = chunk.iter().map(|(id, _)| id.as_str()).collect();
+            for (experience, author) in self.reader().get_many_with_authors(&ids)? {
+                if found.len() == top_k {
+                    break;
+                }
+                let relevance =
+                    chunk.iter().find(|(id, _)| id == experience.id.as_str()).map(|(_, score)| *score).unwrap_or(0.0);
+                if experience.status == Status::Active
+                    && experience.score >= min_score
+                    && query.agent_id.is_none_or(|agent| experience.agent_id.as_deref() == Some(agent))
+                    && query.origin.admits(experience.source)
+                {
+                    let evidence = evidence.get(experience.id.as_str()).copied().unwrap_or_default();
+                    let item = Found { experience, relevance, evidence, author };
+                    if query.visible.is_none_or(|visible| visible(&item)) {
+                        found.push(item);
+                    }
+                }
+            }
             if found.len() == top_k {
                 break;
-            }
-            let relevance =
-                ranked.iter().find(|(id, _)| id == experience.id.as_str()).map(|(_, score)| *score).unwrap_or(0.0);
-            // The store is the truth: a vector hit of an experience changed since is dropped.
-            if experience.status == Status::Active
-                && experience.score >= min_score
-                && query.agent_id.is_none_or(|agent| experience.agent_id.as_deref() == Some(agent))
-                && query.origin.admits(experience.source)
-            {
-                let evidence = evidence.get(experience.id.as_str()).copied().unwrap_or_default();
-                let item = Found { experience, relevance, evidence, author };
-                if query.visible.is_none_or(|visible| visible(&item)) {
-                    found.push(item);
-                }
             }
         }
         if !found.is_empty() {

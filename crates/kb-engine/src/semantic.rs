@@ -25,8 +25,6 @@ use crate::turns::{ModelTurns, Priority, Turn};
 
 mod backlog;
 mod queries;
-#[cfg(test)]
-mod query_tests;
 mod writes;
 
 use backlog::Backlog;

@@ -166,6 +166,11 @@ impl Semantic {
         }
     }
 
+    /// Turns the query session gave, by priority (only queries take them).
+    pub fn query_turns_served(&self) -> [u64; 3] {
+        self.query.turns.served()
+    }
+
     /// Where search queries are embedded now.
     pub fn query_route(&self) -> QueryRoute {
         self.query.route()

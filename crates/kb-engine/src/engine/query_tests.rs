@@ -9,9 +9,9 @@ use std::time::Duration;
 use kb_embed::{Embedder, test_models};
 use kb_proto::Paths;
 
-use super::queries::QueryRoute;
+use super::Engine;
 use crate::config::{EmbeddingConfig, EngineConfig};
-use crate::engine::Engine;
+use crate::semantic::QueryRoute;
 use crate::turns::Priority;
 
 /// Longer than any query takes, even on a loaded machine: only a query stuck behind the held
@@ -97,7 +97,7 @@ fn with_e5_a_query_is_embedded_while_a_backlog_run_holds_the_model() {
         // int8 weights: the one-thread session adds in the same order as the two-thread one.
         assert_eq!(vector, shared, "{query}: the sessions differ by up to {}", largest_difference(&vector, &shared));
     }
-    assert_eq!(semantic.query.turns.served(), [2, 0, 0]);
+    assert_eq!(semantic.query_turns_served(), [2, 0, 0]);
 }
 
 #[test]
@@ -121,7 +121,7 @@ fn turned_off_queries_take_the_main_sessions_turn_first_and_get_the_same_vector(
     let (model_id, vector) = embedded.expect("the query has a vector");
     assert_eq!(model_id, main.model_id());
     assert_eq!(vector, by_the_main_session(&engine, main.as_ref(), query));
-    assert_eq!(semantic.query.turns.served(), [0, 0, 0]);
+    assert_eq!(semantic.query_turns_served(), [0, 0, 0]);
 }
 
 /// A model of the test's own: every text the same unit vector.

@@ -25,13 +25,17 @@ const SUBMITS_PER_CLIENT: usize = 40;
 pub struct ModelRun {
     pub model_dir: PathBuf,
     pub onnxruntime: PathBuf,
+    /// The daemon's `config.toml` for the run with the model (empty: its defaults).
+    pub config: String,
+    /// Measure only with the model: no submit latency without one, no floods.
+    pub only: bool,
 }
 
 pub async fn run(binary: &Path, model: Option<&ModelRun>) -> anyhow::Result<()> {
     if let Some(model) = model {
         let env = [("KNOWHUB_MODEL_DIR", model.model_dir.as_path()), ("ORT_DYLIB_PATH", model.onnxruntime.as_path())];
-        // The daemon's defaults: an E5 model is loaded with int8 weights.
-        let daemon = BenchDaemon::start_with_config(binary, &env, "").await?;
+        // The daemon's defaults unless told otherwise: an E5 model is loaded with int8 weights.
+        let daemon = BenchDaemon::start_with_config(binary, &env, &model.config).await?;
         println!();
         println!(
             "== hostile: hybrid (and BM25) search alone and under {} submitting clients, model {} ==",
@@ -41,6 +45,9 @@ pub async fn run(binary: &Path, model: Option<&ModelRun>) -> anyhow::Result<()> 
         let measured = contention::measure(&daemon, &["hybrid", "bm25"], true, 25).await?;
         contention::print(&measured);
         daemon.stop().await?;
+        if model.only {
+            return Ok(());
+        }
     }
     let home = tempfile::Builder::new().prefix("kb-bench-hostile-").tempdir()?;
     std::fs::write(home.path().join("config.toml"), "[embedding]\nenabled = false\n")?;

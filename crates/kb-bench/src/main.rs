@@ -151,6 +151,12 @@ enum Command {
         /// The ONNX Runtime library [default: ORT_DYLIB_PATH, else python3's onnxruntime package].
         #[arg(long, value_name = "FILE")]
         onnxruntime: Option<PathBuf>,
+        /// The daemon's config.toml for the run with the model, e.g. "[embedding]\nquery_threads = 2".
+        #[arg(long, value_name = "TOML", default_value = "", requires = "model")]
+        model_config: String,
+        /// Only the run with the model (search and submits under 50 writers): no floods.
+        #[arg(long, requires = "model")]
+        model_only: bool,
     },
     /// The team hub on a PostgreSQL started here: sync lag from one member's acknowledgement to
     /// another's first successful search, push and pull throughput for a large import, search
@@ -384,7 +390,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         println!("kb-bench: {} ({})", binary.display(), daemon::version_of(&binary));
         return hub::run(&binary, hub).await;
     }
-    if let Command::Hostile { daemon, model, onnxruntime } = &cli.command {
+    if let Command::Hostile { daemon, model, onnxruntime, model_config, model_only } = &cli.command {
         let binary = daemon::resolve_binary(daemon.daemon.as_deref())?;
         println!("kb-bench: {} ({})", binary.display(), daemon::version_of(&binary));
         print_load_average("at the start", daemon::load_average());
@@ -394,7 +400,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 let onnxruntime = args
                     .onnxruntime()
                     .map_err(|reason| anyhow::anyhow!("no ONNX Runtime (pass --onnxruntime FILE): {reason}"))?;
-                Some(hostile::ModelRun { model_dir: args.model_dir()?, onnxruntime })
+                Some(hostile::ModelRun {
+                    model_dir: args.model_dir()?,
+                    onnxruntime,
+                    config: model_config.replace("\\n", "\n"),
+                    only: *model_only,
+                })
             }
             None => None,
         };

@@ -54,6 +54,10 @@ pub struct EmbeddingConfig {
     pub min_similarity: Option<f32>,
     /// Seconds between attempts to load a model that could not be loaded.
     pub retry_seconds: u64,
+    /// ONNX Runtime threads of the query session, a second session of the model that embeds
+    /// only search queries so that they never wait for writes' runs (`semantic/queries.rs`);
+    /// 0: no second session, queries take the main session's turns first.
+    pub query_threads: usize,
 }
 
 impl Default for EmbeddingConfig {
@@ -69,6 +73,7 @@ impl Default for EmbeddingConfig {
             similar_threshold: 0.97,
             min_similarity: None,
             retry_seconds: 60,
+            query_threads: 1,
         }
     }
 }

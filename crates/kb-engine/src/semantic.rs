@@ -1,7 +1,8 @@
 //! Vector search in the daemon: the embedding model, loaded in the background; the in-memory
 //! vector index of active experiences, kept in step with the store; and the backlog of
 //! experiences still to embed, worked off in runs that take the model's turn after every waiting
-//! query and write (`crate::turns`).
+//! query and write (`crate::turns`); search queries have a session of the model to themselves
+//! (`semantic/queries.rs`).
 //!
 //! Architecture Invariant: the vector index changes only under the engine's writer lock
 //! (`attach`, `sync`, `store_batch`), after the store, so it never shows a vector the store
@@ -23,9 +24,12 @@ use crate::config::{EmbeddingConfig, PrecisionConfig};
 use crate::turns::{ModelTurns, Priority, Turn};
 
 mod backlog;
+mod queries;
 mod writes;
 
 use backlog::Backlog;
+pub use queries::QueryRoute;
+use queries::QuerySession;
 use writes::WriteGroup;
 /// The backlog's pause after a run, in runs, while searches or submits come in (see
 /// [`Semantic::pace_backlog`]).
@@ -65,6 +69,8 @@ pub struct ModelChoice {
     pub min_similarity: Option<f32>,
     /// Where the int8 rewrite of a local model is kept between starts ([`LoadOptions::int8_cache`]).
     pub int8_cache: PathBuf,
+    /// ONNX Runtime threads of the query session; 0: none ([`QueryRoute`]).
+    pub query_threads: usize,
 }
 
 impl ModelChoice {
@@ -139,6 +145,7 @@ impl ModelChoice {
             similar_threshold: config.similar_threshold,
             min_similarity: config.min_similarity,
             int8_cache,
+            query_threads: config.query_threads,
         }
     }
 }
@@ -172,6 +179,8 @@ pub struct SemanticStatus {
     /// Submits that waited for their vector before committing, and submits that did not.
     pub submits_embedded_first: u64,
     pub submits_embedded_after: u64,
+    /// Where search queries are embedded.
+    pub query_route: QueryRoute,
 }
 
 /// The active experiences the vector index knows, with what its filters need. Keyed by
@@ -273,8 +282,11 @@ pub struct Semantic {
     backlog_changed: Condvar,
     /// Notified when the backlog's fresh submits drop below [`FRESH_LIMIT`].
     backlog_room: Condvar,
-    /// Every run of the model takes a turn here: queries first.
+    /// Every run of the main session of the model takes a turn here: queries first (while
+    /// they have no session of their own), then writes, then the backlog.
     pub turns: ModelTurns,
+    /// The second session, for search queries alone, with turns of its own.
+    query: QuerySession,
     /// Writes waiting for the model before they commit, embedded together.
     writes: WriteGroup,
     /// Submits that waited for their vector before committing, and submits that did not.
@@ -303,6 +315,7 @@ impl Semantic {
             backlog_changed: Condvar::new(),
             backlog_room: Condvar::new(),
             turns: ModelTurns::default(),
+            query: QuerySession::default(),
             writes: WriteGroup::default(),
             submits_embedded_first: AtomicU64::new(0),
             submits_embedded_after: AtomicU64::new(0),
@@ -329,10 +342,10 @@ impl Semantic {
     pub fn load_model(&self) -> Option<Arc<dyn Embedder>> {
         let spec = self.choice.spec.as_ref()?;
         self.set_state(EmbedderState::Loading);
+        // Loaded again after the main session, of whatever model that turns out to be.
+        self.query.clear("the model is loading");
         let started = Instant::now();
-        let quantize = self.choice.quantize.unwrap_or_else(|| quantized_by_default(spec));
-        let options =
-            LoadOptions { quantize, int8_cache: Some(self.choice.int8_cache.clone()), ..LoadOptions::default() };
+        let options = self.load_options(spec);
         match FastEmbedder::load_with(spec, self.choice.onnxruntime.as_deref(), &options) {
             Ok(embedder) => {
                 tracing::info!(
@@ -355,6 +368,12 @@ impl Semantic {
                 None
             }
         }
+    }
+
+    /// How the model is loaded: the same for both sessions but for their threads.
+    fn load_options(&self, spec: &ModelSpec) -> LoadOptions {
+        let quantize = self.choice.quantize.unwrap_or_else(|| quantized_by_default(spec));
+        LoadOptions { quantize, int8_cache: Some(self.choice.int8_cache.clone()), ..LoadOptions::default() }
     }
 
     /// Fills the vector index from the store's vectors of `embedder`'s model and queues every
@@ -576,9 +595,13 @@ impl Semantic {
         Some((model_id, vectors.pop()?))
     }
 
-    /// Embeds a search query (with the model's query prefix), ahead of every write and the
+    /// Embeds a search query (with the model's query prefix): by the query session, which no
+    /// write or backlog run holds, else on the main session ahead of every write and the
     /// backlog. `None` when no model is ready or the model fails (logged: search goes on by BM25).
     pub fn embed_query_now(&self, query: &str) -> Option<(String, Vec<f32>)> {
+        if let Some(embedded) = self.embed_query_apart(query) {
+            return Some(embedded);
+        }
         let (model_id, mut vectors) =
             self.embed_ahead(Priority::Query, |embedder| embedder.embed_query(query).map(|vector| vec![vector]))?;
         Some((model_id, vectors.pop()?))
@@ -695,6 +718,7 @@ impl Semantic {
             next_retry,
             submits_embedded_first: self.submits_embedded_first.load(Ordering::Relaxed),
             submits_embedded_after: self.submits_embedded_after.load(Ordering::Relaxed),
+            query_route: self.query_route(),
         }
     }
 }
@@ -758,6 +782,7 @@ mod tests {
             similar_threshold: 0.97,
             min_similarity: Some(0.25),
             int8_cache: PathBuf::from("/nonexistent/int8"),
+            query_threads: 1,
         }
     }
 }

@@ -1,10 +1,15 @@
-//! The model's scheduler: every run of the embedding model takes a turn here, and a waiting
-//! query's turn comes before any write's, a write's before the backlog's.
+//! The model's scheduler: every run of a session of the embedding model takes a turn of that
+//! session's [`ModelTurns`], and a waiting query's turn comes before any write's, a write's before
+//! the backlog's.
 //!
-//! Architecture Invariant: nothing runs the model without a [`Turn`]; one run at a time (ONNX
-//! Runtime's own threads use both cores for it). A query waits at most for the run in progress,
-//! never behind the runs of submits, imports or the backlog queued before it (issue 25: with
-//! 50 writers a hybrid search waited up to 2 s behind their embeddings on the model's mutex).
+//! Architecture Invariant: nothing runs the model without a [`Turn`]; one run at a time per
+//! session. The model has two sessions (`semantic/queries.rs`): the main one (ONNX Runtime's
+//! threads use both cores for it) runs writes and the backlog; the query session runs search
+//! queries alone, so a query never waits for a write's or the backlog's run, only for another
+//! query's. While the query session is not loaded (or is turned off, or failed to load), queries
+//! take the main session's turns first: a query then waits at most for the run in progress,
+//! never behind the runs of submits, imports or the backlog queued before it (issue 25: with 50
+//! writers a hybrid search waited up to 2 s behind their embeddings on the model's mutex).
 //! So that the backlog still drains under a steady stream of writes, it gets one turn after
 //! every [`WRITE_TURNS_PER_BACKLOG_TURN`] turns writes took while it waited; queries are never
 //! put behind it.
@@ -134,6 +139,11 @@ impl ModelTurns {
     /// Turns given by priority (query, write, backlog).
     pub fn served(&self) -> [u64; N_PRIORITIES] {
         self.lock().served
+    }
+
+    /// A query was embedded by the query session: searches are being made all the same.
+    pub fn note_query(&self) {
+        self.lock().last_query = Some(Instant::now());
     }
 
     /// Whether a query asked for the model lately: searches are being made.

@@ -259,6 +259,10 @@ impl Config {
             "embedding.similar_threshold must be above 0 and at most 1.01 (above 1 turns merging off)"
         );
         anyhow::ensure!(config.embedding.retry_seconds >= 1, "embedding.retry_seconds must be at least 1");
+        anyhow::ensure!(
+            config.embedding.query_threads <= 16,
+            "embedding.query_threads must be from 0 (no query session) to 16"
+        );
         let extraction = &config.extraction;
         if let Some(base_url) = &extraction.base_url {
             anyhow::ensure!(
@@ -359,5 +363,8 @@ mod tests {
         let bad_mode = Config::parse("[privacy]\nmode = \"loose\"\n").unwrap_err();
         assert!(format!("{bad_mode:#}").contains("loose"), "{bad_mode:#}");
         assert!(Config::parse("[search]\ndefault_min_score = 9\n").is_err());
+        let threads = Config::parse("[embedding]\nquery_threads = 99\n").unwrap_err();
+        assert!(format!("{threads:#}").contains("embedding.query_threads"), "{threads:#}");
+        assert_eq!(Config::parse("[embedding]\nquery_threads = 0\n").unwrap().embedding.query_threads, 0);
     }
 }

@@ -40,6 +40,8 @@ pub struct Contention {
     /// Submits that waited for their vector before they committed, and those that did not.
     pub embedded_first: u64,
     pub embedded_after: u64,
+    /// The daemon's RSS (MiB) once the seeded store is embedded, at the end, and its peak.
+    pub rss_mib: (u64, u64, u64),
 }
 
 /// One search mode's latency alone and under the writers.
@@ -58,6 +60,7 @@ pub async fn measure(daemon: &BenchDaemon, modes: &[&str], model: bool, seed: u6
     let _: ImportResult =
         client.call(kb_proto::method::IMPORT, &json!({ "items": items })).await.context("seeding kb.import")?;
     wait_for_backlog(&mut client, daemon, model).await?;
+    let rss_settled = daemon.memory()?.rss_kib / 1024;
     let queries: Vec<String> =
         generate::queries(SEARCHES + WARMUP, seed ^ 0x5155_4552).into_iter().map(|query| query.text).collect();
     for query in &queries[..WARMUP] {
@@ -111,6 +114,7 @@ pub async fn measure(daemon: &BenchDaemon, modes: &[&str], model: bool, seed: u6
     } else {
         None
     };
+    let memory = daemon.memory()?;
     let modes = modes
         .iter()
         .zip(alone.into_iter().zip(under_load))
@@ -124,6 +128,7 @@ pub async fn measure(daemon: &BenchDaemon, modes: &[&str], model: bool, seed: u6
         drained,
         embedded_first: status.embedder.submits_embedded_first,
         embedded_after: status.embedder.submits_embedded_after,
+        rss_mib: (rss_settled, memory.rss_kib / 1024, memory.peak_rss_kib / 1024),
     })
 }
 
@@ -144,6 +149,8 @@ pub fn print(contention: &Contention) {
         println!("  {} search p99 under load / alone: {ratio:.2}x", mode.mode);
     }
     line(&format!("submit, {WRITERS} clients"), &contention.submits);
+    let (settled, end, peak) = contention.rss_mib;
+    println!("  daemon RSS {settled} MiB before the writers, {end} MiB at the end, peak {peak} MiB");
     println!("  {:.0} submits/s while searches were measured", contention.submits_per_s);
     if let Some(drained) = contention.drained {
         println!(

@@ -81,6 +81,8 @@ impl Engine {
             anyhow::bail!(message);
         }
         pulse.healthy();
+        // Search is ready on the main session; the query session follows (a second or two).
+        self.semantic.load_query_session(&embedder);
         crate::memory::release_free_memory();
         let model_id = embedder.model_id().to_owned();
         let mut embedded_since_trim = false;

@@ -27,6 +27,8 @@ mod embedder;
 mod index;
 #[cfg(test)]
 mod model_tests;
+#[cfg(test)]
+mod query_tests;
 mod review;
 mod search;
 mod write;

@@ -127,6 +127,10 @@ pub struct EmbedderStatus {
     /// Submits since the start that committed before their vector, which the backlog makes.
     #[serde(default)]
     pub submits_embedded_after: u64,
+    /// Where search queries are embedded while the model is ready: `own session (1 thread)`,
+    /// or `shared with writes: <why>` (then a query may wait for a write's run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query_session: Option<String>,
 }
 
 /// Recent request latencies, over a sliding window of the last requests of each kind.

@@ -48,6 +48,7 @@ fn embedder_status(engine: &Engine, active: u64) -> wire::EmbedderStatus {
             ("unavailable", None, None, Some(format!("{reason}; searching by BM25 alone{retry}")))
         }
     };
+    let query_session = model.is_some().then(|| status.query_route.describe());
     wire::EmbedderStatus {
         state: state.to_owned(),
         model,
@@ -58,6 +59,7 @@ fn embedder_status(engine: &Engine, active: u64) -> wire::EmbedderStatus {
         detail,
         submits_embedded_first: status.submits_embedded_first,
         submits_embedded_after: status.submits_embedded_after,
+        query_session,
     }
 }
 

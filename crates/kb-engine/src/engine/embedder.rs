@@ -2,6 +2,7 @@
 //! [`Pulse`] to whoever runs it.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::semantic::{self, Semantic};
@@ -51,7 +52,7 @@ impl Engine {
     /// cannot), fills the vector index, then embeds the backlog in batches until `pulse` says
     /// the daemon stops. Returns an error when the stored vectors cannot be loaded (whoever
     /// runs this starts it again); a batch that fails is put back and retried.
-    pub fn run_embedder(&self, pulse: &dyn Pulse) -> anyhow::Result<()> {
+    pub fn run_embedder(self: &Arc<Self>, pulse: &dyn Pulse) -> anyhow::Result<()> {
         let embedder = loop {
             if self.semantic.choice().spec.is_none() {
                 pulse.off("embeddings are off in the configuration");
@@ -81,8 +82,18 @@ impl Engine {
             anyhow::bail!(message);
         }
         pulse.healthy();
-        // Search is ready on the main session; the query session follows (a second or two).
-        self.semantic.load_query_session(&embedder);
+        // Search is ready on the main session; the query session follows (a second or two), on
+        // a thread of its own: the backlog does not wait for it, and a load that never ends (a
+        // model file on a stalled disk) holds up nothing but itself.
+        let (engine, main) = (Arc::clone(self), Arc::clone(&embedder));
+        let spawned = std::thread::Builder::new()
+            .name("query-session".to_owned())
+            .spawn(move || engine.semantic.load_query_session(&main));
+        if let Err(error) = spawned {
+            tracing::warn!(
+                "search queries share the embedding model's session with writes: no thread to load theirs: {error}"
+            );
+        }
         crate::memory::release_free_memory();
         let model_id = embedder.model_id().to_owned();
         let mut embedded_since_trim = false;

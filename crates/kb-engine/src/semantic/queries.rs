@@ -90,8 +90,14 @@ impl Semantic {
         let outcome = if threads == 0 {
             Err("turned off in the config (embedding.query_threads = 0)".to_owned())
         } else {
+            self.query.set_route(QueryRoute::Shared { reason: "their own session is loading".to_owned() });
             self.open_query_session(main, threads)
         };
+        // The model was loaded again while this one loaded (it runs on a thread of its own): the
+        // load for the new one decides.
+        if !self.embedder().is_some_and(|current| Arc::ptr_eq(&current, main)) {
+            return self.query.route();
+        }
         let route = match outcome {
             Ok(session) => {
                 *self.query.embedder.write().unwrap_or_else(PoisonError::into_inner) = Some(session);

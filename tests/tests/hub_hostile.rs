@@ -188,10 +188,12 @@ fn no_member_or_outsider_can_block_the_team_read_its_activity_or_speak_as_anothe
     assert_eq!(authors, "dave");
 
     // Dave pre-creates the id bob's confirmation of alice's experience would have; bob's
-    // confirmation still lands, as bob's, and alice counts bob.
+    // confirmation still lands, as bob's, and alice counts bob. (Bob reviewed alice's first: his
+    // words would otherwise stay his own, not a confirmation of what his agents cannot see.)
     let same = ("restart the flaky redis sentinel", "systemctl restart redis-sentinel", "failover works again");
     let at_alice = alice.submit(same.0, same.1, same.2, 4);
     assert!(within(Duration::from_secs(10), || finds(&bob, "flaky redis sentinel", same.0).is_some()).is_some());
+    bob.ok("kb.approve", json!({"ids": [at_alice]}));
     dave_shares(&postgres, &format!("{at_alice}.{bob_machine}"), &bob_machine, "bob", "", "pre-empted confirmation").expect("dave's row");
     let at_bob = bob.submit(same.0, same.1, same.2, 4);
     assert_eq!(at_bob, at_alice);

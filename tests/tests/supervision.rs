@@ -211,6 +211,8 @@ fn a_search_index_damaged_while_running_answers_every_search_and_heals_without_a
     let index_dir = PathBuf::from(daemon.ok("status", json!({}))["paths"]["index"].as_str().unwrap());
     let wanted = ids[17].clone();
     assert_eq!(daemon.search_ids("keyctl rotate slot 17").first(), Some(&wanted));
+    // The writes are in the segments (not only staged in memory) before they are damaged.
+    daemon.wait_until_index_committed();
     assert!(damage_index(&index_dir) > 0, "the index has segment files");
 
     // Every search gets an answer: results, or an error that says the index is damaged.

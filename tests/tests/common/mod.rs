@@ -209,6 +209,20 @@ impl TestDaemon {
         }
     }
 
+    /// Waits (up to 20 s) until the index's segments hold everything the store committed: writes
+    /// are answered once staged in memory, and the index service commits them within 250 ms.
+    pub fn wait_until_index_committed(&self) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let status = self.ok("status", json!({}));
+            if status["index"]["committed_seq"] == status["index"]["store_seq"] {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "the staged writes were not committed: {status}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Runs the built `kbctl` against this daemon.
     pub fn kbctl(&self, args: &[&str]) -> Output {
         kbctl_with_socket(&self.socket, args)

@@ -213,17 +213,8 @@ fn full_disks_fail_clearly_lose_nothing_and_need_no_restart_once_freed() {
         submit(format!("before{number}"), false).expect("the disks have room");
     }
 
-    // Those are in the index's segments before its disk fills up (writes are answered once
-    // staged in memory; the index service commits them within 250 ms).
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let now = status(&daemon);
-        if now["index"]["committed_seq"] == now["index"]["store_seq"] {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the staged writes were not committed: {now}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    // Those are in the index's segments before its disk fills up.
+    daemon.wait_until_index_committed();
 
     // The index's disk fills up: the store still takes every write.
     let index_filler = disk.join("index").join("filler");

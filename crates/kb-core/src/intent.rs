@@ -17,7 +17,9 @@
 
 use std::sync::LazyLock;
 
-use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
+use regex::{Regex, RegexBuilder};
+
+use crate::matchset::MatchSet;
 
 /// Kinds of signal; a text is an injection when one window holds a combination of
 /// [`COMBINATIONS`] or one of [`ALONE`].
@@ -56,9 +58,9 @@ const ALONE: &[Signal] = &[Signal::Persona, Signal::Disclose];
 /// The model, as a text names it.
 const READER: &str = r"(?:ai|a\.i\.|llm|llms|assistant|agent|model|language models?|chatbot|bot|gpt|claude|gemini)";
 
-/// The signals' patterns, one set matched in one pass per window, with the signal of each.
+/// The signals' patterns, asked together per window, with the signal of each.
 struct Signals {
-    set: RegexSet,
+    set: MatchSet,
     kinds: Vec<Signal>,
     action: Regex,
 }
@@ -229,7 +231,7 @@ static SIGNALS: LazyLock<Signals> = LazyLock::new(|| {
     let action =
         expanded[sources.iter().position(|(signal, _)| *signal == Signal::Action).expect("an action signal")].clone();
     Signals {
-        set: RegexSetBuilder::new(&expanded).dfa_size_limit(16 << 20).build().expect("intent signals compile"),
+        set: MatchSet::new(&expanded).expect("intent signals compile"),
         kinds: sources.iter().map(|(signal, _)| *signal).collect(),
         action: RegexBuilder::new(&action).dfa_size_limit(8 << 20).build().expect("the action signal compiles"),
     }
@@ -268,7 +270,7 @@ fn window_flags(window: &str) -> bool {
 }
 
 fn signals_in(text: &str) -> Vec<Signal> {
-    SIGNALS.set.matches(text).iter().map(|index| SIGNALS.kinds[index]).collect()
+    SIGNALS.set.matching(text).map(|index| SIGNALS.kinds[index]).collect()
 }
 
 fn flags(found: &[Signal]) -> bool {

@@ -53,7 +53,9 @@ mod rules;
 
 use std::sync::LazyLock;
 
-use regex::{Regex, RegexSet};
+use regex::Regex;
+
+use crate::matchset::MatchSet;
 
 use self::cues::{
     ACTION_URGED, COLLECTIVE, CONDEMNATION_UNDONE, CONDEMNED_AFTER, FRAME_BROKEN, FRAME_CONDITION, FRAME_NOUN_BEFORE,
@@ -100,8 +102,9 @@ pub fn is_risky(text: &str) -> bool {
 }
 
 struct Compiled {
-    set: RegexSet,
-    rules: Vec<(&'static str, Regex)>,
+    /// `RULES`' patterns, and each one's class.
+    set: MatchSet,
+    classes: Vec<&'static str>,
     exceptions: Vec<(&'static str, Regex)>,
     negation: Regex,
     undone: Regex,
@@ -119,14 +122,12 @@ struct Compiled {
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     let patterns: Vec<String> = RULES.iter().map(|(_, pattern)| ascii_boundaries(&expand(pattern))).collect();
-    let set =
-        regex::RegexSetBuilder::new(&patterns).dfa_size_limit(32 << 20).build().expect("risky-action rules compile");
-    let rules = RULES
+    let set = MatchSet::new(&patterns).expect("risky-action rules compile");
+    let classes = RULES
         .iter()
-        .zip(&patterns)
-        .map(|((class, _), pattern)| {
+        .map(|(class, _)| {
             assert!(CLASSES.iter().any(|(name, _)| name == class), "rule of an unknown class {class}");
-            (*class, Regex::new(pattern).expect("risky-action rule compiles"))
+            *class
         })
         .collect();
     let exceptions = EXCEPTIONS
@@ -135,7 +136,7 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         .collect();
     Compiled {
         set,
-        rules,
+        classes,
         exceptions,
         negation: Regex::new(&words_pattern(NEGATIONS)).expect("negations compile"),
         undone: Regex::new(&words_pattern(NEGATION_UNDONE)).expect("negation undoers compile"),
@@ -171,8 +172,8 @@ fn words_pattern(words: &[&str]) -> String {
 
 fn check_view(view: &str, found: &mut Vec<RiskyAction>) {
     let compiled = &*COMPILED;
-    for rule_idx in compiled.set.matches(view).iter() {
-        let (class, regex) = &compiled.rules[rule_idx];
+    for rule_idx in compiled.set.matching(view) {
+        let (class, regex) = (&compiled.classes[rule_idx], compiled.set.regex(rule_idx));
         if found.iter().any(|action| action.class == *class) {
             continue;
         }

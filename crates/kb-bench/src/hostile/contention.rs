@@ -32,7 +32,15 @@ pub struct Contention {
     /// Per search mode measured, in the order asked.
     pub modes: Vec<ModeLatency>,
     pub submits: LatencySummary,
+    /// The same submits as the daemon timed them (`status.latencies.submit`, its last
+    /// requests): without the clients' share of the CPU and the socket.
+    pub submits_in_daemon: kb_proto::wire::LatencySummary,
     pub submits_per_s: f64,
+    /// The daemon's CPU per submit while the writers ran (the searches' share included) and the
+    /// share of that time its threads waited for a CPU: a figure other processes on the machine
+    /// change less than latency.
+    pub cpu_per_submit: Duration,
+    pub runqueue_wait_per_submit: Duration,
     /// Experiences waiting for a vector when the writers stopped, and how long they took to be
     /// embedded (none without a model).
     pub backlog_after: u64,
@@ -70,6 +78,7 @@ pub async fn measure(daemon: &BenchDaemon, modes: &[&str], model: bool, seed: u6
     }
     let alone = timed_searches(&mut client, &queries[WARMUP..], modes).await?;
 
+    let cpu_before = daemon.cpu_use()?;
     let stop = Arc::new(AtomicBool::new(false));
     let mut writers = tokio::task::JoinSet::new();
     for writer in 0..WRITERS {
@@ -105,6 +114,8 @@ pub async fn measure(daemon: &BenchDaemon, modes: &[&str], model: bool, seed: u6
         latencies.extend(joined??);
     }
     let load_s = load_started.elapsed().as_secs_f64();
+    let cpu = daemon.cpu_use()?.since(cpu_before);
+    let per_submit = |total: Duration| total / u32::try_from(latencies.len().max(1)).unwrap_or(u32::MAX);
     let status: StatusResult = client.call(kb_proto::method::STATUS, &json!({})).await?;
     let backlog_after = status.embedder.backlog;
     let drained = if model {
@@ -123,7 +134,10 @@ pub async fn measure(daemon: &BenchDaemon, modes: &[&str], model: bool, seed: u6
     Ok(Contention {
         modes,
         submits_per_s: latencies.len() as f64 / load_s,
+        cpu_per_submit: per_submit(cpu.cpu),
+        runqueue_wait_per_submit: per_submit(cpu.runqueue_wait),
         submits: LatencySummary::of(&latencies),
+        submits_in_daemon: status.latencies.submit.clone(),
         backlog_after,
         drained,
         embedded_first: status.embedder.submits_embedded_first,
@@ -149,9 +163,19 @@ pub fn print(contention: &Contention) {
         println!("  {} search p99 under load / alone: {ratio:.2}x", mode.mode);
     }
     line(&format!("submit, {WRITERS} clients"), &contention.submits);
+    let in_daemon = &contention.submits_in_daemon;
+    println!(
+        "  {:<38} p50 {:>7.1} ms   p99 {:>7.1} ms   (its last {})",
+        "submit, as the daemon timed it", in_daemon.p50_ms, in_daemon.p99_ms, in_daemon.count
+    );
     let (settled, end, peak) = contention.rss_mib;
     println!("  daemon RSS {settled} MiB before the writers, {end} MiB at the end, peak {peak} MiB");
     println!("  {:.0} submits/s while searches were measured", contention.submits_per_s);
+    println!(
+        "  daemon CPU per submit {:.3} ms (its threads waited {:.3} ms per submit for a CPU)",
+        contention.cpu_per_submit.as_secs_f64() * 1e3,
+        contention.runqueue_wait_per_submit.as_secs_f64() * 1e3
+    );
     if let Some(drained) = contention.drained {
         println!(
             "  embedding backlog when the writers stopped: {}; embedded {:.1} s later",

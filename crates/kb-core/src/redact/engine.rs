@@ -5,14 +5,16 @@
 //! they replaced is kept as spans of the original text: a later match that covers part of a
 //! placeholder takes the whole span that placeholder stands for. The caller rewrites once.
 //!
-//! Cost: clean text is scanned once by a `RegexSet` of all rules; only the rules that may match
-//! are then run, one after the other.
+//! Cost: each rule is first asked whether it matches at all (`crate::matchset`); only the rules
+//! that do are then run for their spans, one after the other.
 
 use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::LazyLock;
 
-use regex::{Regex, RegexSet, RegexSetBuilder};
+use regex::Regex;
+
+use crate::matchset::MatchSet;
 
 use super::rules::{RULES, Rule};
 use super::views;
@@ -37,11 +39,10 @@ impl Found {
 /// What the rules replace in `text`: sorted, not overlapping, in `text`'s offsets.
 pub(super) fn find(text: &str) -> Vec<Found> {
     let compiled = &*COMPILED;
-    let candidates = compiled.set.matches(text);
     let mut found: Vec<Found> = Vec::new();
     let mut current: Cow<'_, str> = Cow::Borrowed(text);
-    for rule_idx in candidates.iter() {
-        let spans = rule_spans(&RULES[rule_idx], &compiled.regexes[rule_idx], &current);
+    for rule_idx in compiled.set.matching(text) {
+        let spans = rule_spans(&RULES[rule_idx], compiled.set.regex(rule_idx), &current);
         if spans.is_empty() {
             continue;
         }
@@ -151,18 +152,12 @@ fn rule_spans(rule: &Rule, regex: &Regex, text: &str) -> Vec<Range<usize>> {
 }
 
 struct Compiled {
-    set: RegexSet,
-    regexes: Vec<Regex>,
+    set: MatchSet,
 }
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     let patterns = RULES.iter().map(|rule| rule.pattern);
-    Compiled {
-        // The lazy DFA of a set this size needs a larger cache than the default, or it gives up
-        // and falls back to a much slower engine on every text of more than a few kilobytes.
-        set: RegexSetBuilder::new(patterns).dfa_size_limit(64 << 20).build().expect("redaction patterns compile"),
-        regexes: RULES.iter().map(|rule| Regex::new(rule.pattern).expect("redaction pattern compiles")).collect(),
-    }
+    Compiled { set: MatchSet::new(patterns).expect("redaction patterns compile") }
 });
 
 #[cfg(test)]

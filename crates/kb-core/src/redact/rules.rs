@@ -1,6 +1,6 @@
 //! The redaction rules as data: one ordered table of patterns, placeholders and span checks.
 //!
-//! `redact.rs` compiles this table into a `RegexSet` and applies the rules in table order, so
+//! `redact.rs` compiles this table (`crate::matchset`) and applies the rules in table order, so
 //! the order here is the order of application: a specific format must come before any generic
 //! rule that would also match it (vendor token formats before `name=value`, for example). To
 //! add a rule, add one entry at the place its specificity calls for, with a span check from

@@ -277,3 +277,44 @@ fn staging_goes_on_during_commits_and_nothing_is_found_twice_or_lost() {
     let first = index.search(&SearchRequest { limit: 500, ..request("first") }).expect("search");
     assert_eq!(first.len() + second.len(), WRITERS * EACH, "and the first versions of the rest");
 }
+
+/// Document frequencies are remembered per snapshot of the segments: a term asked before a
+/// commit is counted anew after it. A term no document had is left out of a query
+/// (`query_terms`), so a remembered 0 would hide every document committed with it since.
+#[test]
+fn remembered_document_frequencies_never_outlive_their_segments() {
+    let index = ExperienceIndex::open_in_ram().expect("index");
+    index.writer.without_merges();
+    index.add_new(&[doc("a", "docker build is slow", "docker", "cache layers")]).expect("add");
+    index.commit(1).expect("commit");
+    assert!(found(&index, "vitest watch").is_empty());
+    index.stage(2, &[], &[doc("b", "vitest watch mode", "vitest", "hangs")], &[]).expect("stage");
+    assert_eq!(found(&index, "vitest watch"), ["b"], "staged: counted by the overlay");
+    index.commit_staged().expect("commit staged");
+    assert_eq!(found(&index, "vitest watch"), ["b"], "committed: counted anew");
+    index.add_new(&[doc("c", "vitest once", "vitest --run", "one pass")]).expect("add");
+    index.commit(3).expect("commit");
+    assert_eq!(found(&index, "vitest watch"), ["b", "c"]);
+    // With a staged write on top (scored with the committed and staged statistics together),
+    // the same scores as an index that never remembered anything.
+    let staged = doc("d", "vitest watch in CI", "CI=true vitest", "exits");
+    index.stage(4, &[], &[staged.clone()], &[]).expect("stage");
+    let fresh = ExperienceIndex::open_in_ram().expect("index");
+    fresh.writer.without_merges();
+    fresh
+        .add_new(&[
+            doc("a", "docker build is slow", "docker", "cache layers"),
+            doc("b", "vitest watch mode", "vitest", "hangs"),
+            doc("c", "vitest once", "vitest --run", "one pass"),
+        ])
+        .expect("add");
+    fresh.commit(3).expect("commit");
+    fresh.stage(4, &[], &[staged], &[]).expect("stage");
+    let (got, want) = (hits(&index, "vitest watch"), hits(&fresh, "vitest watch"));
+    assert_eq!(got.len(), 3);
+    for (got, want) in got.iter().zip(&want) {
+        assert_eq!(got.id, want.id);
+        assert!((got.bm25 - want.bm25).abs() < 1e-4, "remembered {got:?}, fresh {want:?}");
+        assert!((got.coverage - want.coverage).abs() < 1e-5, "remembered {got:?}, fresh {want:?}");
+    }
+}

@@ -3,7 +3,7 @@
 //! of the two together.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tantivy::query::Bm25StatisticsProvider;
 use tantivy::schema::{Field, IndexRecordOption};
@@ -27,12 +27,53 @@ pub(super) struct View {
     hidden: HashMap<u32, HashSet<DocId>>,
     n_hidden: u64,
     fields: Fields,
+    /// Shared by every view of the same `searcher` (see [`CommittedDocFreqs`]).
+    committed_doc_freqs: Arc<CommittedDocFreqs>,
+}
+
+/// Document frequencies of terms in a searcher's committed segments, remembered: a searcher is
+/// a snapshot that never changes, and the same terms are asked again and again by each search
+/// (its BM25 weights, its coverage and evidence) and by the next searches, across the views a
+/// write makes of the same segments. Each lookup opens every segment's term dictionary: under
+/// 50 writers with a model loaded (issue 25), a submit's near-duplicate search spent a third
+/// of its CPU there, with a new segment every 250 ms.
+#[derive(Default)]
+struct CommittedDocFreqs(Mutex<HashMap<Term, u64>>);
+
+/// Terms remembered per searcher before they are forgotten all at once (a few MB at most).
+const MAX_REMEMBERED_TERMS: usize = 100_000;
+
+impl CommittedDocFreqs {
+    fn get(&self, searcher: &Searcher, term: &Term) -> tantivy::Result<u64> {
+        if let Some(&doc_freq) = self.lock().get(term) {
+            return Ok(doc_freq);
+        }
+        // Looked up without the lock: two searches asking at once both look it up, same answer.
+        let doc_freq = searcher.doc_freq(term)?;
+        let mut remembered = self.lock();
+        if remembered.len() >= MAX_REMEMBERED_TERMS {
+            remembered.clear();
+        }
+        remembered.insert(term.clone(), doc_freq);
+        Ok(doc_freq)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Term, u64>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 impl View {
     /// A view of `searcher` with `overlay`, looking up every shadowed id in the segments.
     pub(super) fn new(searcher: Searcher, overlay: Arc<Overlay>, fields: Fields) -> tantivy::Result<View> {
-        let mut view = View { searcher, overlay, hidden: HashMap::new(), n_hidden: 0, fields };
+        let mut view = View {
+            searcher,
+            overlay,
+            hidden: HashMap::new(),
+            n_hidden: 0,
+            fields,
+            committed_doc_freqs: Arc::default(),
+        };
         let shadowed: Vec<String> = view.overlay.shadowed().map(str::to_owned).collect();
         view.hide(&shadowed)?;
         Ok(view)
@@ -47,6 +88,7 @@ impl View {
             hidden: self.hidden.clone(),
             n_hidden: self.n_hidden,
             fields: self.fields,
+            committed_doc_freqs: Arc::clone(&self.committed_doc_freqs),
         };
         view.hide(newly_shadowed)?;
         Ok(view)
@@ -95,10 +137,16 @@ impl View {
     pub(super) fn doc_freq(&self, term: &str) -> tantivy::Result<u64> {
         let mut doc_freq = 0;
         for (field_idx, (field, _)) in self.fields.text_fields_with_boosts().into_iter().enumerate() {
-            doc_freq += self.searcher.doc_freq(&Term::from_field_text(field, term))?;
+            doc_freq += self.committed_doc_freq(&Term::from_field_text(field, term))?;
             doc_freq += self.overlay.doc_freq(field_idx, term);
         }
         Ok(doc_freq)
+    }
+
+    /// The number of committed documents (deleted ones included until a merge, as tantivy
+    /// counts them) that have `term`.
+    fn committed_doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        self.committed_doc_freqs.get(&self.searcher, term)
     }
 
     /// The staged document found at `key`.
@@ -124,7 +172,7 @@ impl Bm25StatisticsProvider for View {
     }
 
     fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
-        let committed = self.searcher.doc_freq(term)?;
+        let committed = self.committed_doc_freq(term)?;
         let staged = match (self.field_idx(term.field()), term.value().as_str()) {
             (Some(field_idx), Some(text)) => self.overlay.doc_freq(field_idx, text),
             _ => 0,

@@ -298,7 +298,7 @@ fn remembered_document_frequencies_never_outlive_their_segments() {
     // With a staged write on top (scored with the committed and staged statistics together),
     // the same scores as an index that never remembered anything.
     let staged = doc("d", "vitest watch in CI", "CI=true vitest", "exits");
-    index.stage(4, &[], &[staged.clone()], &[]).expect("stage");
+    index.stage(4, &[], std::slice::from_ref(&staged), &[]).expect("stage");
     let fresh = ExperienceIndex::open_in_ram().expect("index");
     fresh.writer.without_merges();
     fresh

@@ -266,7 +266,8 @@ struct QualityArgs {
     #[arg(long)]
     no_embeddings: bool,
     /// Write each set's BM25 and vector candidates per question to DIR/<set>.jsonl, for
-    /// studying fusions offline.
+    /// studying fusions offline; with each candidate's score in the list that lacks it
+    /// (`bm25_extra`, `vector_extra`; the cosines asked of vector mode as deep as the store).
     #[arg(long, value_name = "DIR")]
     dump_candidates: Option<PathBuf>,
 }

@@ -215,7 +215,9 @@ async fn measure_set(
         env.push(("KNOWHUB_MODEL_DIR", model));
         env.push(("ORT_DYLIB_PATH", library));
     }
-    let daemon = BenchDaemon::start_with_config(daemon_binary, &env, &model_config(quantize)).await?;
+    // A dump holds every BM25 candidate's cosine, asked of vector mode as deep as the store.
+    let config = model_config(quantize) + if dump.is_some() { "[search]\nmax_top_k = 1000000\n" } else { "" };
+    let daemon = BenchDaemon::start_with_config(daemon_binary, &env, &config).await?;
     let mut client = Client::connect(daemon.socket()).await.context("cannot connect to knowhubd")?;
     let model = match embeddings {
         Some(_) => Some(wait_for_model(&mut client).await?),
@@ -307,13 +309,10 @@ async fn measure_set(
         };
         let coverage_of = |id: &String| coverage.get(id).copied().unwrap_or(0.0);
         if dump.is_some() {
+            let row_of =
+                |id: &str| rows_of_experience.get(id).and_then(|rows| rows.first()).copied().unwrap_or_default();
             let first_row = |list: &[(String, f32)]| -> Vec<(String, f32)> {
-                list.iter()
-                    .map(|(id, score)| {
-                        let row = rows_of_experience.get(id).and_then(|rows| rows.first()).copied().unwrap_or_default();
-                        (row.to_owned(), *score)
-                    })
-                    .collect()
+                list.iter().map(|(id, score)| (row_of(id).to_owned(), *score)).collect()
             };
             let bm25 = candidates.get("bm25").map_or(&[][..], Vec::as_slice);
             let coverage: Vec<f32> = bm25.iter().map(|(id, _)| coverage_of(id)).collect();
@@ -327,7 +326,48 @@ async fn measure_set(
                 };
                 exact.push(serde_json::json!({"text": term.text, "ignore_case": term.ignore_case, "holders": holders}));
             }
+            // Each candidate's score in the list it is absent from: BM25's for the vectors'
+            // candidates (the twin index), the cosine of BM25's (vector mode, deeper), for
+            // studying a fusion over the union of the two lists offline.
+            let vector = candidates.get("vector").map_or(&[][..], Vec::as_slice);
+            let in_bm25: HashSet<&str> = bm25.iter().map(|(id, _)| id.as_str()).collect();
+            let in_vector: HashSet<&str> = vector.iter().map(|(id, _)| id.as_str()).collect();
+            let vector_only: Vec<&str> =
+                vector.iter().map(|(id, _)| id.as_str()).filter(|id| !in_bm25.contains(id)).collect();
+            let bm25_extra: Vec<(String, f32, f32)> = match &twin {
+                Some(twin) => twin
+                    .scores(&query.text, &vector_only, &rows_of_experience)?
+                    .into_iter()
+                    .map(|(id, bm25, coverage)| (row_of(&id).to_owned(), bm25, coverage))
+                    .collect(),
+                None => Vec::new(),
+            };
+            let bm25_only: Vec<&str> =
+                bm25.iter().map(|(id, _)| id.as_str()).filter(|id| !in_vector.contains(id)).collect();
+            let mut vector_extra: Vec<(String, f32)> = Vec::new();
+            if model.is_some() && !bm25_only.is_empty() {
+                let deep = SearchParams {
+                    query: query.text.clone(),
+                    top_k: Some(rows_of_experience.len() as i64),
+                    min_score: Some(1),
+                    agent_id: None,
+                    mode: Some("vector".to_owned()),
+                    origin: None,
+                    unreviewed: None,
+                };
+                let answer: SearchResult = client.call(kb_proto::method::SEARCH, &deep).await?;
+                let cosine: HashMap<&str, f32> =
+                    answer.results.iter().map(|hit| (hit.id.as_str(), hit.relevance)).collect();
+                for id in &bm25_only {
+                    if let Some(cosine) = cosine.get(id) {
+                        vector_extra.push((id.to_string(), *cosine));
+                    }
+                }
+                vector_extra = first_row(&vector_extra);
+            }
             let line = serde_json::json!({
+                "bm25_extra": bm25_extra,
+                "vector_extra": vector_extra,
                 "query": query.text,
                 "relevant": query.relevant,
                 "bm25": first_row(bm25),

@@ -13,12 +13,15 @@ mod overlay;
 mod query;
 mod reader;
 #[cfg(test)]
+mod score_tests;
+#[cfg(test)]
 mod staged_tests;
 #[cfg(test)]
 mod tests;
 mod view;
 mod writer;
 
+use std::collections::HashMap;
 use std::fs;
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -414,6 +417,43 @@ impl ExperienceIndex {
             (vec![0.0; top.len()], vec![Evidence::default(); top.len()])
         };
         self.hits_of(&view, top, coverage, evidence).map_err(search_error)
+    }
+
+    /// The hits `ids` would be for `query` wherever a search ranked them: each one's BM25 score
+    /// for all the query's terms, coverage and evidence, as [`Self::search`] gives them for the
+    /// hits it finds (and by the same rule, nothing for one that shares only function words with
+    /// the query). A hybrid search scores with this the candidates the vectors found outside
+    /// BM25's top (issue 25): a search leaves them out not because they lack the query's words
+    /// but because others hold more. Ids the index does not hold, and those that hold none of the
+    /// query's words, are left out (their BM25 score is 0); the rest keep `ids`' order. The
+    /// filters are not checked: the caller found them under its own.
+    pub fn score(&self, query: &str, ids: &[&str]) -> Result<Vec<Hit>> {
+        let search_error = |source| Error::Search { query: query.to_owned(), source };
+        let view = self.reader.view();
+        let terms = query::query_terms(&view, query).map_err(search_error)?;
+        if terms.is_empty() || ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut found = Vec::with_capacity(ids.len());
+        let mut id_of: HashMap<Found, &str> = HashMap::with_capacity(ids.len());
+        for (id, place) in ids.iter().zip(view.find(ids).map_err(search_error)?) {
+            if let Some(place) = place
+                && id_of.insert(place, id).is_none()
+            {
+                found.push(place);
+            }
+        }
+        let scores = collector::score_found(&view, &self.fields, &terms, &found).map_err(search_error)?;
+        let scored: Vec<(Score, Found)> = scores.into_iter().zip(found).filter(|(score, _)| *score > 0.0).collect();
+        let scored = coverage::with_a_content_word(&view, &self.fields, query, scored).map_err(search_error)?;
+        let coverage = coverage::coverage(&view, &self.fields, &terms, &scored).map_err(search_error)?;
+        let evidence = coverage::evidence(&view, &self.fields, query, &scored).map_err(search_error)?;
+        Ok(scored
+            .into_iter()
+            .zip(coverage)
+            .zip(evidence)
+            .map(|(((bm25, place), coverage), evidence)| Hit { id: id_of[&place].to_owned(), bm25, coverage, evidence })
+            .collect())
     }
 
     /// The terms a search for `query` scores, rarest first, with the number of documents that

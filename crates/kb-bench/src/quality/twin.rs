@@ -79,6 +79,26 @@ impl<'a> TwinIndex<'a> {
         Ok((bm25, coverage))
     }
 
+    /// The BM25 score and coverage of each of `experiences` for `query` wherever a search ranks
+    /// them (`ExperienceIndex::score`), by experience id; those holding no word of it are left
+    /// out (their score is 0).
+    pub(super) fn scores(
+        &self,
+        query: &str,
+        experiences: &[&str],
+        rows_of_experience: &HashMap<String, Vec<&str>>,
+    ) -> anyhow::Result<Vec<(String, f32, f32)>> {
+        let rows: Vec<&str> = experiences
+            .iter()
+            .filter_map(|id| rows_of_experience.get(*id).and_then(|rows| rows.first()).copied())
+            .collect();
+        let hits = self.index.score(query, &rows).with_context(|| format!("in-process scores for {query:?} failed"))?;
+        Ok(hits
+            .into_iter()
+            .map(|hit| (self.experience_of_row[hit.id.as_str()].to_owned(), hit.bm25, hit.coverage))
+            .collect())
+    }
+
     /// How many rows can hold `text` (`ExperienceIndex::max_holders`, as the daemon's pinning
     /// asks its own index).
     pub(super) fn max_holders(&self, text: &str) -> anyhow::Result<u64> {

@@ -3,13 +3,14 @@
 //! the same ranking of the staged documents (`overlay.rs`).
 
 use std::cmp::{Ordering as CmpOrdering, Reverse};
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 
 use tantivy::columnar::Column;
 use tantivy::query::{Bm25Weight, BooleanQuery, EnableScoring, Query, Weight};
 use tantivy::{DocAddress, DocId, Score, SegmentReader, Term};
 
-use super::view::View;
+use super::query::text_query;
+use super::view::{Found, View};
 use crate::schema::Fields;
 
 /// The `limit` best documents for `query` among those rated at least `min_score` and, when
@@ -90,6 +91,47 @@ pub(super) fn rescore(
         best.push(score, address);
     }
     Ok(best.into_sorted())
+}
+
+/// Each of `found`'s BM25 score for all of `terms` (the score a search gives it, had it found
+/// it): the committed ones rescored from 0 as [`rescore`] does, the staged ones as
+/// [`top_staged`] scores them.
+pub(super) fn score_found(
+    view: &View,
+    fields: &Fields,
+    terms: &[(String, u64)],
+    found: &[Found],
+) -> tantivy::Result<Vec<Score>> {
+    let committed: Vec<(Score, DocAddress)> = found
+        .iter()
+        .filter_map(|found| match found {
+            Found::Committed(address) => Some((0.0, *address)),
+            Found::Staged(_) => None,
+        })
+        .collect();
+    let n_committed = committed.len();
+    let scored: HashMap<DocAddress, Score> =
+        rescore(view, &text_query(fields, terms), committed, n_committed)?.into_iter().map(|(s, a)| (a, s)).collect();
+    let [(text, text_boost), (content, content_boost)] = fields.text_fields_with_boosts();
+    let weight = |field, term: &str| Bm25Weight::for_terms(view, &[Term::from_field_text(field, term)]);
+    let has_staged = found.iter().any(|found| matches!(found, Found::Staged(_)));
+    let weights = if has_staged {
+        terms
+            .iter()
+            .map(|(term, _)| Ok([weight(text, term)?, weight(content, term)?]))
+            .collect::<tantivy::Result<Vec<_>>>()?
+    } else {
+        Vec::new()
+    };
+    Ok(found
+        .iter()
+        .map(|found| match found {
+            Found::Committed(address) => scored.get(address).copied().unwrap_or(0.0),
+            Found::Staged(key) => {
+                view.staged(*key).map_or(0.0, |doc| doc.score(terms, &weights, &[text_boost, content_boost]))
+            }
+        })
+        .collect())
 }
 
 /// BM25 with the committed index's statistics alone while nothing is staged (what tantivy

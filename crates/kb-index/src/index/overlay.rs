@@ -311,6 +311,11 @@ impl Overlay {
         self.docs.iter().map(|(key, doc)| (*key, doc.as_ref()))
     }
 
+    /// The key of the staged document with this id, when one is staged.
+    pub(super) fn key_of(&self, id: &str) -> Option<u64> {
+        self.by_id.get(id).copied()
+    }
+
     /// The staged document with this key.
     pub(super) fn doc(&self, key: u64) -> Option<&StagedDoc> {
         self.docs.get(&key).map(Arc::as_ref)

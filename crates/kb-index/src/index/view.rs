@@ -118,6 +118,33 @@ impl View {
         Ok(())
     }
 
+    /// Where each of `ids` is searchable: staged, or committed (live and not shadowed); `None`
+    /// for one the index does not hold. One term lookup per id and segment.
+    pub(super) fn find(&self, ids: &[&str]) -> tantivy::Result<Vec<Option<Found>>> {
+        let mut found: Vec<Option<Found>> = ids.iter().map(|id| self.overlay.key_of(id).map(Found::Staged)).collect();
+        for (segment_ord, reader) in self.searcher.segment_readers().iter().enumerate() {
+            if found.iter().all(Option::is_some) {
+                break;
+            }
+            let inverted_index = reader.inverted_index(self.fields.id)?;
+            let alive = reader.alive_bitset();
+            for (id, place) in ids.iter().zip(&mut found).filter(|(_, place)| place.is_none()) {
+                let term = Term::from_field_text(self.fields.id, id);
+                let Some(mut postings) = inverted_index.read_postings(&term, IndexRecordOption::Basic)? else {
+                    continue;
+                };
+                let mut doc = postings.doc();
+                while doc != TERMINATED && place.is_none() {
+                    if alive.is_none_or(|alive| alive.is_alive(doc)) && !self.is_hidden(segment_ord as u32, doc) {
+                        *place = Some(Found::Committed(DocAddress::new(segment_ord as u32, doc)));
+                    }
+                    doc = postings.advance();
+                }
+            }
+        }
+        Ok(found)
+    }
+
     /// Whether a committed document is shadowed by the overlay.
     pub(super) fn is_hidden(&self, segment_ord: u32, doc: DocId) -> bool {
         !self.hidden.is_empty() && self.hidden.get(&segment_ord).is_some_and(|docs| docs.contains(&doc))

@@ -409,10 +409,7 @@ impl ExperienceIndex {
         let top = merge_best(committed, staged, limit);
         let top = coverage::with_a_content_word(&view, &self.fields, request.query, top).map_err(search_error)?;
         let (coverage, evidence) = if request.coverage {
-            (
-                coverage::coverage(&view, &self.fields, &terms, &top).map_err(search_error)?,
-                coverage::evidence(&view, &self.fields, request.query, &top).map_err(search_error)?,
-            )
+            coverage::coverage_and_evidence(&view, &self.fields, request.query, &terms, &top).map_err(search_error)?
         } else {
             (vec![0.0; top.len()], vec![Evidence::default(); top.len()])
         };
@@ -446,8 +443,8 @@ impl ExperienceIndex {
         let scores = collector::score_found(&view, &self.fields, &terms, &found).map_err(search_error)?;
         let scored: Vec<(Score, Found)> = scores.into_iter().zip(found).filter(|(score, _)| *score > 0.0).collect();
         let scored = coverage::with_a_content_word(&view, &self.fields, query, scored).map_err(search_error)?;
-        let coverage = coverage::coverage(&view, &self.fields, &terms, &scored).map_err(search_error)?;
-        let evidence = coverage::evidence(&view, &self.fields, query, &scored).map_err(search_error)?;
+        let (coverage, evidence) =
+            coverage::coverage_and_evidence(&view, &self.fields, query, &terms, &scored).map_err(search_error)?;
         Ok(scored
             .into_iter()
             .zip(coverage)

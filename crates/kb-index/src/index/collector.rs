@@ -112,26 +112,31 @@ pub(super) fn score_found(
     let n_committed = committed.len();
     let scored: HashMap<DocAddress, Score> =
         rescore(view, &text_query(fields, terms), committed, n_committed)?.into_iter().map(|(s, a)| (a, s)).collect();
-    let [(text, text_boost), (content, content_boost)] = fields.text_fields_with_boosts();
-    let weight = |field, term: &str| Bm25Weight::for_terms(view, &[Term::from_field_text(field, term)]);
     let has_staged = found.iter().any(|found| matches!(found, Found::Staged(_)));
-    let weights = if has_staged {
-        terms
-            .iter()
-            .map(|(term, _)| Ok([weight(text, term)?, weight(content, term)?]))
-            .collect::<tantivy::Result<Vec<_>>>()?
-    } else {
-        Vec::new()
-    };
+    let (weights, boosts) = if has_staged { staged_weights(view, fields, terms)? } else { (Vec::new(), [0.0; 2]) };
     Ok(found
         .iter()
         .map(|found| match found {
             Found::Committed(address) => scored.get(address).copied().unwrap_or(0.0),
-            Found::Staged(key) => {
-                view.staged(*key).map_or(0.0, |doc| doc.score(terms, &weights, &[text_boost, content_boost]))
-            }
+            Found::Staged(key) => view.staged(*key).map_or(0.0, |doc| doc.score(terms, &weights, &boosts)),
         })
         .collect())
+}
+
+/// Each of `terms`' BM25 weights in the text and content fields, over the committed and staged
+/// statistics, with the two fields' boosts: what a staged document is scored with.
+fn staged_weights(
+    view: &View,
+    fields: &Fields,
+    terms: &[(String, u64)],
+) -> tantivy::Result<(Vec<[Bm25Weight; 2]>, [Score; 2])> {
+    let [(text, text_boost), (content, content_boost)] = fields.text_fields_with_boosts();
+    let weight = |field, term: &str| Bm25Weight::for_terms(view, &[Term::from_field_text(field, term)]);
+    let weights = terms
+        .iter()
+        .map(|(term, _)| Ok([weight(text, term)?, weight(content, term)?]))
+        .collect::<tantivy::Result<Vec<_>>>()?;
+    Ok((weights, [text_boost, content_boost]))
 }
 
 /// BM25 with the committed index's statistics alone while nothing is staged (what tantivy
@@ -159,13 +164,7 @@ pub(super) fn top_staged(
     if view.overlay.n_docs() == 0 {
         return Ok(Vec::new());
     }
-    let [(text, text_boost), (content, content_boost)] = fields.text_fields_with_boosts();
-    let weight = |field, term: &str| Bm25Weight::for_terms(view, &[Term::from_field_text(field, term)]);
-    let weights = terms
-        .iter()
-        .map(|(term, _)| Ok([weight(text, term)?, weight(content, term)?]))
-        .collect::<tantivy::Result<Vec<_>>>()?;
-    let boosts = [text_boost, content_boost];
+    let (weights, boosts) = staged_weights(view, fields, terms)?;
     let mut found: Vec<(Score, u64)> = view
         .overlay
         .docs()

@@ -13,9 +13,21 @@ use super::view::{Found, View};
 use crate::analyzer::{analyze_with_spans, is_framing_word, is_stop_word};
 use crate::schema::Fields;
 
+/// For each of `top`, its [`coverage`] of `terms` and its [`evidence`] for `query`: what a hit
+/// carries.
+pub(super) fn coverage_and_evidence(
+    view: &View,
+    fields: &Fields,
+    query: &str,
+    terms: &[(String, u64)],
+    top: &[(Score, Found)],
+) -> tantivy::Result<(Vec<f32>, Vec<Evidence>)> {
+    Ok((coverage(view, fields, terms, top)?, evidence(view, fields, query, top)?))
+}
+
 /// For each of `addresses`, the idf-weighted share of `terms` it has (see
 /// [`Hit::coverage`](super::Hit::coverage)).
-pub(super) fn coverage(
+fn coverage(
     view: &View,
     fields: &Fields,
     terms: &[(String, u64)],
@@ -46,7 +58,7 @@ pub(super) fn coverage(
 /// are the query's analyzed tokens that are not function or framing words
 /// (`analyzer::is_framing_word`: "how do I") and not part of a longer token of the query, each
 /// weighted by its idf, a word no document has as the rarest word there is.
-pub(super) fn evidence(
+fn evidence(
     view: &View,
     fields: &Fields,
     query: &str,

@@ -96,52 +96,23 @@ impl View {
 
     /// Hides the live committed documents with these ids: a term lookup per id and segment.
     fn hide(&mut self, ids: &[String]) -> tantivy::Result<()> {
-        for (segment_ord, reader) in self.searcher.segment_readers().iter().enumerate() {
-            let inverted_index = reader.inverted_index(self.fields.id)?;
-            let alive = reader.alive_bitset();
-            for id in ids {
-                let term = Term::from_field_text(self.fields.id, id);
-                let Some(mut postings) = inverted_index.read_postings(&term, IndexRecordOption::Basic)? else {
-                    continue;
-                };
-                let mut doc = postings.doc();
-                while doc != TERMINATED {
-                    if alive.is_none_or(|alive| alive.is_alive(doc))
-                        && self.hidden.entry(segment_ord as u32).or_default().insert(doc)
-                    {
-                        self.n_hidden += 1;
-                    }
-                    doc = postings.advance();
-                }
+        let (hidden, n_hidden) = (&mut self.hidden, &mut self.n_hidden);
+        for_each_live_doc(&self.searcher, self.fields, ids, |_, segment_ord, doc| {
+            if hidden.entry(segment_ord).or_default().insert(doc) {
+                *n_hidden += 1;
             }
-        }
-        Ok(())
+        })
     }
 
     /// Where each of `ids` is searchable: staged, or committed (live and not shadowed); `None`
     /// for one the index does not hold. One term lookup per id and segment.
     pub(super) fn find(&self, ids: &[&str]) -> tantivy::Result<Vec<Option<Found>>> {
         let mut found: Vec<Option<Found>> = ids.iter().map(|id| self.overlay.key_of(id).map(Found::Staged)).collect();
-        for (segment_ord, reader) in self.searcher.segment_readers().iter().enumerate() {
-            if found.iter().all(Option::is_some) {
-                break;
+        for_each_live_doc(&self.searcher, self.fields, ids, |id_idx, segment_ord, doc| {
+            if found[id_idx].is_none() && !self.is_hidden(segment_ord, doc) {
+                found[id_idx] = Some(Found::Committed(DocAddress::new(segment_ord, doc)));
             }
-            let inverted_index = reader.inverted_index(self.fields.id)?;
-            let alive = reader.alive_bitset();
-            for (id, place) in ids.iter().zip(&mut found).filter(|(_, place)| place.is_none()) {
-                let term = Term::from_field_text(self.fields.id, id);
-                let Some(mut postings) = inverted_index.read_postings(&term, IndexRecordOption::Basic)? else {
-                    continue;
-                };
-                let mut doc = postings.doc();
-                while doc != TERMINATED && place.is_none() {
-                    if alive.is_none_or(|alive| alive.is_alive(doc)) && !self.is_hidden(segment_ord as u32, doc) {
-                        *place = Some(Found::Committed(DocAddress::new(segment_ord as u32, doc)));
-                    }
-                    doc = postings.advance();
-                }
-            }
-        }
+        })?;
         Ok(found)
     }
 
@@ -206,4 +177,32 @@ impl Bm25StatisticsProvider for View {
         };
         Ok(committed + staged)
     }
+}
+
+/// Calls `each(id_idx, segment_ord, doc)` for every live committed document of `searcher` whose
+/// id is `ids[id_idx]`, segment by segment: a term lookup per id and segment.
+fn for_each_live_doc(
+    searcher: &Searcher,
+    fields: Fields,
+    ids: &[impl AsRef<str>],
+    mut each: impl FnMut(usize, u32, DocId),
+) -> tantivy::Result<()> {
+    for (segment_ord, reader) in searcher.segment_readers().iter().enumerate() {
+        let inverted_index = reader.inverted_index(fields.id)?;
+        let alive = reader.alive_bitset();
+        for (id_idx, id) in ids.iter().enumerate() {
+            let term = Term::from_field_text(fields.id, id.as_ref());
+            let Some(mut postings) = inverted_index.read_postings(&term, IndexRecordOption::Basic)? else {
+                continue;
+            };
+            let mut doc = postings.doc();
+            while doc != TERMINATED {
+                if alive.is_none_or(|alive| alive.is_alive(doc)) {
+                    each(id_idx, segment_ord as u32, doc);
+                }
+                doc = postings.advance();
+            }
+        }
+    }
+    Ok(())
 }

@@ -180,45 +180,7 @@ const FUNCTION_CHARS_ZH: &[char] = &[
 /// Whether `first` and `second` (each the task, resource and result of an experience) differ
 /// in a way that makes them different experiences; `None` when they say the same thing.
 pub fn material_difference(first: &[&str], second: &[&str]) -> Option<Difference> {
-    let first_text = first.join("\n").to_lowercase();
-    let second_text = second.join("\n").to_lowercase();
-    let first_tokens = tokens(&first_text);
-    let second_tokens = tokens(&second_text);
-
-    let outcome = |tokens: &[String], text: &str| -> BTreeSet<String> {
-        let mut found: BTreeSet<String> =
-            tokens.iter().filter(|token| OUTCOME_WORDS.contains(&token.as_str())).cloned().collect();
-        found.extend(OUTCOME_WORDS_ZH.iter().filter(|word| text.contains(*word)).map(|word| (*word).to_owned()));
-        found
-    };
-    let (first_outcome, second_outcome) = (outcome(&first_tokens, &first_text), outcome(&second_tokens, &second_text));
-    if first_outcome != second_outcome {
-        let (only_in_first, only_in_second) = one_sided(&first_outcome, &second_outcome);
-        return Some(Difference::Outcome { only_in_first, only_in_second });
-    }
-
-    let negations = |tokens: &[String], text: &str| -> usize {
-        tokens.iter().filter(|token| NEGATIONS.contains(&token.as_str())).count()
-            + NEGATIONS_ZH.iter().map(|word| text.matches(word).count()).sum::<usize>()
-    };
-    if negations(&first_tokens, &first_text) != negations(&second_tokens, &second_text) {
-        return Some(Difference::Negation);
-    }
-
-    let values =
-        |tokens: &[String]| -> BTreeSet<String> { tokens.iter().filter(|token| is_value(token)).cloned().collect() };
-    let (first_values, second_values) = (values(&first_tokens), values(&second_tokens));
-    if first_values != second_values {
-        let (only_in_first, only_in_second) = one_sided(&first_values, &second_values);
-        return Some(Difference::Value { only_in_first, only_in_second });
-    }
-
-    let (first_words, second_words) = (content_words(&first_tokens), content_words(&second_tokens));
-    if first_words != second_words {
-        let (only_in_first, only_in_second) = one_sided(&first_words, &second_words);
-        return Some(Difference::Wording { only_in_first, only_in_second });
-    }
-    None
+    Said::of(first).difference(&Said::of(second))
 }
 
 /// Whether `first` and `second` use the same content words once their outcome words and
@@ -226,14 +188,66 @@ pub fn material_difference(first: &[&str], second: &[&str]) -> Option<Difference
 /// between them is one of outcome, negation or values ("near-identical but says something
 /// else"), not other wording. Chinese outcome and negation characters are not left out.
 pub fn same_wording(first: &[&str], second: &[&str]) -> bool {
-    let words = |parts: &[&str]| -> BTreeSet<String> {
-        let tokens: Vec<String> = tokens(&parts.join("\n").to_lowercase())
+    Said::of(first).same_wording(&Said::of(second))
+}
+
+/// What an experience's words say, as [`material_difference`] and [`same_wording`] compare
+/// them, worked out once: a submit is compared with each of its possible near-duplicates
+/// (issue 25: tokenizing it again for each, twice, was a quarter of the CPU of a submit's
+/// near-duplicate check).
+#[derive(Debug, Clone)]
+pub struct Said {
+    outcome: BTreeSet<String>,
+    negations: usize,
+    values: BTreeSet<String>,
+    words: BTreeSet<String>,
+    /// The content words without outcome words and negations ([`same_wording`]).
+    wording: BTreeSet<String>,
+}
+
+impl Said {
+    /// The task, resource and result of an experience (or any texts), read once.
+    pub fn of(parts: &[&str]) -> Said {
+        let text = parts.join("\n").to_lowercase();
+        let tokens = tokens(&text);
+        let mut outcome: BTreeSet<String> =
+            tokens.iter().filter(|token| OUTCOME_WORDS.contains(&token.as_str())).cloned().collect();
+        outcome.extend(OUTCOME_WORDS_ZH.iter().filter(|word| text.contains(*word)).map(|word| (*word).to_owned()));
+        let negations = tokens.iter().filter(|token| NEGATIONS.contains(&token.as_str())).count()
+            + NEGATIONS_ZH.iter().map(|word| text.matches(word).count()).sum::<usize>();
+        let values = tokens.iter().filter(|token| is_value(token)).cloned().collect();
+        let words = content_words(&tokens);
+        let plain: Vec<String> = tokens
             .into_iter()
             .filter(|token| !OUTCOME_WORDS.contains(&token.as_str()) && !NEGATIONS.contains(&token.as_str()))
             .collect();
-        content_words(&tokens)
-    };
-    words(first) == words(second)
+        Said { outcome, negations, values, words, wording: content_words(&plain) }
+    }
+
+    /// [`material_difference`] of `self` (first) and `other` (second).
+    pub fn difference(&self, other: &Said) -> Option<Difference> {
+        if self.outcome != other.outcome {
+            let (only_in_first, only_in_second) = one_sided(&self.outcome, &other.outcome);
+            return Some(Difference::Outcome { only_in_first, only_in_second });
+        }
+        if self.negations != other.negations {
+            return Some(Difference::Negation);
+        }
+        if self.values != other.values {
+            let (only_in_first, only_in_second) = one_sided(&self.values, &other.values);
+            return Some(Difference::Value { only_in_first, only_in_second });
+        }
+        if self.words != other.words {
+            let (only_in_first, only_in_second) = one_sided(&self.words, &other.words);
+            return Some(Difference::Wording { only_in_first, only_in_second });
+        }
+        None
+    }
+
+    /// [`same_wording`] of `self` and `other`.
+    pub fn same_wording(&self, other: &Said) -> bool {
+        self.wording == other.wording
+    }
 }
 
 /// The stems of the content words among `tokens`: values, stopwords and Chinese function

@@ -106,7 +106,7 @@ impl ModelSpec {
 const NO_SPINNING: (&str, &str) = ("session.intra_op.allow_spinning", "0");
 
 /// Settings that are fixed for the life of a [`FastEmbedder`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct LoadOptions {
     /// Texts are truncated to this many tokens (the local MiniLM was trained with 256).
     pub max_length: usize,
@@ -132,6 +132,11 @@ pub struct LoadOptions {
     /// that finds it there does not read the float model at all. `None`: rewritten in memory
     /// at every start.
     pub int8_cache: Option<PathBuf>,
+    /// Called first on each thread ONNX Runtime starts for a local model's session (its
+    /// intra-op threads; the thread that asks for a run works on it too): the daemon lowers the
+    /// priority of the session that embeds writes and the backlog, so that searches come first.
+    /// Models fastembed downloads start their threads the usual way.
+    pub on_thread_start: Option<fn()>,
 }
 
 impl Default for LoadOptions {
@@ -144,6 +149,7 @@ impl Default for LoadOptions {
             quantize: false,
             cpu_arena: false,
             int8_cache: None,
+            on_thread_start: None,
         }
     }
 }
@@ -328,6 +334,7 @@ fn load_local(
         intra_threads: options.intra_threads,
         config_entries: &[NO_SPINNING],
         cpu_arena: options.cpu_arena,
+        on_thread_start: options.on_thread_start,
     };
     let tokenizer_bytes = TokenizerBytes {
         tokenizer: &tokenizer_files.tokenizer_file,

@@ -184,6 +184,32 @@ pub struct SessionOptions<'a> {
     /// ONNX Runtime's CPU arena keeps the largest activations it ever allocated (about 200 MiB
     /// after a batch of long texts); without it they go back to the allocator after each run.
     pub cpu_arena: bool,
+    /// Called first on each thread ONNX Runtime starts for the session (see
+    /// `LoadOptions::on_thread_start`).
+    pub on_thread_start: Option<fn()>,
+}
+
+/// Starts ONNX Runtime's threads for a session, each calling a hook first (see
+/// [`SessionOptions::on_thread_start`]).
+struct HookedThreads(fn());
+
+impl ort::environment::ThreadManager for HookedThreads {
+    type Thread = std::thread::JoinHandle<()>;
+
+    fn create(&self, work: impl FnOnce() + Send + 'static) -> ort::Result<Self::Thread> {
+        let hook = self.0;
+        std::thread::Builder::new()
+            .name("onnxruntime".to_owned())
+            .spawn(move || {
+                hook();
+                work();
+            })
+            .map_err(|error| ort::Error::new(format!("cannot start a thread: {error}")))
+    }
+
+    fn join(thread: Self::Thread) -> ort::Result<()> {
+        thread.join().map_err(|_| ort::Error::new("an ONNX Runtime thread panicked"))
+    }
 }
 
 /// Where a session's graph comes from.
@@ -214,6 +240,9 @@ impl LocalModel {
             .map_err(error)?
             .with_intra_threads(threads)
             .map_err(error)?;
+        if let Some(hook) = options.on_thread_start {
+            builder = builder.with_thread_manager(HookedThreads(hook)).map_err(error)?;
+        }
         for (key, value) in options.config_entries {
             builder = builder.with_config_entry(*key, *value).map_err(error)?;
         }

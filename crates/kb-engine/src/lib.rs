@@ -8,6 +8,7 @@
 
 pub mod config;
 pub mod engine;
+pub mod lane;
 pub mod memory;
 pub mod relevance;
 pub mod semantic;

@@ -370,10 +370,17 @@ impl Semantic {
         }
     }
 
-    /// How the model is loaded: the same for both sessions but for their threads.
+    /// How the model is loaded: the same for both sessions but for their threads. These are the
+    /// main session's, which embeds writes and the backlog: its ONNX Runtime threads run at the
+    /// write lane's lower priority (`crate::lane`), so that searches come first.
     fn load_options(&self, spec: &ModelSpec) -> LoadOptions {
         let quantize = self.choice.quantize.unwrap_or_else(|| quantized_by_default(spec));
-        LoadOptions { quantize, int8_cache: Some(self.choice.int8_cache.clone()), ..LoadOptions::default() }
+        LoadOptions {
+            quantize,
+            int8_cache: Some(self.choice.int8_cache.clone()),
+            on_thread_start: Some(crate::lane::lower_priority),
+            ..LoadOptions::default()
+        }
     }
 
     /// Fills the vector index from the store's vectors of `embedder`'s model and queues every

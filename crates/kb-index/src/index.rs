@@ -386,27 +386,7 @@ impl ExperienceIndex {
         }
         let view = self.reader.view();
         let terms = query::query_terms(&view, request.query).map_err(search_error)?;
-        if terms.is_empty() {
-            return Ok(Vec::new());
-        }
-        // Never ask for more than there are documents: the limit sizes a heap.
-        let n_docs = view.num_docs().max(1) as usize;
-        let limit = request.limit.min(n_docs);
-        let (walked, rescored) = terms.split_at(query::n_walked(&terms, self.wand_postings_budget));
-        let walked_query = query::text_query(&self.fields, walked);
-        let (min_score, agent_id) = (request.min_score, request.agent_id);
-        let committed = if rescored.is_empty() {
-            collector::top(&view, &walked_query, limit, min_score, agent_id).map_err(search_error)?
-        } else {
-            let n_candidates = limit.saturating_mul(RESCORE_CANDIDATES_PER_HIT).max(RESCORE_MIN_CANDIDATES).min(n_docs);
-            let candidates =
-                collector::top(&view, &walked_query, n_candidates, min_score, agent_id).map_err(search_error)?;
-            let rescored_query = query::text_query(&self.fields, rescored);
-            collector::rescore(&view, &rescored_query, candidates, limit).map_err(search_error)?
-        };
-        let staged = collector::top_staged(&view, &self.fields, walked, &terms, limit, min_score, agent_id)
-            .map_err(search_error)?;
-        let top = merge_best(committed, staged, limit);
+        let top = self.top(&view, &terms, request).map_err(search_error)?;
         let top = coverage::with_a_content_word(&view, &self.fields, request.query, top).map_err(search_error)?;
         let (coverage, evidence) = if request.coverage {
             coverage::coverage_and_evidence(&view, &self.fields, request.query, &terms, &top).map_err(search_error)?
@@ -414,6 +394,52 @@ impl ExperienceIndex {
             (vec![0.0; top.len()], vec![Evidence::default(); top.len()])
         };
         self.hits_of(&view, top, coverage, evidence).map_err(search_error)
+    }
+
+    /// The active experiences whose words best match `text` by BM25 alone, best first, at most
+    /// `limit`: the candidates for being a near-duplicate of an experience with that text.
+    /// Unlike [`Self::search`], no hit is dropped for sharing only function words and none
+    /// carries its coverage or evidence (they are 0): whoever asks compares the texts
+    /// themselves. Issue 25: a submit's near-duplicate search was a third of its CPU with a
+    /// model loaded, most of it in those three steps, each analyzing the text again.
+    pub fn similar(&self, text: &str, limit: usize) -> Result<Vec<Hit>> {
+        let search_error = |source| Error::Search { query: text.to_owned(), source };
+        let view = self.reader.view();
+        let terms = query::query_terms(&view, text).map_err(search_error)?;
+        let request =
+            SearchRequest { query: text, limit, min_score: 1, agent_id: None, status: Status::Active, coverage: false };
+        let top = self.top(&view, &terms, &request).map_err(search_error)?;
+        let none = (vec![0.0; top.len()], vec![Evidence::default(); top.len()]);
+        self.hits_of(&view, top, none.0, none.1).map_err(search_error)
+    }
+
+    /// The best `request.limit` documents for `terms` (the analyzed query), committed and
+    /// staged, under `request`'s filters, by BM25.
+    fn top(
+        &self,
+        view: &View,
+        terms: &[(String, u64)],
+        request: &SearchRequest<'_>,
+    ) -> tantivy::Result<Vec<(Score, Found)>> {
+        if terms.is_empty() || request.limit == 0 {
+            return Ok(Vec::new());
+        }
+        // Never ask for more than there are documents: the limit sizes a heap.
+        let n_docs = view.num_docs().max(1) as usize;
+        let limit = request.limit.min(n_docs);
+        let (walked, rescored) = terms.split_at(query::n_walked(terms, self.wand_postings_budget));
+        let walked_query = query::text_query(&self.fields, walked);
+        let (min_score, agent_id) = (request.min_score, request.agent_id);
+        let committed = if rescored.is_empty() {
+            collector::top(view, &walked_query, limit, min_score, agent_id)?
+        } else {
+            let n_candidates = limit.saturating_mul(RESCORE_CANDIDATES_PER_HIT).max(RESCORE_MIN_CANDIDATES).min(n_docs);
+            let candidates = collector::top(view, &walked_query, n_candidates, min_score, agent_id)?;
+            let rescored_query = query::text_query(&self.fields, rescored);
+            collector::rescore(view, &rescored_query, candidates, limit)?
+        };
+        let staged = collector::top_staged(view, &self.fields, walked, terms, limit, min_score, agent_id)?;
+        Ok(merge_best(committed, staged, limit))
     }
 
     /// The hits `ids` would be for `query` wherever a search ranked them: each one's BM25 score

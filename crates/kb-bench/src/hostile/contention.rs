@@ -22,8 +22,10 @@ const SEEDED: usize = 500;
 /// Searches measured alone, and again under the writers.
 const SEARCHES: usize = 300;
 const WARMUP: usize = 30;
-/// How long the writers run before searches are measured, so that the load is steady.
+/// How long the writers run before anything is measured, so that the load is steady.
 const HEAD_START: Duration = Duration::from_secs(1);
+/// How long the writers' submits are measured with no search running, before the searches.
+const WRITERS_ALONE: Duration = Duration::from_secs(4);
 /// Longest wait for the model to load, the seeded store to be embedded, or the backlog to drain.
 const EMBED_LIMIT: Duration = Duration::from_secs(300);
 
@@ -31,16 +33,13 @@ const EMBED_LIMIT: Duration = Duration::from_secs(300);
 pub struct Contention {
     /// Per search mode measured, in the order asked.
     pub modes: Vec<ModeLatency>,
-    pub submits: LatencySummary,
-    /// The same submits as the daemon timed them (`status.latencies.submit`, its last
-    /// requests): without the clients' share of the CPU and the socket.
+    /// The writers' submits while nothing searched ([`WRITERS_ALONE`]), and while the searches
+    /// were measured (one client searching back to back: a search's CPU is taken from them).
+    pub writes_alone: WritePhase,
+    pub writes_searched: WritePhase,
+    /// The last submits as the daemon timed them (`status.latencies.submit`): without the
+    /// clients' share of the CPU and the socket.
     pub submits_in_daemon: kb_proto::wire::LatencySummary,
-    pub submits_per_s: f64,
-    /// The daemon's CPU per submit while the writers ran (the searches' share included) and the
-    /// share of that time its threads waited for a CPU: a figure other processes on the machine
-    /// change less than latency.
-    pub cpu_per_submit: Duration,
-    pub runqueue_wait_per_submit: Duration,
     /// Experiences waiting for a vector when the writers stopped, and how long they took to be
     /// embedded (none without a model).
     pub backlog_after: u64,
@@ -50,6 +49,39 @@ pub struct Contention {
     pub embedded_after: u64,
     /// The daemon's RSS (MiB) once the seeded store is embedded, at the end, and its peak.
     pub rss_mib: (u64, u64, u64),
+}
+
+/// The writers' submits over one part of their run.
+pub struct WritePhase {
+    pub submits: LatencySummary,
+    pub per_s: f64,
+    /// The daemon's CPU per submit (a search's share included, when one ran) and the time its
+    /// threads waited for a CPU: figures other processes on the machine change less than
+    /// latency.
+    pub cpu_per_submit: Duration,
+    pub runqueue_wait_per_submit: Duration,
+}
+
+impl WritePhase {
+    /// The submits of `latencies` that started in `from..to`, with the daemon's CPU over it.
+    fn of(
+        latencies: &[(Instant, Duration)],
+        (from, to): (Instant, Instant),
+        cpu: &crate::daemon::CpuUse,
+    ) -> WritePhase {
+        let times: Vec<Duration> = latencies
+            .iter()
+            .filter(|(started, _)| (from..to).contains(started))
+            .map(|(_, latency)| *latency)
+            .collect();
+        let per_submit = |total: Duration| total / u32::try_from(times.len().max(1)).unwrap_or(u32::MAX);
+        WritePhase {
+            per_s: times.len() as f64 / (to - from).as_secs_f64().max(1e-9),
+            cpu_per_submit: per_submit(cpu.cpu),
+            runqueue_wait_per_submit: per_submit(cpu.runqueue_wait),
+            submits: LatencySummary::of(&times),
+        }
+    }
 }
 
 /// One search mode's latency alone and under the writers.
@@ -78,7 +110,6 @@ pub async fn measure(daemon: &BenchDaemon, modes: &[&str], model: bool, seed: u6
     }
     let alone = timed_searches(&mut client, &queries[WARMUP..], modes).await?;
 
-    let cpu_before = daemon.cpu_use()?;
     let stop = Arc::new(AtomicBool::new(false));
     let mut writers = tokio::task::JoinSet::new();
     for writer in 0..WRITERS {
@@ -100,22 +131,24 @@ pub async fn measure(daemon: &BenchDaemon, modes: &[&str], model: bool, seed: u6
                 });
                 let started = Instant::now();
                 client.call_value(kb_proto::method::SUBMIT, params).await?;
-                latencies.push(started.elapsed());
+                latencies.push((started, started.elapsed()));
             }
             anyhow::Ok(latencies)
         });
     }
-    let load_started = Instant::now();
     tokio::time::sleep(HEAD_START).await;
+    let (alone_from, cpu_alone) = (Instant::now(), daemon.cpu_use()?);
+    tokio::time::sleep(WRITERS_ALONE).await;
+    let (searches_from, cpu_searched) = (Instant::now(), daemon.cpu_use()?);
     let under_load = timed_searches(&mut client, &queries[WARMUP..], modes).await?;
+    let (searches_to, cpu_end) = (Instant::now(), daemon.cpu_use()?);
     stop.store(true, Ordering::Relaxed);
     let mut latencies = Vec::new();
     while let Some(joined) = writers.join_next().await {
         latencies.extend(joined??);
     }
-    let load_s = load_started.elapsed().as_secs_f64();
-    let cpu = daemon.cpu_use()?.since(cpu_before);
-    let per_submit = |total: Duration| total / u32::try_from(latencies.len().max(1)).unwrap_or(u32::MAX);
+    let writes_alone = WritePhase::of(&latencies, (alone_from, searches_from), &cpu_searched.since(cpu_alone));
+    let writes_searched = WritePhase::of(&latencies, (searches_from, searches_to), &cpu_end.since(cpu_searched));
     let status: StatusResult = client.call(kb_proto::method::STATUS, &json!({})).await?;
     let backlog_after = status.embedder.backlog;
     let drained = if model {
@@ -133,10 +166,8 @@ pub async fn measure(daemon: &BenchDaemon, modes: &[&str], model: bool, seed: u6
         .collect();
     Ok(Contention {
         modes,
-        submits_per_s: latencies.len() as f64 / load_s,
-        cpu_per_submit: per_submit(cpu.cpu),
-        runqueue_wait_per_submit: per_submit(cpu.runqueue_wait),
-        submits: LatencySummary::of(&latencies),
+        writes_alone,
+        writes_searched,
         submits_in_daemon: status.latencies.submit.clone(),
         backlog_after,
         drained,
@@ -162,7 +193,15 @@ pub fn print(contention: &Contention) {
         let ratio = mode.under_load.p99_us / mode.alone.p99_us.max(1.0);
         println!("  {} search p99 under load / alone: {ratio:.2}x", mode.mode);
     }
-    line(&format!("submit, {WRITERS} clients"), &contention.submits);
+    for (phase, writes) in [("no search", &contention.writes_alone), ("searches", &contention.writes_searched)] {
+        line(&format!("submit, {WRITERS} clients, {phase}"), &writes.submits);
+        println!(
+            "    {:.0} submits/s; daemon CPU per submit {:.3} ms (its threads waited {:.3} ms per submit for a CPU)",
+            writes.per_s,
+            writes.cpu_per_submit.as_secs_f64() * 1e3,
+            writes.runqueue_wait_per_submit.as_secs_f64() * 1e3
+        );
+    }
     let in_daemon = &contention.submits_in_daemon;
     println!(
         "  {:<38} p50 {:>7.1} ms   p99 {:>7.1} ms   (its last {})",
@@ -170,12 +209,6 @@ pub fn print(contention: &Contention) {
     );
     let (settled, end, peak) = contention.rss_mib;
     println!("  daemon RSS {settled} MiB before the writers, {end} MiB at the end, peak {peak} MiB");
-    println!("  {:.0} submits/s while searches were measured", contention.submits_per_s);
-    println!(
-        "  daemon CPU per submit {:.3} ms (its threads waited {:.3} ms per submit for a CPU)",
-        contention.cpu_per_submit.as_secs_f64() * 1e3,
-        contention.runqueue_wait_per_submit.as_secs_f64() * 1e3
-    );
     if let Some(drained) = contention.drained {
         println!(
             "  embedding backlog when the writers stopped: {}; embedded {:.1} s later",

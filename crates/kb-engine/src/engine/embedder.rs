@@ -94,6 +94,9 @@ impl Engine {
                 "search queries share the embedding model's session with writes: no thread to load theirs: {error}"
             );
         }
+        // The backlog's runs are background work: below the searches' priority, as the write
+        // lane's (after the query session's thread was started: it would inherit it).
+        crate::lane::lower_priority();
         crate::memory::release_free_memory();
         let model_id = embedder.model_id().to_owned();
         let mut embedded_since_trim = false;

@@ -140,6 +140,13 @@ pub struct Engine {
     pub semantic: Semantic,
     /// Submits waiting for the writer; whichever gets it first commits them all (group commit).
     pending_submits: Mutex<Vec<Arc<PendingSubmit>>>,
+    /// Notified when a submit on its way to the writer is queued or gives up (see `write::GATHER`).
+    pending_grew: Condvar,
+    /// Submits gated or embedded and not yet queued (see `write::GATHER`).
+    submits_on_the_way: AtomicUsize,
+    /// Where submits are gated and their near-duplicates looked for, below the searches'
+    /// priority.
+    lane: crate::lane::Lane,
 }
 
 impl Engine {
@@ -207,6 +214,12 @@ impl Engine {
             hook_latency: LatencyWindow::default(),
             last_error: LastError::default(),
             pending_submits: Mutex::new(Vec::new()),
+            pending_grew: Condvar::new(),
+            submits_on_the_way: AtomicUsize::new(0),
+            lane: crate::lane::Lane::start(
+                "write-lane",
+                std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
+            ),
         }))
     }
 

@@ -115,7 +115,9 @@ impl Semantic {
 
     fn open_query_session(&self, main: &Arc<dyn Embedder>, threads: usize) -> Result<Arc<dyn Embedder>, String> {
         let spec = self.choice.spec.as_ref().ok_or("no model is configured")?;
-        let options = kb_embed::LoadOptions { intra_threads: Some(threads), ..self.load_options(spec) };
+        // At the normal priority: queries come first.
+        let options =
+            kb_embed::LoadOptions { intra_threads: Some(threads), on_thread_start: None, ..self.load_options(spec) };
         let started = Instant::now();
         let session = FastEmbedder::load_with(spec, self.choice.onnxruntime.as_deref(), &options)
             .map_err(|error| format!("the second session does not load: {}", kb_embed::error_chain(&error)))?;

@@ -2,6 +2,7 @@
 //! documents are once committed, and never found twice or in an old version.
 
 use super::*;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 fn doc<'a>(id: &'a str, task: &'a str, resource: &'a str, result: &'a str) -> IndexDoc<'a> {
     IndexDoc { id, task, resource, result, content: None, score: 3, status: Status::Active, agent_id: None }
@@ -213,19 +214,25 @@ fn staging_goes_on_during_commits_and_nothing_is_found_twice_or_lost() {
     let index = std::sync::Arc::new(ExperienceIndex::open_in_ram().expect("index"));
     let seq = std::sync::Arc::new(std::sync::Mutex::new(0u64));
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Commits and searches made so far: the writers' last writes wait until both have run a
+    // few times, so that they overlap whatever the scheduler does (in a release build on a busy
+    // machine the writers once finished before the searcher's first search ended).
+    let (commits_made, searches_made) =
+        (std::sync::Arc::new(AtomicUsize::new(0)), std::sync::Arc::new(AtomicUsize::new(0)));
     let committer = {
-        let (index, done) = (index.clone(), done.clone());
+        let (index, done, commits_made) = (index.clone(), done.clone(), commits_made.clone());
         std::thread::spawn(move || {
             let mut commits = 0;
             while !done.load(std::sync::atomic::Ordering::Acquire) {
                 index.commit_staged().expect("commit");
                 commits += 1;
+                commits_made.store(commits, Ordering::Release);
             }
             commits
         })
     };
     let searcher = {
-        let (index, done) = (index.clone(), done.clone());
+        let (index, done, searches_made) = (index.clone(), done.clone(), searches_made.clone());
         std::thread::spawn(move || {
             let mut searches = 0;
             while !done.load(std::sync::atomic::Ordering::Acquire) {
@@ -236,6 +243,7 @@ fn staging_goes_on_during_commits_and_nothing_is_found_twice_or_lost() {
                 ids.dedup();
                 assert_eq!(ids.len(), all, "a document was found twice");
                 searches += 1;
+                searches_made.store(searches, Ordering::Release);
             }
             searches
         })
@@ -243,8 +251,16 @@ fn staging_goes_on_during_commits_and_nothing_is_found_twice_or_lost() {
     let writers: Vec<_> = (0..WRITERS)
         .map(|writer| {
             let (index, seq) = (index.clone(), seq.clone());
+            let (commits_made, searches_made) = (commits_made.clone(), searches_made.clone());
             std::thread::spawn(move || {
                 for n in 0..EACH {
+                    if n == EACH - 1 {
+                        let waited = std::time::Instant::now();
+                        while commits_made.load(Ordering::Acquire) < 2 || searches_made.load(Ordering::Acquire) < 2 {
+                            assert!(waited.elapsed() < std::time::Duration::from_secs(30), "no commits or searches");
+                            std::thread::sleep(std::time::Duration::from_millis(1));
+                        }
+                    }
                     let id = format!("w{writer}n{n}");
                     let word = format!("zq{writer}x{n}");
                     let task = format!("shared words {word}");

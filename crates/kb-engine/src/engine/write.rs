@@ -82,12 +82,15 @@ pub(super) enum Twins {
 }
 
 /// The longest a submit that gets the writer waits for those still on their way to it (gated
-/// on the write lane, or embedded) before it commits all that is queued. Issue 25: with the
-/// gate on two lane threads, submits reached the writer one by one, and each commit's fixed
-/// cost (the store's transaction, the vector and BM25 catch-ups: 0.6 ms of CPU) was paid per
-/// submit: 1.05 submits per commit under 50 writers, against 5.8 when every request gated on
-/// its own thread.
-pub(super) const GATHER: std::time::Duration = std::time::Duration::from_millis(2);
+/// on the write lane, or embedded) before it commits all that is queued; it waits not at all
+/// when none is on its way, as for a lone submit. Issue 25: with the gate on two lane threads,
+/// submits reached the writer one by one, and each commit's fixed cost (the store's transaction,
+/// the vector and BM25 catch-ups: 0.6 ms of CPU) was paid per submit: 1.05 submits per commit
+/// under 50 writers, against 5.8 when every request gated on its own thread. `kb-bench hostile
+/// --model --model-only` (e5), 50 writers, no search: 2 ms gave 605–644 submits a second at
+/// 2.7–2.9 ms of CPU each, 5 ms 718 at 2.5, 10 ms 779 at 2.3 (before the lane: 706–779 at
+/// 2.4–2.6), with submit p99 126–129, 129 and 113 ms.
+pub(super) const GATHER: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// A commit takes no more than this many submits' worth of waiting (see [`GATHER`]).
 pub(super) const GATHER_MAX: usize = 64;

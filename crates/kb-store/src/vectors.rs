@@ -152,8 +152,11 @@ mod tests {
             let sql = format!("EXPLAIN QUERY PLAN {}", embedding_sources_sql(n_ids));
             let ids: Vec<String> = (0..n_ids).map(|n| n.to_string()).collect();
             let mut statement = store.conn.prepare(&sql).unwrap();
-            let plan: Vec<String> =
-                statement.query_map(params_from_iter(ids.iter()), |row| row.get(3)).unwrap().map(|detail| detail.unwrap()).collect();
+            let plan: Vec<String> = statement
+                .query_map(params_from_iter(ids.iter()), |row| row.get(3))
+                .unwrap()
+                .map(|detail| detail.unwrap())
+                .collect();
             let plan = plan.join("; ");
             assert!(plan.contains("sqlite_autoindex_experiences_1 (id=?)"), "{n_ids} ids: {plan}");
             assert!(!plan.contains("status"), "{n_ids} ids: {plan}");

@@ -69,11 +69,8 @@ impl WritePhase {
         (from, to): (Instant, Instant),
         cpu: &crate::daemon::CpuUse,
     ) -> WritePhase {
-        let times: Vec<Duration> = latencies
-            .iter()
-            .filter(|(started, _)| (from..to).contains(started))
-            .map(|(_, latency)| *latency)
-            .collect();
+        let times: Vec<Duration> =
+            latencies.iter().filter(|(started, _)| (from..to).contains(started)).map(|(_, latency)| *latency).collect();
         let per_submit = |total: Duration| total / u32::try_from(times.len().max(1)).unwrap_or(u32::MAX);
         WritePhase {
             per_s: times.len() as f64 / (to - from).as_secs_f64().max(1e-9),

@@ -239,34 +239,6 @@ fn function_words_alone_find_nothing_when_a_query_has_other_words() {
     assert!(!ids_for(&index, "for the").is_empty());
 }
 
-/// A submit's near-duplicate candidates: the best BM25 matches of its whole text, committed or
-/// staged, and no filter that a search applies for the reader's sake (the engine compares the
-/// candidates' texts itself).
-#[test]
-fn similar_texts_are_the_best_bm25_matches_committed_or_staged_unfiltered() {
-    let index = sample_index();
-    let similar = |text: &str, limit: usize| -> Vec<String> {
-        let hits = index.similar(text, limit).expect("similar");
-        assert!(hits.iter().all(|hit| hit.coverage == 0.0 && hit.evidence == Evidence::default()), "{hits:?}");
-        for pair in hits.windows(2) {
-            assert!(pair[0].bm25 >= pair[1].bm25, "not best first: {hits:?}");
-        }
-        hits.into_iter().map(|hit| hit.id).collect()
-    };
-    let text = "Fix useEffect running twice in development\nReact StrictMode\nStrictMode mounts components twice";
-    assert_eq!(similar(text, 5).first().map(String::as_str), Some("en-effect"));
-    assert_eq!(similar(text, 1).len(), 1);
-    assert!(similar(text, 0).is_empty());
-    // Function words alone still find candidates (a search drops those hits).
-    assert_eq!(ids_for(&index, "recipe for vegetarian lasagna in the oven"), Vec::<String>::new());
-    assert!(!similar("recipe for vegetarian lasagna in the oven", 5).is_empty());
-    // A staged write is a candidate at once.
-    let staged = doc("en-effect-2", "Fix useEffect running twice in development", "React StrictMode", "twice again");
-    index.stage(2, &[], &[staged], &[]).expect("stage");
-    assert!(similar(text, 2).contains(&"en-effect-2".to_owned()), "{:?}", similar(text, 2));
-    assert!(similar("", 5).is_empty());
-}
-
 #[test]
 fn very_long_queries_keep_their_rare_terms() {
     let index = sample_index();

@@ -10,13 +10,15 @@ use std::time::Duration;
 
 use crate::app::App;
 use crate::supervisor::{Service, Supervisor};
-use kb_engine::engine::{COMMIT_INTERVAL, Engine, IndexState};
+use kb_engine::engine::{Engine, IndexState};
 
 /// How often an index that could not take the latest changes, or whose files are damaged, tries
 /// again, and how often index commits are synced to disk.
 const INDEX_HEAL_INTERVAL: Duration = Duration::from_secs(2);
 /// How often accumulated recall counters are written to the store, and changed sessions saved.
 const FLUSH_INTERVAL: Duration = Duration::from_secs(30);
+/// How often the index service looks whether a commit of the staged changes is due.
+const STAGED_POLL: Duration = Duration::from_millis(10);
 
 /// Starts every service under `supervisor`.
 pub fn start(app: &Arc<App>, supervisor: &mut Supervisor) -> anyhow::Result<()> {
@@ -47,8 +49,10 @@ pub fn start(app: &Arc<App>, supervisor: &mut Supervisor) -> anyhow::Result<()> 
     Ok(())
 }
 
-/// Every [`COMMIT_INTERVAL`] the changes staged since the last round go to the index's segments
-/// (`Engine::commit_staged`: writes are answered once staged, searchable from memory). An index
+/// Every [`COMMIT_INTERVAL`](kb_engine::engine::COMMIT_INTERVAL), or sooner once many documents are staged (`Engine::commit_due`,
+/// looked at every [`STAGED_POLL`]), the changes staged since the last round go to the index's
+/// segments (`Engine::commit_staged`: writes are answered once staged, searchable from memory),
+/// so that no catch-up of a submit has to commit them on its thread. An index
 /// that failed (no file descriptors, a full disk) catches up by itself once the cause is gone,
 /// and a damaged one is rebuilt from the store: no restart, no write needed. Every
 /// [`INDEX_HEAL_INTERVAL`] the same round syncs the index's commits to disk (see
@@ -71,7 +75,10 @@ fn index(engine: &Engine, service: &Service) -> anyhow::Result<()> {
             IndexState::Rebuilding { .. } => {}
             IndexState::Failed { reason } | IndexState::Damaged { reason } => service.degraded(reason),
         }
-        service.sleep(COMMIT_INTERVAL);
+        let committed = std::time::Instant::now();
+        while !service.stopping() && !engine.commit_due(committed.elapsed()) {
+            service.sleep(STAGED_POLL);
+        }
     }
     Ok(())
 }

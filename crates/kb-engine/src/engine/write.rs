@@ -75,7 +75,7 @@ pub(super) enum Twins {
     NoModel,
     /// None it could merge into: it commits at once and its vector follows; with the stored
     /// experience of the same wording it is kept apart from, if any.
-    None { apart_by_words: Option<kb_store::KeptApart> },
+    NoneMergeable { apart_by_words: Option<kb_store::KeptApart> },
     /// Possible merge targets (empty: the index could not say): the submit is embedded before
     /// its commit, with those of them that have no vector yet.
     Mergeable(Vec<kb_store::EmbeddingSource>),
@@ -374,7 +374,7 @@ impl Engine {
         let new = &gated.experience;
         let twins = match twins {
             Twins::NoModel => return (None, None, None),
-            Twins::None { apart_by_words } => {
+            Twins::NoneMergeable { apart_by_words } => {
                 self.semantic.submits_embedded_after.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 if !self.semantic.wait_for_room(ROOM_TIMEOUT) {
                     tracing::debug!("the backlog is full of submits; this one commits without waiting longer");
@@ -429,7 +429,7 @@ impl Engine {
         // (`kb_core::sameness`, which the store asks again under the writer): only the others
         // are worth waiting for the model.
         match twins.and_then(|twins| self.mergeable_twins(new, twins)) {
-            Some((twins, apart_by_words)) if twins.is_empty() => Twins::None { apart_by_words },
+            Some((twins, apart_by_words)) if twins.is_empty() => Twins::NoneMergeable { apart_by_words },
             Some((twins, _)) => Twins::Mergeable(twins),
             // The index or the store cannot say: the vector decides.
             None => Twins::Mergeable(Vec::new()),

@@ -31,7 +31,7 @@ import os
 import sys
 
 from fusion_eval import (
-    better_single, han_share, interval, keyword, keyword_ranking, mean, min_max, new_rng, ranked, read_dumps, scores,
+    better_single, han_share, keyword, keyword_ranking, margins, mean, min_max, new_rng, ranked, read_dumps, scores,
     single_scores)
 
 _spec = importlib.util.spec_from_file_location(
@@ -128,8 +128,7 @@ def main():
             label = "R@5" if k == 0 else "MRR@10"
             print(f"  {label} (better single: {which} {mean([b[k] for b in best]):.3f})")
             for rule in RULES:
-                m, lo, hi = interval([r[k] - b[k] for r, b in zip(results[rule], best)], rng)
-                d, dlo, dhi = interval([r[k] - s[k] for r, s in zip(results[rule], results["lists"])], rng)
+                (m, lo, hi), (d, dlo, dhi) = margins(results[rule], best, results["lists"], k, rng)
                 if hi < 0:
                     below[rule].append(f"{name}/{model[:6]} {label}")
                 if dhi < 0:

@@ -102,3 +102,11 @@ def interval(diffs, rng):
     """The mean of paired differences and its 95% bootstrap interval, in points."""
     means = sorted(mean(rng.choices(diffs, k=len(diffs))) for _ in range(RESAMPLES))
     return mean(diffs) * 100, means[50] * 100, means[RESAMPLES - 51] * 100
+
+
+def margins(results, best, reference, k, rng):
+    """A rule's per-query results against the better single retriever's (`best`) and against a
+    reference rule's, in metric k (0: R@5, 1: MRR@10): each mean difference with its 95%
+    bootstrap interval, in points."""
+    return (interval([r[k] - b[k] for r, b in zip(results, best)], rng),
+            interval([r[k] - s[k] for r, s in zip(results, reference)], rng))

@@ -39,7 +39,7 @@ import os
 import sys
 
 from fusion_eval import (
-    better_single, han_share, interval, keyword, mean, min_max, new_rng, ranked, read_dumps, scores, single_scores)
+    better_single, han_share, interval, keyword, margins, mean, min_max, new_rng, ranked, read_dumps, scores, single_scores)
 
 TOP_K = 10
 VECTOR_WEIGHT = 0.6
@@ -240,8 +240,7 @@ def main():
             parts = []
             for k in (0, 1):
                 best = better_single(single, k)
-                m, lo, hi = interval([f[k] - b[k] for f, b in zip(per_rule[r], best)], rng)
-                d, dlo, dhi = interval([f[k] - b[k] for f, b in zip(per_rule[r], per_rule["shipped"])], rng)
+                (m, lo, hi), (d, dlo, dhi) = margins(per_rule[r], best, per_rule["shipped"], k, rng)
                 if hi < 0:
                     below[r].append(f"{name}/{model[:6]} {'R@5' if k == 0 else 'MRR'}")
                 if dhi < 0:

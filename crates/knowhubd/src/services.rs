@@ -49,10 +49,11 @@ pub fn start(app: &Arc<App>, supervisor: &mut Supervisor) -> anyhow::Result<()> 
     Ok(())
 }
 
-/// Every [`COMMIT_INTERVAL`](kb_engine::engine::COMMIT_INTERVAL), or sooner once many documents are staged (`Engine::commit_due`,
-/// looked at every [`STAGED_POLL`]), the changes staged since the last round go to the index's
-/// segments (`Engine::commit_staged`: writes are answered once staged, searchable from memory),
-/// so that no catch-up of a submit has to commit them on its thread. An index
+/// Every [`COMMIT_INTERVAL`](kb_engine::engine::COMMIT_INTERVAL), or sooner once many documents
+/// are staged (`Engine::commit_due`, looked at every [`STAGED_POLL`]), the changes staged since
+/// the last round go to the index's segments (`Engine::commit_staged`: writes are answered once
+/// staged, searchable from memory), so that no catch-up of a submit has to commit them on its
+/// thread. An index
 /// that failed (no file descriptors, a full disk) catches up by itself once the cause is gone,
 /// and a damaged one is rebuilt from the store: no restart, no write needed. Every
 /// [`INDEX_HEAL_INTERVAL`] the same round syncs the index's commits to disk (see
@@ -75,8 +76,8 @@ fn index(engine: &Engine, service: &Service) -> anyhow::Result<()> {
             IndexState::Rebuilding { .. } => {}
             IndexState::Failed { reason } | IndexState::Damaged { reason } => service.degraded(reason),
         }
-        let committed = std::time::Instant::now();
-        while !service.stopping() && !engine.commit_due(committed.elapsed()) {
+        let round_ended = std::time::Instant::now();
+        while !service.stopping() && !engine.commit_due(round_ended.elapsed()) {
             service.sleep(STAGED_POLL);
         }
     }

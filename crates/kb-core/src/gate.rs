@@ -1,7 +1,8 @@
 //! The gate every write passes: trim, validate, redact (text and metadata), flag injections and
-//! risky actions, compute the duplicate key.
+//! risky actions, compute the duplicate key and the keys that find near-duplicates.
 
 use crate::redact::Redaction;
+use crate::sameness::{SameKeys, keys_of};
 use crate::validate::{Limits, ValidationError, validate};
 use crate::{NewExperience, Status, injection, redact, risky};
 
@@ -35,6 +36,9 @@ pub struct Gated {
     pub reasons: Vec<String>,
     /// Equal for experiences whose normalized task, resource and result are equal.
     pub dedup_key: String,
+    /// What finds the stored experiences this one may be a near-duplicate of
+    /// ([`crate::sameness::keys_of`]).
+    pub same: SameKeys,
 }
 
 /// Runs a proposed experience through the gate.
@@ -102,7 +106,8 @@ pub fn gate(mut new: NewExperience, policy: &GatePolicy) -> Result<Gated, Valida
     }
     let status = if flags.is_empty() { Status::Active } else { Status::Pending };
     let dedup_key = dedup_key(&new.task, &new.resource, &new.result);
-    Ok(Gated { experience: new, score, status, redactions, flags, reasons, dedup_key })
+    let same = keys_of(&[new.task.as_str(), new.resource.as_str(), new.result.as_str()]);
+    Ok(Gated { experience: new, score, status, redactions, flags, reasons, dedup_key, same })
 }
 
 /// The text fields of an experience as one text, a field per line, for the risky-action check.

@@ -396,23 +396,6 @@ impl ExperienceIndex {
         self.hits_of(&view, top, coverage, evidence).map_err(search_error)
     }
 
-    /// The active experiences whose words best match `text` by BM25 alone, best first, at most
-    /// `limit`: the candidates for being a near-duplicate of an experience with that text.
-    /// Unlike [`Self::search`], no hit is dropped for sharing only function words and none
-    /// carries its coverage or evidence (they are 0): whoever asks compares the texts
-    /// themselves. Issue 25: a submit's near-duplicate search was a third of its CPU with a
-    /// model loaded, most of it in those three steps, each analyzing the text again.
-    pub fn similar(&self, text: &str, limit: usize) -> Result<Vec<Hit>> {
-        let search_error = |source| Error::Search { query: text.to_owned(), source };
-        let view = self.reader.view();
-        let terms = query::query_terms(&view, text).map_err(search_error)?;
-        let request =
-            SearchRequest { query: text, limit, min_score: 1, agent_id: None, status: Status::Active, coverage: false };
-        let top = self.top(&view, &terms, &request).map_err(search_error)?;
-        let (coverage, evidence) = unmeasured(top.len());
-        self.hits_of(&view, top, coverage, evidence).map_err(search_error)
-    }
-
     /// The best `request.limit` documents for `terms` (the analyzed query), committed and
     /// staged, under `request`'s filters, by BM25.
     fn top(

@@ -569,7 +569,7 @@ fn apply_one(
             let changed = tx.execute(
                 "UPDATE experiences SET task = ?2, resource = ?3, result = ?4, score = ?5, agent_id = ?6, \
                      submitted_by = ?7, status = CASE WHEN status = 'rejected' THEN status ELSE ?8 END, flags = ?9, \
-                     dedup_key = ?10, updated_at = ?11, seq = ?12 WHERE id = ?1",
+                     dedup_key = ?10, updated_at = ?11, seq = ?12, same_key = ?13, wording_key = ?14 WHERE id = ?1",
                 params![
                     known.experience_id,
                     new.task,
@@ -583,6 +583,8 @@ fn apply_one(
                     gated.dedup_key,
                     now_ms,
                     *seq as i64,
+                    gated.same.key,
+                    gated.same.wording,
                 ],
             );
             match changed {

@@ -5,6 +5,7 @@
 
 use rusqlite::Connection;
 
+use crate::error::Context;
 use crate::{Error, Result};
 
 /// Migrations in order; `MIGRATIONS[i]` takes the schema from version `i` to `i + 1`.
@@ -278,6 +279,15 @@ const MIGRATIONS: &[&str] = &[
             FROM hub_origins WHERE experience_id = OLD.id;
     END;
     "#,
+    // Version 7: keys that find a submit's possible near-duplicates by lookup
+    // (`kb_core::sameness::keys_of`), among active experiences. Filled in by
+    // `fill_same_keys` when the database is opened (a key is made by Rust, not SQL).
+    r#"
+    ALTER TABLE experiences ADD COLUMN same_key TEXT;
+    ALTER TABLE experiences ADD COLUMN wording_key TEXT;
+    CREATE INDEX experiences_same_key ON experiences (same_key) WHERE status = 'active';
+    CREATE INDEX experiences_wording_key ON experiences (wording_key) WHERE status = 'active';
+    "#,
 ];
 
 /// The schema version this build writes.
@@ -300,4 +310,42 @@ pub(crate) fn migrate(conn: &mut Connection, path: &std::path::Path) -> Result<(
         tracing::info!(version, "migrated the database schema");
     }
     Ok(())
+}
+
+/// Makes the near-duplicate keys of every experience that has none, or keys of another version
+/// of the rule (`kb_core::sameness::KEY_VERSION`): after migration 7, and after an upgrade that
+/// changed the rule. One transaction; returns how many experiences got keys.
+pub(crate) fn fill_same_keys(conn: &mut Connection) -> Result<usize> {
+    let version = kb_core::sameness::KEY_VERSION;
+    let stale = "same_key IS NULL OR wording_key IS NULL OR substr(same_key, 1, length(?1)) IS NOT ?1 \
+                 OR substr(wording_key, 1, length(?1)) IS NOT ?1";
+    let count: i64 = conn
+        .query_row(&format!("SELECT count(*) FROM experiences WHERE {stale}"), [version], |row| row.get(0))
+        .doing("counting experiences without near-duplicate keys")?;
+    if count == 0 {
+        return Ok(0);
+    }
+    let tx = conn.transaction().doing("starting to fill near-duplicate keys")?;
+    let rows: Vec<(String, String, String, String)> = {
+        let mut select = tx
+            .prepare(&format!("SELECT id, task, resource, result FROM experiences WHERE {stale}"))
+            .doing("reading experiences without near-duplicate keys")?;
+        select
+            .query_map([version], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)))
+            .doing("reading experiences without near-duplicate keys")?
+            .collect::<rusqlite::Result<_>>()
+            .doing("reading experiences without near-duplicate keys")?
+    };
+    {
+        let mut update = tx
+            .prepare("UPDATE experiences SET same_key = ?2, wording_key = ?3 WHERE id = ?1")
+            .doing("preparing the key update")?;
+        for (id, task, resource, result) in &rows {
+            let keys = kb_core::sameness::keys_of(&[task.as_str(), resource.as_str(), result.as_str()]);
+            update.execute(rusqlite::params![id, keys.key, keys.wording]).doing("storing near-duplicate keys")?;
+        }
+    }
+    tx.commit().doing("committing near-duplicate keys")?;
+    tracing::info!(experiences = rows.len(), "made near-duplicate keys");
+    Ok(rows.len())
 }

@@ -21,11 +21,13 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens (creating if needed) the database for reading and writing and migrates it.
+    /// Opens (creating if needed) the database for reading and writing, migrates it and makes
+    /// the near-duplicate keys it lacks.
     pub fn open(path: &Path) -> Result<Store> {
         let mut conn = Connection::open(path).map_err(|source| Error::Open { path: path.to_owned(), source })?;
         configure(&conn).map_err(|source| Error::Open { path: path.to_owned(), source })?;
         migrations::migrate(&mut conn, path)?;
+        migrations::fill_same_keys(&mut conn)?;
         Ok(Store { conn, path: path.to_owned() })
     }
 

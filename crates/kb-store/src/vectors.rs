@@ -4,6 +4,7 @@
 //! number, and a vector of another model is just a missing vector to the current one.
 
 use kb_core::Status;
+use kb_core::sameness::SameKeys;
 use rusqlite::{Row, params, params_from_iter};
 
 use crate::error::Context;
@@ -90,6 +91,33 @@ impl Store {
         Ok(found)
     }
 
+    /// The active experiences a new one with `keys` may be a near-duplicate of: those with no
+    /// material difference from it (the same key), then those with the same wording (which it
+    /// is kept apart from, and told so), at most `limit` of each (`kb_core::sameness`).
+    pub fn same_key_sources(&self, keys: &SameKeys, limit: usize) -> Result<Vec<EmbeddingSource>> {
+        let mut found = Vec::new();
+        for (column, key) in [("same_key", &keys.key), ("wording_key", &keys.wording)] {
+            let mut statement = self.conn.prepare_cached(&same_key_sql(column)).doing("preparing the key lookup")?;
+            let rows = statement
+                .query_map(params![key, limit as i64], |row| {
+                    Ok(EmbeddingSource {
+                        id: row.get(0)?,
+                        task: row.get(1)?,
+                        resource: row.get(2)?,
+                        result: row.get(3)?,
+                    })
+                })
+                .doing("looking up near-duplicates by key")?;
+            for row in rows {
+                let row = row.doing("looking up near-duplicates by key")?;
+                if !found.iter().any(|known: &EmbeddingSource| known.id == row.id) {
+                    found.push(row);
+                }
+            }
+        }
+        Ok(found)
+    }
+
     /// Stores vectors made by `model_id`, replacing any earlier vector of those experiences.
     /// Experiences deleted since their text was read are skipped. Returns the vectors stored.
     pub fn put_vectors(&mut self, model_id: &str, vectors: &[(&str, &[u8])]) -> Result<usize> {
@@ -138,6 +166,12 @@ fn embedding_sources_sql(n_ids: usize) -> String {
     format!("SELECT id, task, resource, result FROM experiences WHERE id IN ({placeholders}) AND +status = 'active'")
 }
 
+/// The query behind [`Store::same_key_sources`] for one key `column`: answered from its
+/// partial index of active experiences.
+fn same_key_sql(column: &str) -> String {
+    format!("SELECT id, task, resource, result FROM experiences WHERE {column} = ?1 AND status = 'active' LIMIT ?2")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,6 +194,27 @@ mod tests {
             let plan = plan.join("; ");
             assert!(plan.contains("sqlite_autoindex_experiences_1 (id=?)"), "{n_ids} ids: {plan}");
             assert!(!plan.contains("status"), "{n_ids} ids: {plan}");
+        }
+    }
+
+    /// A submit's possible near-duplicates are looked up in the keys' partial indexes, never by
+    /// scanning the experiences.
+    #[test]
+    fn near_duplicates_are_looked_up_in_the_key_indexes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("store.db")).unwrap();
+        for (column, index) in [("same_key", "experiences_same_key"), ("wording_key", "experiences_wording_key")] {
+            let sql = format!("EXPLAIN QUERY PLAN {}", same_key_sql(column));
+            let plan: Vec<String> = store
+                .conn
+                .prepare(&sql)
+                .unwrap()
+                .query_map(params!["s1:00", 5], |row| row.get(3))
+                .unwrap()
+                .map(|detail| detail.unwrap())
+                .collect();
+            let plan = plan.join("; ");
+            assert!(plan.contains(&format!("USING INDEX {index} ({column}=?)")), "{plan}");
         }
     }
 }

@@ -272,8 +272,8 @@ pub(crate) fn write_in(
     let mut insert = tx
         .prepare_cached(
             "INSERT INTO experiences (id, task, resource, result, score, agent_id, submitted_by, session_key, \
-                 source, status, confidence, flags, dedup_key, created_at, updated_at, seq) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14, ?15)",
+                 source, status, confidence, flags, dedup_key, created_at, updated_at, seq, same_key, wording_key) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14, ?15, ?16, ?17)",
         )
         .doing("preparing the insert")?;
     let mut insert_content = tx
@@ -496,6 +496,8 @@ pub(crate) fn write_in(
                         gated.dedup_key,
                         now_ms,
                         *seq as i64,
+                        gated.same.key,
+                        gated.same.wording,
                     ])
                     .doing("inserting an experience")?;
                 if new.content.is_some() {

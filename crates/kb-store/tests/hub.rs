@@ -131,6 +131,12 @@ fn pulled_changes_merge_follow_edits_and_withdrawals_and_keep_local_conflicts() 
     let stored = store.get(&bob_other).unwrap().unwrap();
     assert_eq!(stored.task, "warm the npm and pip caches in CI");
     assert!(store.seq().unwrap() > seq_before);
+    // A submit's near-duplicate lookup finds it by its new words, no longer by its old ones.
+    let by_keys = |gated: &Gated| -> Vec<String> {
+        store.same_key_sources(&gated.same, 5).unwrap().into_iter().map(|source| source.id).collect()
+    };
+    assert_eq!(by_keys(&edited), [bob_other.clone()]);
+    assert!(!by_keys(&other).contains(&bob_other));
 
     // Carol's copy of bob's other one merged into it; bob withdraws: carol's takes it over.
     let carols = experience("warm the npm and pip caches in CI", Source::Hub);

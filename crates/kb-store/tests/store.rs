@@ -395,3 +395,55 @@ fn an_own_submit_word_for_word_an_unreviewed_foreign_experience_is_stored_as_the
     let (outcomes, _) = store.write(&[gated("rotate the grafana key", 4, None)], 6).unwrap();
     assert!(outcomes[0].merged && outcomes[0].id.as_str() == theirs);
 }
+
+fn said(task: &str, resource: &str, result: &str) -> kb_core::Gated {
+    let new = NewExperience {
+        task: task.to_owned(),
+        resource: resource.to_owned(),
+        result: result.to_owned(),
+        ..NewExperience::default()
+    };
+    gate(new, &GatePolicy::default()).unwrap()
+}
+
+fn found_by_keys(store: &Store, gated: &kb_core::Gated) -> Vec<String> {
+    store.same_key_sources(&gated.same, 5).unwrap().into_iter().map(|source| source.result).collect()
+}
+
+/// A submit finds the stored experiences it may be a near-duplicate of by its keys: a rewording
+/// by the same key, one that says otherwise in the same words by the wording key, only active
+/// ones, nothing for other words; keys are made for what older builds stored, and again when the
+/// rule's version changed.
+#[test]
+fn near_duplicates_are_found_by_their_keys_old_rows_and_stale_keys_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kb.db");
+    let mut store = Store::open(&path).unwrap();
+    let mut held = said("deploy the app", "kubectl apply", "the rollout succeeded, held");
+    held.status = Status::Pending;
+    store.write(&[said("deploy the app", "kubectl apply", "rollout succeeded"), held], 1).unwrap();
+    let rewording = said("Deploying the app", "kubectl apply", "the rollout succeeded.");
+    assert_eq!(found_by_keys(&store, &rewording), ["rollout succeeded"]);
+    let otherwise = said("deploy the app", "kubectl apply", "rollout failed");
+    assert_eq!(found_by_keys(&store, &otherwise), ["rollout succeeded"], "same words, another outcome");
+    assert!(found_by_keys(&store, &said("deploy the app", "helm upgrade", "rollout succeeded")).is_empty());
+    assert!(found_by_keys(&store, &said("deploy the app", "kubectl apply", "the rollout succeeded, held")).is_empty());
+    drop(store);
+
+    // Keys missing (as after the migration) or of another version are made again on open.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute("UPDATE experiences SET same_key = NULL WHERE status = 'active'", []).unwrap();
+    conn.execute("UPDATE experiences SET wording_key = 's0:' || substr(wording_key, 4)", []).unwrap();
+    drop(conn);
+    let store = Store::open(&path).unwrap();
+    assert_eq!(found_by_keys(&store, &rewording), ["rollout succeeded"]);
+    assert_eq!(found_by_keys(&store, &otherwise), ["rollout succeeded"]);
+
+    // A database of the first release gets keys for what it holds.
+    let old = dir.path().join("v1.db");
+    std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/schema-v1.sqlite"), &old).unwrap();
+    let store = Store::open(&old).unwrap();
+    let chinese = store.get("01JA0000000000000000000002").unwrap().unwrap();
+    let again = said(&chinese.task, &chinese.resource, &chinese.result);
+    assert_eq!(found_by_keys(&store, &again), [chinese.result.clone()]);
+}

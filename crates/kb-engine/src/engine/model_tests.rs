@@ -181,6 +181,33 @@ fn a_submit_whose_words_differ_from_every_stored_twin_commits_without_waiting_fo
     assert_eq!(engine.semantic.status().submits_embedded_first, 0);
 }
 
+/// A submit's twin is found by its key however many stored experiences use the same words with
+/// other values: a BM25 search of the submit's text looked at its five best matches only, and
+/// texts repeating the same words (a teammate's flood of them) outranked the twin.
+#[test]
+fn a_flood_in_the_same_words_cannot_hide_a_submits_twin() {
+    let model = Arc::new(Words::default());
+    let (_home, engine) = engine_with_model(model.clone());
+    let twin = engine
+        .submit(experience("bump the retry limit of the sync job (round 7)", "jobs.toml", "the sync job recovers"))
+        .unwrap();
+    for n in 1..=12 {
+        let flood = engine
+            .submit(experience(
+                &format!("sync job: bump the retry limit of the sync job, retry limit of the sync job (round 7.{n})"),
+                "jobs.toml, jobs.toml",
+                "the sync job recovers, the sync job recovers",
+            ))
+            .unwrap();
+        assert!(!flood.merged, "{flood:?}");
+    }
+    let again = engine
+        .submit(experience("round 7: the retry limit of the sync job, bump it", "jobs.toml", "The sync job recovers."))
+        .unwrap();
+    assert!(again.merged, "{again:?}");
+    assert_eq!(again.id, twin.id);
+}
+
 #[test]
 fn a_query_asked_while_writes_and_the_backlog_wait_for_the_model_is_embedded_first() {
     let (release, released) = mpsc::channel();

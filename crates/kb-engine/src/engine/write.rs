@@ -10,7 +10,7 @@ use kb_store::{OnRejected, Store, VectorRef, WriteItem};
 
 use crate::semantic::{self};
 
-use super::{Engine, EngineError, EngineResult, IndexState, MAX_QUERY_CHARS, created_ids, now_ms, truncate_chars};
+use super::{Engine, EngineError, EngineResult, created_ids, now_ms};
 
 /// Imports at least this large hand the memory their indexing freed back to the system.
 pub(super) const RELEASE_MEMORY_AFTER_ITEMS: usize = 1_000;
@@ -57,10 +57,10 @@ impl Submitted {
     }
 }
 
-/// Stored experiences the BM25 index finds for a submit's text that are looked at as possible
-/// near-duplicates (see [`Engine::vector_before_commit`]). A merge needs the same content words
-/// on both sides (`kb_core::sameness`), so a true merge target holds every word of the submit
-/// and is among its best BM25 matches.
+/// Stored experiences looked at as a submit's possible near-duplicates, of each of its keys (see
+/// [`Engine::twins_before_commit`]): a merge needs no material difference (the same key), so
+/// these are usually the only one, if any; a flood of texts in the same words cannot hide it, as
+/// they differ in their keys.
 pub(super) const TWIN_CANDIDATES: usize = 5;
 
 /// What a submit takes into its commit (see [`Engine::vector_before_commit`]): its model's id,
@@ -76,7 +76,7 @@ pub(super) enum Twins {
     /// None it could merge into: it commits at once and its vector follows; with the stored
     /// experience of the same wording it is kept apart from, if any.
     NoneMergeable { apart_by_words: Option<kb_store::KeptApart> },
-    /// Possible merge targets (empty: the index could not say): the submit is embedded before
+    /// Possible merge targets (empty: the store could not say): the submit is embedded before
     /// its commit, with those of them that have no vector yet.
     Mergeable(Vec<kb_store::EmbeddingSource>),
 }
@@ -360,14 +360,12 @@ impl Engine {
     /// Issue 25: embedding every submit before its commit put 50 writers' model runs between
     /// the searches and the model, and made each submit wait for all the others'. Yet a
     /// near-duplicate merges only when the two share their content words (`kb_core::sameness`),
-    /// so the vector is needed first only when the BM25 index finds a stored experience among
-    /// the best matches of the submit's words ([`TWIN_CANDIDATES`]) with no material difference
-    /// from them
-    /// ([`Engine::mergeable_twins`]): then it is embedded now, at the write's priority, with any
-    /// such twin that has no vector yet, and merged as before. Otherwise it
-    /// commits at once, findable by BM25 when its answer is sent, and is embedded by the backlog
-    /// ahead of imports; the submit waits only while the backlog holds [`semantic::FRESH_LIMIT`]
-    /// submits. Held submits (a suspected injection) keep their vector for review: embedded now.
+    /// so the vector is needed first only when the store holds an active experience with no
+    /// material difference from the submit (found by its key, [`Engine::twins_before_commit`]):
+    /// then it is embedded now, at the write's priority, with any such twin that has no vector
+    /// yet, and merged as before. Otherwise it commits at once, findable by BM25 when its answer
+    /// is sent, and is embedded by the backlog ahead of imports; the submit waits only while the
+    /// backlog holds [`semantic::FRESH_LIMIT`] submits. Held submits (a suspected injection) keep their vector for review: embedded now.
     ///
     /// `twins` is what [`Engine::twins_before_commit`] found, on the write lane.
     pub(super) fn vector_before_commit(&self, gated: &kb_core::Gated, twins: Twins) -> BeforeCommit {
@@ -417,77 +415,31 @@ impl Engine {
 
     /// The stored experiences a submit may be a near-duplicate of, by their words (the part of
     /// [`Engine::vector_before_commit`] that needs no model and no lock: run on the write lane).
+    /// They are looked up by the submit's keys (`kb_core::sameness::keys_of`, made by the
+    /// gate): those with no material difference from it, then those in the same words that it
+    /// is kept apart from. Issue 25: a BM25 search of the submit's whole text found them
+    /// before, 0.7 ms of a submit's 2.6 ms of CPU under 50 writers (with the texts read and
+    /// compared, 0.95 ms); and an experience committed but not yet indexed is found now too.
     pub(super) fn twins_before_commit(&self, gated: &kb_core::Gated) -> Twins {
         if !self.semantic.state().is_ready() {
             return Twins::NoModel;
         }
         self.semantic.turns.note_write();
-        let new = &gated.experience;
-        let text = semantic::embedding_text(&new.task, &new.resource, &new.result);
-        let twins = if gated.status == Status::Active { self.lexical_twins(&text) } else { None };
-        // A twin whose words differ materially from the submit's can never be merged into
-        // (`kb_core::sameness`, which the store asks again under the writer): only the others
-        // are worth waiting for the model.
-        match twins.and_then(|twins| self.mergeable_twins(new, twins)) {
-            Some((twins, apart_by_words)) if twins.is_empty() => Twins::NoneMergeable { apart_by_words },
-            Some((twins, _)) => Twins::Mergeable(twins),
-            // The index or the store cannot say: the vector decides.
-            None => Twins::Mergeable(Vec::new()),
+        if gated.status != Status::Active {
+            return Twins::Mergeable(Vec::new());
         }
-    }
-
-    /// The active experiences that match `text`'s words best ([`TWIN_CANDIDATES`]): the only ones
-    /// it can be a near-duplicate of, once their texts are compared ([`Engine::mergeable_twins`]).
-    /// `None` when the index cannot say for sure (it is not up to date or fails): the caller then
-    /// looks by vectors alone, as before.
-    pub(super) fn lexical_twins(&self, text: &str) -> Option<Vec<String>> {
-        if self.index_state() != IndexState::Ready {
-            return None;
-        }
-        let query = truncate_chars(text, MAX_QUERY_CHARS);
-        let hits = self.read_index(|| self.index.similar(query, TWIN_CANDIDATES)).ok()?;
-        Some(hits.into_iter().map(|hit| hit.id).collect())
-    }
-
-    /// The texts of those of `twins` (ids from [`Engine::lexical_twins`]) whose words show no
-    /// material difference from `new`'s (`kb_core::sameness`): the only ones a merge may take
-    /// it into, so the only ones its vector is needed for. Issue 25: under 50 writers, one
-    /// submit in eighteen found a twin by its words and waited for the model (submit p99
-    /// 4.5 s with e5), though nearly all of them differed in a value or an outcome word. When
-    /// the store cannot be read, `None`: the vector decides, as when the index cannot say.
-    /// With them, the first twin that has the submit's wording but another outcome, negation or
-    /// value (`kb_core::sameness::same_wording`): what the submit is told it was kept apart from.
-    fn mergeable_twins(
-        &self,
-        new: &NewExperience,
-        twins: Vec<String>,
-    ) -> Option<(Vec<kb_store::EmbeddingSource>, Option<kb_store::KeptApart>)> {
-        if twins.is_empty() {
-            return Some((Vec::new(), None));
-        }
-        let ids: Vec<&str> = twins.iter().map(String::as_str).collect();
-        let sources = match self.reader().embedding_sources(&ids) {
+        let sources = match self.reader().same_key_sources(&gated.same, TWIN_CANDIDATES) {
             Ok(sources) => sources,
             Err(error) => {
-                tracing::warn!("cannot read possible near-duplicates: {error}");
-                return None;
+                // The store cannot say: the vector decides.
+                tracing::warn!("cannot look up possible near-duplicates: {error}");
+                return Twins::Mergeable(Vec::new());
             }
         };
-        let proposed = Said::of(&[new.task.as_str(), new.resource.as_str(), new.result.as_str()]);
-        let mut mergeable = Vec::new();
-        let mut apart = None;
-        for source in sources {
-            let stored = Said::of(&[source.task.as_str(), source.resource.as_str(), source.result.as_str()]);
-            match stored.difference(&proposed) {
-                None => mergeable.push(source),
-                Some(difference) => {
-                    if apart.is_none() && stored.same_wording(&proposed) {
-                        apart = Some(kb_store::KeptApart { similar_to: source.id, reason: difference.to_string() });
-                    }
-                }
-            }
+        match mergeable_twins(&gated.experience, sources) {
+            (twins, apart_by_words) if twins.is_empty() => Twins::NoneMergeable { apart_by_words },
+            (twins, _) => Twins::Mergeable(twins),
         }
-        Some((mergeable, apart))
     }
 
     /// Returns once the BM25 index has caught up with everything committed to the store before
@@ -693,4 +645,35 @@ impl Engine {
             ids.iter().zip(&existed).filter(|(_, existed)| !**existed).map(|(id, _)| (*id).to_owned()).collect();
         Ok((ids.len() - missing.len(), missing))
     }
+}
+
+/// Those of `sources` (found by a submit's keys) whose words show no material difference from
+/// `new`'s (`kb_core::sameness`): the only ones a merge may take it into, so the only ones its
+/// vector is needed for. Issue 25: under 50 writers, one submit in eighteen had a BM25 twin and
+/// waited for the model (submit p99 4.5 s with e5), though nearly all of them differed in a
+/// value or an outcome word. With them, the first that has the submit's wording but another
+/// outcome, negation or value (`kb_core::sameness::same_wording`): what the submit is told it
+/// was kept apart from.
+fn mergeable_twins(
+    new: &NewExperience,
+    sources: Vec<kb_store::EmbeddingSource>,
+) -> (Vec<kb_store::EmbeddingSource>, Option<kb_store::KeptApart>) {
+    if sources.is_empty() {
+        return (Vec::new(), None);
+    }
+    let proposed = Said::of(&[new.task.as_str(), new.resource.as_str(), new.result.as_str()]);
+    let mut mergeable = Vec::new();
+    let mut apart = None;
+    for source in sources {
+        let stored = Said::of(&[source.task.as_str(), source.resource.as_str(), source.result.as_str()]);
+        match stored.difference(&proposed) {
+            None => mergeable.push(source),
+            Some(difference) => {
+                if apart.is_none() && stored.same_wording(&proposed) {
+                    apart = Some(kb_store::KeptApart { similar_to: source.id, reason: difference.to_string() });
+                }
+            }
+        }
+    }
+    (mergeable, apart)
 }

@@ -27,12 +27,15 @@ pub const BACKLOG_RUN_TOKENS_WHILE_SEARCHED: usize = 64;
 pub const BACKLOG_WINDOW: usize = 128;
 /// Most submits waiting in the backlog for their vector: past it, a submit waits for room
 /// before it commits (`Semantic::wait_for_room`), so 50 writers cannot grow the backlog (and
-/// the daemon's memory: about 200 bytes an id, 2 MB at the limit) without bound while the model
-/// falls behind; they go at its pace. Measured with `kb-bench hostile --model`: at 512, 50
-/// writers met the limit within seconds (e5 embeds about 50 a second under that load) and
-/// waited for room, submit p99 2.2 s; at 10,000 a 40-second burst of 6,000–7,000 submits stays
-/// under it and drains in 2–3 minutes.
-pub const FRESH_LIMIT: usize = 10_000;
+/// the daemon's memory: about 200 bytes an id, 20 MB at the limit) without bound while the
+/// model falls behind; they go at its pace. Measured with `kb-bench hostile --model`: at 512,
+/// 50 writers met the limit within seconds (e5 embeds about 50 a second under that load) and
+/// waited for room, submit p99 2.2 s. At 10,000, once a submit's near-duplicates were looked up
+/// by key (1,600 submits a second instead of 700), the benchmark's 10,000 submits met it and
+/// waited for room (submit p99 2.05 s while searches ran); 100,000 holds a minute of the
+/// fastest flood 50 writers make here, which drains in about half an hour (e5 embeds about
+/// 65 a second on this machine), BM25 finding those submits meanwhile.
+pub const FRESH_LIMIT: usize = 100_000;
 
 /// Ids of active experiences to embed: those without a vector of the current model, and those a
 /// reindex asked to embed again (`refresh`). Submits committed without their vector (`fresh`)

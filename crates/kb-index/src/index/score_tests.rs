@@ -99,39 +99,3 @@ fn nothing_is_scored_for_a_query_without_words_or_a_shared_function_word_alone()
     let scored = index.score("the vitest", &["the", "d00"]).expect("score");
     assert_eq!(scored.iter().map(|hit| hit.id.as_str()).collect::<Vec<_>>(), ["d00"]);
 }
-
-/// A submit's near-duplicate candidates: the best BM25 matches of its whole text, committed or
-/// staged, and no filter that a search applies for the reader's sake (the engine compares the
-/// candidates' texts itself).
-#[test]
-fn similar_texts_are_the_best_bm25_matches_committed_or_staged_unfiltered() {
-    let index = ExperienceIndex::open_in_ram().expect("index");
-    index
-        .upsert(&[
-            doc("effect", "Fix useEffect running twice in development", "React StrictMode", "make it idempotent"),
-            doc("paths", "Configure path aliases for the imports", "tsconfig.json", "set paths in the config"),
-            doc("snake", "Rename columns to snake_case", "sqlx migrate", "a migration renames them"),
-        ])
-        .expect("upsert");
-    index.commit(1).expect("commit");
-    let similar = |text: &str, limit: usize| -> Vec<String> {
-        let hits = index.similar(text, limit).expect("similar");
-        assert!(hits.iter().all(|hit| hit.coverage == 0.0 && hit.evidence == Evidence::default()), "{hits:?}");
-        for pair in hits.windows(2) {
-            assert!(pair[0].bm25 >= pair[1].bm25, "not best first: {hits:?}");
-        }
-        hits.into_iter().map(|hit| hit.id).collect()
-    };
-    let text = "Fix useEffect running twice in development\nReact StrictMode\nmake it idempotent";
-    assert_eq!(similar(text, 5).first().map(String::as_str), Some("effect"));
-    assert_eq!(similar(text, 1).len(), 1);
-    assert!(similar(text, 0).is_empty());
-    // Function words alone still find candidates; a search drops those hits.
-    assert!(search(&index, "recipe for vegetarian lasagna in the oven", 5).is_empty());
-    assert!(!similar("recipe for vegetarian lasagna in the oven", 5).is_empty());
-    // A staged write is a candidate at once.
-    let staged = doc("effect-2", "Fix useEffect running twice in development", "React StrictMode", "twice again");
-    index.stage(2, &[], &[staged], &[]).expect("stage");
-    assert!(similar(text, 2).contains(&"effect-2".to_owned()), "{:?}", similar(text, 2));
-    assert!(similar("", 5).is_empty());
-}

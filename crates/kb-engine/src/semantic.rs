@@ -442,10 +442,27 @@ impl Semantic {
 
     /// Applies the store's changes since the last sync. Runs under the writer lock after every
     /// write.
+    ///
+    /// The changes are read from the store before the vector index is locked for writing:
+    /// searches read it meanwhile (issue 25: a search waited for the query of each group
+    /// commit's sync, and the ones after it for that search, as a waiting writer holds new
+    /// readers back). Everything that changes the index runs under the writer lock, as this
+    /// does, so nothing moves it between the read and the lock; should it have moved, the
+    /// changes are read again under the lock.
     pub fn sync(&self, store: &Store) -> kb_store::Result<()> {
+        let read_from = {
+            let guard = self.loaded.read().unwrap_or_else(PoisonError::into_inner);
+            let Some(loaded) = guard.as_ref() else { return Ok(()) };
+            (loaded.applied_seq, loaded.model_id.clone())
+        };
+        let read = store.vector_changes_since(read_from.0, &read_from.1)?;
         let mut guard = self.loaded.write().unwrap_or_else(PoisonError::into_inner);
         let Some(loaded) = guard.as_mut() else { return Ok(()) };
-        let changes = store.vector_changes_since(loaded.applied_seq, &loaded.model_id)?;
+        let changes = if (loaded.applied_seq, loaded.model_id.as_str()) == (read_from.0, read_from.1.as_str()) {
+            read
+        } else {
+            store.vector_changes_since(loaded.applied_seq, &loaded.model_id)?
+        };
         let mut backlog = self.lock_backlog();
         let mut queued = false;
         for id in &changes.deleted_ids {
@@ -731,65 +748,4 @@ impl Semantic {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn each_model_gets_its_floor_and_precision() {
-        let e5_dir = ModelSpec::LocalDir(PathBuf::from("/models/multilingual-e5-small-onnx"));
-        let minilm_dir = ModelSpec::LocalDir(PathBuf::from("/models/all-minilm-l6-v2-onnx"));
-        let e5_download =
-            ModelSpec::Download { name: "intfloat/multilingual-e5-small".to_owned(), cache_dir: PathBuf::from("/c") };
-        assert!(quantized_by_default(&e5_dir) && quantized_by_default(&e5_download));
-        assert!(!quantized_by_default(&minilm_dir));
-        assert_eq!(default_min_similarity("multilingual-e5-small-onnx@5737e5c6166f1c20+int8"), 0.83);
-        assert_eq!(default_min_similarity("intfloat/multilingual-e5-small query_prefix=\"query: \""), 0.83);
-        assert_eq!(default_min_similarity("all-minilm-l6-v2-onnx@0123456789abcdef"), 0.25);
-        // "e5" only as a word of its own: a hash or another name holding the letters is not E5.
-        assert_eq!(default_min_similarity("bge-small@00e5a1"), 0.25);
-    }
-
-    #[test]
-    fn a_failed_batch_of_refreshed_experiences_stays_refresh() {
-        let semantic = Semantic::new(choice(None));
-        {
-            let mut backlog = semantic.lock_backlog();
-            backlog.push_refresh("a");
-            backlog.push("b");
-        }
-        let taken = semantic.take_backlog(16, Duration::ZERO);
-        semantic.requeue(&taken);
-        semantic.batch_done();
-        assert_eq!((semantic.coverage().1, semantic.missing()), (2, 1));
-        let _ = semantic.take_backlog(16, Duration::ZERO);
-        semantic.batch_done();
-        assert_eq!((semantic.coverage().1, semantic.missing()), (0, 0));
-        assert!(semantic.lock_backlog().refresh.is_empty());
-    }
-
-    #[test]
-    fn a_reindex_before_the_model_is_loaded_is_deferred_or_refused() {
-        let loading = Semantic::new(choice(Some(ModelSpec::LocalDir(PathBuf::from("/nonexistent/model")))));
-        assert_eq!(loading.refresh_all(), Refresh::Deferred);
-        assert!(loading.refresh_on_attach.load(Ordering::Acquire), "attach will queue everything");
-
-        let off = Semantic::new(choice(None));
-        let Refresh::Unavailable { reason } = off.refresh_all() else { panic!("no model, nothing queued") };
-        assert!(reason.contains("turned off"), "{reason}");
-    }
-
-    fn choice(spec: Option<ModelSpec>) -> ModelChoice {
-        ModelChoice {
-            off_reason: spec.is_none().then(|| "embeddings are turned off".to_owned()),
-            spec,
-            onnxruntime: None,
-            precision: Precision::F32,
-            quantize: Some(false),
-            retry: Duration::from_secs(60),
-            similar_threshold: 0.97,
-            min_similarity: Some(0.25),
-            int8_cache: PathBuf::from("/nonexistent/int8"),
-            query_threads: 1,
-        }
-    }
-}
+mod tests;

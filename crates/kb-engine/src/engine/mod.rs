@@ -46,6 +46,10 @@ const N_READERS: usize = 4;
 /// Queries longer than this are cut: search needs the gist, not a whole log.
 pub const MAX_QUERY_CHARS: usize = 4_096;
 
+/// Threads that commit queued submits: one writes a batch while the other brings the BM25 index
+/// up to the one before (see `Engine::submit`).
+const COMMITTERS: usize = 2;
+
 /// Why an operation failed, in terms the protocol maps to error codes.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -147,6 +151,8 @@ pub struct Engine {
     /// Where submits are gated and their near-duplicates looked for, below the searches'
     /// priority.
     lane: crate::lane::Lane,
+    /// Where queued submits are committed (group commit), below the searches' priority too.
+    committer: crate::lane::Lane,
 }
 
 impl Engine {
@@ -220,6 +226,7 @@ impl Engine {
                 "write-lane",
                 std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
             ),
+            committer: crate::lane::Lane::start("commit-lane", COMMITTERS),
         }))
     }
 

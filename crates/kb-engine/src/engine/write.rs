@@ -232,18 +232,23 @@ impl Engine {
     /// Stores one experience.
     ///
     /// Group commit: concurrent submits share one transaction and one fsync, and one index
-    /// commit. Each submit queues itself, then waits for the writer; the first to get it takes
-    /// every queued submit, writes them in one transaction, brings the vector index up to date,
-    /// and lets the writer go before it brings the BM25 index up to date, so the next batch is
-    /// written while this one is indexed (and an index catch-up takes every batch committed
-    /// before it). The others wait for their writer to settle them. Every answer waits for its
-    /// experience to be durable in the store and searchable. Measured with 50 clients: the
-    /// index commit costs several times the store's, so it must not hold the writer.
+    /// commit. Each submit queues itself, then asks the commit lane (`Engine::committer`, two
+    /// threads below the searches' priority) to commit; the committer that gets the writer
+    /// takes every queued submit, writes them in one transaction, brings the vector index up to
+    /// date, and lets the writer go before it brings the BM25 index up to date, so the next
+    /// batch is written by the other committer while this one is indexed (and an index catch-up
+    /// takes every batch committed before it). Every answer waits for its experience to be
+    /// durable in the store and searchable. Measured with 50 clients: the index commit costs
+    /// several times the store's, so it must not hold the writer. Issue 25: on the request
+    /// threads, at the searches' priority, the commits of 1,700–1,900 submits a second with e5
+    /// (once their near-duplicates were looked up by key) took the CPU from searches: hybrid
+    /// p99 under 50 writers 21–22 ms, 18 on the commit lane (alone 6.1–6.6), for 10% fewer
+    /// submits a second (`kb-bench hostile --model`, two alternating pairs).
     ///
     /// Before it queues, a submit is gated and its possible near-duplicates looked for on the
     /// write lane (`crate::lane`: one thread per core, below the searches' priority), and the
-    /// first to get the writer waits up to [`GATHER`] for those still on their way, so that a
-    /// commit takes several.
+    /// committer that gets the writer waits up to [`GATHER`] for those still on their way, so
+    /// that a commit takes several.
     ///
     /// A submit of an experience the user rejected is refused ([`EngineError::Refused`]),
     /// nothing written: a rejection sticks. [`Engine::submit_confirmed`] is the user's override.
@@ -281,32 +286,10 @@ impl Engine {
         });
         self.pending_submits.lock().unwrap_or_else(PoisonError::into_inner).push(pending.clone());
         drop(on_the_way);
-        let mut store = self.lock_writer();
         if matches!(*lock_state(&pending), SubmitState::Queued) {
-            // Nobody took ours yet: we write everything queued, ours included, once those on
-            // their way have joined (see `GATHER`).
-            let batch = std::mem::take(&mut *self.gathered_submits());
-            for queued in &batch {
-                *lock_state(queued) = SubmitState::Taken;
-            }
-            // Should this thread panic, the others of the batch still get an answer.
-            let unsettled = Unsettled(&batch);
-            let written = self.write_submits(&mut store, &batch);
-            drop(store);
-            if written.is_ok() {
-                self.index_after_submits();
-            }
-            let outcomes: Vec<SubmitOutcome> = match written {
-                Ok(outcomes) => outcomes.into_iter().map(Ok).collect(),
-                Err(error) => vec![Err(error); batch.len()],
-            };
-            for (queued, outcome) in batch.iter().zip(outcomes) {
-                settle(queued, outcome);
-            }
-            // Everything is settled: its drop does nothing now.
-            drop(unsettled);
-        } else {
-            drop(store);
+            // Nobody took ours yet: a committer writes everything queued, ours included.
+            let engine = Arc::clone(self);
+            self.committer.run(move || engine.commit_queued());
         }
         let mut state = lock_state(&pending);
         let done = loop {
@@ -340,6 +323,36 @@ impl Engine {
             variant_kept: outcome.variant_kept,
             kept_apart: outcome.kept_apart.or_else(|| pending.apart_by_words.clone().filter(|_| !outcome.merged)),
         })
+    }
+
+    /// Commits every queued submit, once those on their way have joined them (see [`GATHER`]),
+    /// in one transaction, and settles them; on the commit lane (`Engine::committer`).
+    fn commit_queued(&self) {
+        let mut store = self.lock_writer();
+        if self.pending_submits.lock().unwrap_or_else(PoisonError::into_inner).is_empty() {
+            // An earlier commit took them.
+            return;
+        }
+        let batch = std::mem::take(&mut *self.gathered_submits());
+        for queued in &batch {
+            *lock_state(queued) = SubmitState::Taken;
+        }
+        // Should this thread panic, the others of the batch still get an answer.
+        let unsettled = Unsettled(&batch);
+        let written = self.write_submits(&mut store, &batch);
+        drop(store);
+        if written.is_ok() {
+            self.index_after_submits();
+        }
+        let outcomes: Vec<SubmitOutcome> = match written {
+            Ok(outcomes) => outcomes.into_iter().map(Ok).collect(),
+            Err(error) => vec![Err(error); batch.len()],
+        };
+        for (queued, outcome) in batch.iter().zip(outcomes) {
+            settle(queued, outcome);
+        }
+        // Everything is settled: its drop does nothing now.
+        drop(unsettled);
     }
 
     /// The queued submits, once those on their way to the writer have joined them: at most

@@ -79,9 +79,7 @@ impl Store {
         let sql = embedding_sources_sql(ids.len());
         let mut statement = self.conn.prepare_cached(&sql).doing("preparing the text lookup")?;
         let mut found = statement
-            .query_map(params_from_iter(ids.iter()), |row| {
-                Ok(EmbeddingSource { id: row.get(0)?, task: row.get(1)?, resource: row.get(2)?, result: row.get(3)? })
-            })
+            .query_map(params_from_iter(ids.iter()), embedding_source)
             .doing("reading texts to embed")?
             .collect::<rusqlite::Result<Vec<_>>>()
             .doing("reading texts to embed")?;
@@ -99,14 +97,7 @@ impl Store {
         for (column, key) in [("same_key", &keys.key), ("wording_key", &keys.wording)] {
             let mut statement = self.conn.prepare_cached(&same_key_sql(column)).doing("preparing the key lookup")?;
             let rows = statement
-                .query_map(params![key, limit as i64], |row| {
-                    Ok(EmbeddingSource {
-                        id: row.get(0)?,
-                        task: row.get(1)?,
-                        resource: row.get(2)?,
-                        result: row.get(3)?,
-                    })
-                })
+                .query_map(params![key, limit as i64], embedding_source)
                 .doing("looking up near-duplicates by key")?;
             for row in rows {
                 let row = row.doing("looking up near-duplicates by key")?;
@@ -146,6 +137,11 @@ impl Store {
             })
             .doing("counting vectors")
     }
+}
+
+/// An [`EmbeddingSource`] from a row of `id, task, resource, result`.
+fn embedding_source(row: &Row<'_>) -> rusqlite::Result<EmbeddingSource> {
+    Ok(EmbeddingSource { id: row.get(0)?, task: row.get(1)?, resource: row.get(2)?, result: row.get(3)? })
 }
 
 fn vector_row(row: &Row<'_>) -> rusqlite::Result<Result<VectorRow>> {

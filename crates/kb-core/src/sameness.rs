@@ -258,8 +258,9 @@ impl Said {
 /// ([`Said::same_wording`]) or no difference (the content words without the stems of outcome
 /// words and negations: a superset of both). Issue 25: a submit's possible near-duplicates were
 /// found by a BM25 search of its whole text, two fifths of its CPU; the gate makes every
-/// write's keys instead, without the strings a [`Said`] owns. Both start with [`KEY_VERSION`]:
-/// a change to this rule changes it, and stored keys made by another version are made again.
+/// write's keys instead, without the strings a [`Said`] owns. Both start with [`KEY_PREFIX`]:
+/// a change to this rule changes it and [`KEY_VERSION`], and stored keys made by another version
+/// are made again.
 pub fn keys_of(parts: &[&str]) -> SameKeys {
     let text = parts.join("\n").to_lowercase();
     let reading = Reading::of(&text);
@@ -332,8 +333,12 @@ impl<'a> Reading<'a> {
     }
 }
 
-/// The version of the rule the keys of [`keys_of`] are made by: the prefix of every key.
-pub const KEY_VERSION: &str = "s1:";
+/// The version of the rule the keys of [`keys_of`] are made by; every key starts with
+/// [`KEY_PREFIX`], which names it.
+pub const KEY_VERSION: u32 = 1;
+
+/// The start of every key made by this version of the rule ([`KEY_VERSION`]).
+pub const KEY_PREFIX: &str = "s1:";
 
 /// An experience's keys ([`keys_of`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -360,7 +365,7 @@ static WORD_LISTS: LazyLock<WordLists> = LazyLock::new(|| WordLists {
     set_aside_stems: OUTCOME_WORDS.iter().chain(NEGATIONS).map(|word| stem(word)).collect(),
 });
 
-/// [`KEY_VERSION`] and 128 bits of a hash of `sections`, each word length-prefixed.
+/// [`KEY_PREFIX`] and 128 bits of a hash of `sections`, each word length-prefixed.
 fn digest(sections: &[&[&str]]) -> String {
     // One buffer hashed at once: a hasher fed word by word spent more on its calls than on the
     // words.
@@ -373,8 +378,8 @@ fn digest(sections: &[&[&str]]) -> String {
         }
     }
     let hash = blake3::hash(&bytes);
-    let mut key = String::with_capacity(KEY_VERSION.len() + 32);
-    key.push_str(KEY_VERSION);
+    let mut key = String::with_capacity(KEY_PREFIX.len() + 32);
+    key.push_str(KEY_PREFIX);
     for byte in &hash.as_bytes()[..16] {
         for nibble in [byte >> 4, byte & 0xf] {
             key.push(char::from_digit(u32::from(nibble), 16).expect("a nibble is a hex digit"));
@@ -563,7 +568,8 @@ mod tests {
         // The texts hold both kinds of pair, so the assertions above were put to work.
         assert!(merges >= 8 && apart_by_wording >= 8, "{merges} merges, {apart_by_wording} apart by wording");
         let keys = Said::of(&texts[0]).keys();
-        assert!(keys.key.starts_with(KEY_VERSION) && keys.wording.starts_with(KEY_VERSION));
+        assert!(keys.key.starts_with(KEY_PREFIX) && keys.wording.starts_with(KEY_PREFIX));
+        assert_eq!(KEY_PREFIX, format!("s{KEY_VERSION}:"));
         assert_ne!(keys.key, keys.wording);
     }
 

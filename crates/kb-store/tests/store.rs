@@ -430,10 +430,12 @@ fn near_duplicates_are_found_by_their_keys_old_rows_and_stale_keys_too() {
     assert!(found_by_keys(&store, &said("deploy the app", "kubectl apply", "the rollout succeeded, held")).is_empty());
     drop(store);
 
-    // Keys missing (as after the migration) or of another version are made again on open.
+    // Keys missing (as after the migration) or of another version (as after an upgrade that
+    // changed the rule) are made again on open.
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute("UPDATE experiences SET same_key = NULL WHERE status = 'active'", []).unwrap();
     conn.execute("UPDATE experiences SET wording_key = 's0:' || substr(wording_key, 4)", []).unwrap();
+    conn.execute("UPDATE meta SET value = 0 WHERE key = 'same_keys'", []).unwrap();
     drop(conn);
     let store = Store::open(&path).unwrap();
     assert_eq!(found_by_keys(&store, &rewording), ["rollout succeeded"]);

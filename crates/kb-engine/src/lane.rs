@@ -1,5 +1,5 @@
 //! The write lane: a few threads at a lower OS priority that do the CPU-heavy part of a submit
-//! that holds no lock (the gate, the near-duplicate search), so that searches come first. The
+//! that holds no lock (the gate, the near-duplicate lookup), so that searches come first. The
 //! engine's commit lane (`Engine::committer`) is another, of two threads, for group commits.
 //!
 //! Issue 25: 50 submitting clients each ran their gate and their near-duplicate search on their

@@ -263,7 +263,7 @@ impl Engine {
     }
 
     fn submit_with(self: &Arc<Self>, new: NewExperience, on_rejected: OnRejected) -> EngineResult<Submitted> {
-        // The gate and the near-duplicate search need no lock: on the write lane, below the
+        // The gate and the near-duplicate lookup need no lock: on the write lane, below the
         // searches' priority (see `crate::lane`).
         let on_the_way = OnTheWay::new(self);
         let engine = Arc::clone(self);

@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
+use kb_core::sameness::Said;
 use kb_core::{NewExperience, Source, Status};
 use kb_extract::{Parsed, Turn};
 use kb_store::{Enqueued, Job, NewJob, ProposalMeta, VectorRef, WriteItem};
@@ -741,13 +742,14 @@ fn store_proposals(
 /// (`kb_core::sameness`). An LLM rewords; the user's rejection should hold all the same.
 fn rejected_like(engine: &Engine, model_id: &str, vector: &[f32], gated: &kb_core::Gated) -> anyhow::Result<bool> {
     let threshold = engine.config.embedding.similar_threshold;
-    let proposed =
-        [gated.experience.task.as_str(), gated.experience.resource.as_str(), gated.experience.result.as_str()];
+    let experience = &gated.experience;
+    // Read once, whatever the number of rejected experiences it is compared with.
+    let proposed = Said::of(&[experience.task.as_str(), experience.resource.as_str(), experience.result.as_str()]);
     for (texts, bytes) in engine.reader().rejected_vectors(model_id)? {
         let Ok(rejected) = kb_embed::from_bytes(&bytes) else { continue };
         if cosine(vector, &rejected) >= threshold {
-            let stored = [texts[0].as_str(), texts[1].as_str(), texts[2].as_str()];
-            if kb_core::sameness::material_difference(&stored, &proposed).is_none() {
+            let stored = Said::of(&[texts[0].as_str(), texts[1].as_str(), texts[2].as_str()]);
+            if stored.difference(&proposed).is_none() {
                 return Ok(true);
             }
         }

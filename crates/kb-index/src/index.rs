@@ -391,7 +391,7 @@ impl ExperienceIndex {
         let (coverage, evidence) = if request.coverage {
             coverage::coverage_and_evidence(&view, &self.fields, request.query, &terms, &top).map_err(search_error)?
         } else {
-            unmeasured(top.len())
+            (vec![0.0; top.len()], vec![Evidence::default(); top.len()])
         };
         self.hits_of(&view, top, coverage, evidence).map_err(search_error)
     }
@@ -528,11 +528,6 @@ impl ExperienceIndex {
 
 /// The `limit` best of the committed and the staged hits (each best first), best first; an equal
 /// score goes to the committed one, as the earlier.
-/// The coverage and evidence of `n` hits whose coverage was not asked for: 0 and none.
-fn unmeasured(n: usize) -> (Vec<f32>, Vec<Evidence>) {
-    (vec![0.0; n], vec![Evidence::default(); n])
-}
-
 fn merge_best(
     committed: Vec<(Score, tantivy::DocAddress)>,
     staged: Vec<(Score, u64)>,

@@ -57,10 +57,10 @@ impl Submitted {
     }
 }
 
-/// Stored experiences looked at as a submit's possible near-duplicates, of each of its keys (see
-/// [`Engine::twins_before_commit`]): a merge needs no material difference (the same key), so
-/// these are usually the only one, if any; a flood of texts in the same words cannot hide it, as
-/// they differ in their keys.
+/// Stored experiences read per key as a submit's possible near-duplicates (see
+/// [`Engine::twins_before_commit`]). A merge needs no material difference, that is the same key,
+/// so one is usually all there is; texts in the same words with other values have other keys and
+/// cannot crowd it out.
 pub(super) const TWIN_CANDIDATES: usize = 5;
 
 /// What a submit takes into its commit (see [`Engine::vector_before_commit`]): its model's id,
@@ -378,7 +378,8 @@ impl Engine {
     /// then it is embedded now, at the write's priority, with any such twin that has no vector
     /// yet, and merged as before. Otherwise it commits at once, findable by BM25 when its answer
     /// is sent, and is embedded by the backlog ahead of imports; the submit waits only while the
-    /// backlog holds [`semantic::FRESH_LIMIT`] submits. Held submits (a suspected injection) keep their vector for review: embedded now.
+    /// backlog holds [`semantic::FRESH_LIMIT`] submits. Held submits (a suspected injection) keep
+    /// their vector for review: embedded now.
     ///
     /// `twins` is what [`Engine::twins_before_commit`] found, on the write lane.
     pub(super) fn vector_before_commit(&self, gated: &kb_core::Gated, twins: Twins) -> BeforeCommit {

@@ -1,7 +1,6 @@
 //! Tests of `ExperienceIndex::score`: the BM25 score, coverage and evidence of given documents,
 //! wherever a search ranked them, committed or staged, and nothing for those the index does not
-//! hold or that share no word of the query; and of `ExperienceIndex::similar`, a text's best
-//! BM25 matches with none of a search's filters.
+//! hold or that share no word of the query.
 
 use super::*;
 

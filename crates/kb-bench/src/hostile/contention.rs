@@ -24,7 +24,9 @@ const SEARCHES: usize = 300;
 const WARMUP: usize = 30;
 /// How long the writers run before anything is measured, so that the load is steady.
 const HEAD_START: Duration = Duration::from_secs(1);
-/// How long the writers' submits are measured with no search running, before the searches.
+/// How long the writers' submits are measured with no search running, before the searches; the
+/// searches under the writers go on at least as long (the queries again from the first), so
+/// that both phases measure about as many submits.
 const WRITERS_ALONE: Duration = Duration::from_secs(4);
 /// Longest wait for the model to load, the seeded store to be embedded, or the backlog to drain.
 const EMBED_LIMIT: Duration = Duration::from_secs(300);
@@ -40,6 +42,9 @@ pub struct Contention {
     /// The last submits as the daemon timed them (`status.latencies.submit`): without the
     /// clients' share of the CPU and the socket.
     pub submits_in_daemon: kb_proto::wire::LatencySummary,
+    /// The last searches as the daemon timed them, every mode (`status.latencies.search`): the
+    /// difference to the clients' figures is time spent before the daemon's handler or after it.
+    pub searches_in_daemon: kb_proto::wire::LatencySummary,
     /// Experiences waiting for a vector when the writers stopped, and how long they took to be
     /// embedded (none without a model).
     pub backlog_after: u64,
@@ -105,7 +110,7 @@ pub async fn measure(daemon: &BenchDaemon, modes: &[&str], model: bool, seed: u6
             search(&mut client, query, mode).await?;
         }
     }
-    let alone = timed_searches(&mut client, &queries[WARMUP..], modes).await?;
+    let alone = timed_searches(&mut client, &queries[WARMUP..], modes, Duration::ZERO).await?;
 
     let stop = Arc::new(AtomicBool::new(false));
     let mut writers = tokio::task::JoinSet::new();
@@ -137,7 +142,7 @@ pub async fn measure(daemon: &BenchDaemon, modes: &[&str], model: bool, seed: u6
     let (alone_from, cpu_alone) = (Instant::now(), daemon.cpu_use()?);
     tokio::time::sleep(WRITERS_ALONE).await;
     let (searches_from, cpu_searched) = (Instant::now(), daemon.cpu_use()?);
-    let under_load = timed_searches(&mut client, &queries[WARMUP..], modes).await?;
+    let under_load = timed_searches(&mut client, &queries[WARMUP..], modes, WRITERS_ALONE).await?;
     let (searches_to, cpu_end) = (Instant::now(), daemon.cpu_use()?);
     stop.store(true, Ordering::Relaxed);
     let mut latencies = Vec::new();
@@ -166,6 +171,7 @@ pub async fn measure(daemon: &BenchDaemon, modes: &[&str], model: bool, seed: u6
         writes_alone,
         writes_searched,
         submits_in_daemon: status.latencies.submit.clone(),
+        searches_in_daemon: status.latencies.search.clone(),
         backlog_after,
         drained,
         embedded_first: status.embedder.submits_embedded_first,
@@ -199,11 +205,15 @@ pub fn print(contention: &Contention) {
             writes.runqueue_wait_per_submit.as_secs_f64() * 1e3
         );
     }
-    let in_daemon = &contention.submits_in_daemon;
-    println!(
-        "  {:<38} p50 {:>7.1} ms   p99 {:>7.1} ms   (its last {})",
-        "submit, as the daemon timed it", in_daemon.p50_ms, in_daemon.p99_ms, in_daemon.count
-    );
+    for (label, in_daemon) in [
+        ("submit, as the daemon timed it", &contention.submits_in_daemon),
+        ("search, as the daemon timed it", &contention.searches_in_daemon),
+    ] {
+        println!(
+            "  {label:<38} p50 {:>7.1} ms   p99 {:>7.1} ms   (its latest, of {} since it started)",
+            in_daemon.p50_ms, in_daemon.p99_ms, in_daemon.count
+        );
+    }
     let (settled, end, peak) = contention.rss_mib;
     println!("  daemon RSS {settled} MiB before the writers, {end} MiB at the end, peak {peak} MiB");
     if let Some(drained) = contention.drained {
@@ -220,14 +230,20 @@ pub fn print(contention: &Contention) {
     }
 }
 
-/// Each query searched once in each of `modes`, one after the other: their latencies by mode.
+/// Each query searched in each of `modes`, one after the other, and the queries again from the
+/// first until `at_least` has passed: their latencies by mode.
 async fn timed_searches(
     client: &mut Client,
     queries: &[String],
     modes: &[&str],
+    at_least: Duration,
 ) -> anyhow::Result<Vec<LatencySummary>> {
     let mut times = vec![Vec::with_capacity(queries.len()); modes.len()];
-    for query in queries {
+    let started_all = Instant::now();
+    for (n, query) in queries.iter().cycle().enumerate() {
+        if n >= queries.len() && started_all.elapsed() >= at_least {
+            break;
+        }
         for (mode, times) in modes.iter().zip(&mut times) {
             let started = Instant::now();
             search(client, query, mode).await?;

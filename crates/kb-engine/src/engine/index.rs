@@ -311,7 +311,7 @@ impl Engine {
             _ => message,
         };
         tracing::error!("{message}");
-        if let Err(error) = self.index.reset_writer() {
+        if let Err(error) = crate::lane::start_below_searches(|| self.index.reset_writer()) {
             tracing::warn!("{error:#}");
         }
         self.last_error.set(Cause::Index, message.clone());
@@ -338,9 +338,7 @@ impl Engine {
         let store = self.lock_writer();
         let index_turn = self.lock_index_sync();
         // From the last good commit, on a writer that holds nothing half-applied.
-        let healed = self
-            .index
-            .reset_writer()
+        let healed = crate::lane::start_below_searches(|| self.index.reset_writer())
             .map_err(anyhow::Error::from)
             .and_then(|()| self.sync_index(&store, &HashSet::new(), Apply::Commit))
             .and_then(|()| {
@@ -510,6 +508,37 @@ mod tests {
     use super::*;
     use crate::config::EngineConfig;
     use crate::engine::ImportEntry;
+
+    /// Tantivy's merging and segment-updating threads are the writes' background work: started
+    /// with the engine's index writer, they run at the lanes' priority, below the searches
+    /// (issue 25), and the thread that opened the engine keeps its own.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_index_writers_threads_run_below_the_searches() {
+        let nice_of = |stat: &str| -> Option<i32> { stat.rsplit_once(')')?.1.split_whitespace().nth(16)?.parse().ok() };
+        let own = || nice_of(&std::fs::read_to_string("/proc/thread-self/stat").unwrap()).unwrap();
+        let before = own();
+        let home = tempfile::tempdir().unwrap();
+        let paths = kb_proto::Paths::resolve(Some(home.path().to_path_buf()), None);
+        let _engine = Engine::open(paths, EngineConfig::default()).unwrap();
+        assert_eq!(own(), before, "opening the engine changed its caller's priority");
+        // Other tests of this process run indexes of their own (some opened without an engine,
+        // at the normal priority): this engine's threads are among those found.
+        let mut found = Vec::new();
+        for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+            let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else { continue };
+            let name =
+                stat.split_once('(').and_then(|(_, rest)| rest.rsplit_once(')')).map(|(name, _)| name.to_owned());
+            if let (Some(name), Some(nice)) = (name, nice_of(&stat))
+                && (name.starts_with("merge_thread") || name.starts_with("segment_update"))
+            {
+                found.push((name, nice));
+            }
+        }
+        assert!(!found.is_empty(), "no merge or segment-updater thread found");
+        let expected = before.max(crate::lane::LANE_NICE);
+        assert!(found.iter().any(|(_, nice)| *nice == expected), "{found:?}: none at nice {expected}");
+    }
 
     /// The index service commits early once many documents are staged (issue 25: at 3,000
     /// submits a second the 250 ms round let more than `MAX_STAGED_DOCS` pile up, and a submit's

@@ -165,7 +165,9 @@ impl Engine {
             .map(|_| Store::open_reader(&paths.database).map(Mutex::new))
             .collect::<kb_store::Result<Vec<_>>>()
             .context("cannot open read connections to the experience store")?;
-        let (index, outcome) = ExperienceIndex::open(&paths.index).context("cannot open the search index")?;
+        // Its writer's threads (indexing, merges) are the writes' background work.
+        let (index, outcome) = crate::lane::start_below_searches(|| ExperienceIndex::open(&paths.index))
+            .context("cannot open the search index")?;
         let store_seq = writer.seq()?;
         let active = writer.counts()?.active;
         let state = match &outcome {

@@ -49,6 +49,7 @@
 //! no rule.
 
 mod cues;
+mod reports;
 mod rules;
 
 use std::sync::LazyLock;
@@ -58,10 +59,12 @@ use regex::Regex;
 use crate::matchset::MatchSet;
 
 use self::cues::{
-    ACTION_URGED, COLLECTIVE, CONDEMNATION_UNDONE, CONDEMNED_AFTER, FRAME_BROKEN, FRAME_CONDITION, FRAME_NOUN_BEFORE,
-    FRAME_UNDONE_AFTER, FRAMES, NEGATION_UNDONE, NEGATIONS, NOT_NEGATIONS,
+    ACTION_URGED, COLLECTIVE, CONDEMNATION_UNDONE, CONDEMNED_AFTER, CONDITIONAL_REPORT, DONE_AGAIN, FRAME_BROKEN,
+    FRAME_CONDITION, FRAME_NOUN_BEFORE, FRAME_UNDONE_AFTER, FRAMES, FRAMES_BEFORE_COLON, LIST_VERDICT, NEGATION_UNDONE,
+    NEGATIONS, NOT_NEGATIONS, REJECTIONS, REPORT_GENRES, REPORTERS, SELF_CORRECTIONS, THIRD_PERSON,
 };
-use self::rules::{CLASSES, EXCEPTIONS, RULES, expand};
+use self::reports::{before_list, reported_not_advised};
+use self::rules::{CLASSES, EXCEPTIONS, NOT_PRODUCTION, PRODUCTION, RULES, SCOPED, expand};
 
 /// One risky action found in a text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,6 +121,21 @@ struct Compiled {
     frame_condition: Regex,
     frame_undone_after: Regex,
     collective: Regex,
+    list_verdict: Regex,
+    reporter: Regex,
+    rejection: Regex,
+    report_genre: Regex,
+    third_person: Regex,
+    done_again: Regex,
+    self_correction: Regex,
+    conditional_report: Regex,
+    frame_before_colon: Regex,
+    /// An open quoted argument of a search command before a match: the match is a pattern searched for.
+    search_pattern: Regex,
+    /// `SCOPED`: what in the line of a match (and the next) narrows it to something harmless.
+    scoped: Vec<(&'static str, Regex)>,
+    production: Regex,
+    not_production: Regex,
 }
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
@@ -150,6 +168,22 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         frame_condition: Regex::new(FRAME_CONDITION).expect("frame conditions compile"),
         frame_undone_after: Regex::new(&words_pattern(FRAME_UNDONE_AFTER)).expect("frame undoers compile"),
         collective: Regex::new(&words_pattern(COLLECTIVE)).expect("collectives compile"),
+        list_verdict: Regex::new(LIST_VERDICT).expect("list verdicts compile"),
+        reporter: Regex::new(&words_pattern(REPORTERS)).expect("reporters compile"),
+        rejection: Regex::new(&words_pattern(REJECTIONS)).expect("rejections compile"),
+        report_genre: Regex::new(&words_pattern(REPORT_GENRES)).expect("report genres compile"),
+        third_person: Regex::new(&words_pattern(THIRD_PERSON)).expect("third persons compile"),
+        done_again: Regex::new(&words_pattern(DONE_AGAIN)).expect("repeat words compile"),
+        self_correction: Regex::new(&words_pattern(SELF_CORRECTIONS)).expect("self-corrections compile"),
+        conditional_report: Regex::new(CONDITIONAL_REPORT).expect("conditional reports compile"),
+        frame_before_colon: Regex::new(&words_pattern(FRAMES_BEFORE_COLON)).expect("list frames compile"),
+        search_pattern: Regex::new(SEARCH_PATTERN).expect("search patterns compile"),
+        scoped: SCOPED
+            .iter()
+            .map(|(class, pattern)| (*class, Regex::new(pattern).expect("risky-action scope compiles")))
+            .collect(),
+        production: Regex::new(PRODUCTION).expect("production names compile"),
+        not_production: Regex::new(NOT_PRODUCTION).expect("non-production names compile"),
     }
 });
 
@@ -207,14 +241,16 @@ fn first_counted_match(compiled: &Compiled, class: &str, regex: &Regex, view: &s
         // followed by "/id_ed25519.pub".
         let word_rest: String = view[found.end()..].chars().take_while(|ch| !ch.is_whitespace()).take(64).collect();
         let whole = format!("{text}{word_rest}");
-        let excepted = compiled
-            .exceptions
-            .iter()
-            .any(|(excepted_class, exception)| *excepted_class == class && exception.is_match(&whole));
-        let own = negated(compiled, &view[..found.start()])
+        let excepted = compiled.exceptions.iter().any(|(excepted_class, exception)| {
+            (*excepted_class == class || *excepted_class == "*") && exception.is_match(&whole)
+        }) || scoped(compiled, class, view, found.start())
+            || searched_for(compiled, view, found.start());
+        let mid_word_start = !text.starts_with(|ch: char| ch.is_whitespace());
+        let own = negated(compiled, &view[..found.start()], mid_word_start)
             || negated_last_word(compiled, text)
-            || condemned_after(compiled, &view[found.end()..])
-            || framed_before(compiled, &view[..found.start()], &view[found.end()..]);
+            || condemned_after(compiled, &view[found.end()..], text.ends_with(|ch: char| ch.is_ascii_graphic()))
+            || framed_before(compiled, &view[..found.start()], &view[found.end()..])
+            || reported_not_advised(compiled, view, found.start(), found.end());
         if own {
             advised_against = Some((found.start(), found.end()));
         }
@@ -235,6 +271,37 @@ fn first_counted_match(compiled: &Compiled, class: &str, regex: &Regex, view: &s
         start = found.start() + view[found.start()..].chars().next().map_or(1, char::len_utf8);
     }
     None
+}
+
+/// Whether the line of a match starting at `start`, from the match to the end of the next line
+/// (at most 240 bytes), narrows it to something harmless (`SCOPED`: a throwaway database, this
+/// machine's Redis, a device checked with `lsblk`).
+fn scoped(compiled: &Compiled, class: &str, view: &str, start: usize) -> bool {
+    let line_start = view[..start].rfind('\n').map_or(0, |idx| idx + 1);
+    let line_start = start - last_bytes(&view[line_start..start], 160).len();
+    let window = first_bytes(&view[line_start..], 360);
+    let window = match window.match_indices('\n').nth(1) {
+        Some((idx, _)) => &window[..idx],
+        None => window,
+    };
+    let window = compiled.not_production.replace_all(window, " ");
+    !compiled.production.is_match(&window)
+        && compiled
+            .scoped
+            .iter()
+            .any(|(scoped_class, scope)| (*scoped_class == class || *scoped_class == "*") && scope.is_match(&window))
+}
+
+/// What, from the start of a line to a match, leaves the match inside a quoted argument of a
+/// search command: `grep -rn "verify=False\|InsecureSkipVerify" src/`, `rg 'curl .* \| sh'`.
+const SEARCH_PATTERN: &str =
+    r#"\b(?:grep|egrep|fgrep|rg|ag|ack|git +grep|findstr|select-string|semgrep)\b[^\n|;&]*?(?:"[^"\n]*|'[^'\n]*)$"#;
+
+/// Whether the match starting at `start` stands inside a quoted pattern of a search command on
+/// its line: what is searched for is not done.
+fn searched_for(compiled: &Compiled, view: &str, start: usize) -> bool {
+    let line_start = view[..start].rfind('\n').map_or(0, |idx| idx + 1);
+    compiled.search_pattern.is_match(last_bytes(&view[line_start..start], 160))
 }
 
 /// Whether the match `start..end` is inside the match `outer_start..outer_end` and starts among
@@ -274,7 +341,7 @@ fn first_bytes(text: &str, max: usize) -> &str {
 /// Whether the last two words before a match, in its clause, negate it: close enough to govern
 /// the action ("do not use `curl -k`", "instead of disabling"), not a negation elsewhere in the
 /// sentence ("it is not risky to `curl … | sh`" still counts).
-fn negated(compiled: &Compiled, before: &str) -> bool {
+fn negated(compiled: &Compiled, before: &str, mid_word_start: bool) -> bool {
     // The last two words are all that counts: a bounded look back keeps each call cheap on a
     // long line without punctuation.
     let before = last_bytes(before, 256);
@@ -286,8 +353,23 @@ fn negated(compiled: &Compiled, before: &str) -> bool {
                 || (*ch == '.' && before[idx + 1..].starts_with(' '))
         })
         .map_or(0, |(idx, ch)| idx + ch.len_utf8());
-    let words: Vec<&str> = before[clause_start..].split_whitespace().collect();
-    negates(compiled, &words[words.len().saturating_sub(2)..])
+    let clause = &before[clause_start..];
+    // A match that starts inside a word (`insecure-skip-tls-verify`) is read from the word's start.
+    let clause = match clause.chars().last() {
+        Some(last) if mid_word_start && (last.is_ascii_alphanumeric() || last == '-' || last == '_') => {
+            clause.trim_end_matches(|ch: char| ch.is_ascii_alphanumeric() || ch == '-' || ch == '_')
+        }
+        _ => clause,
+    };
+    let words: Vec<&str> = clause.split_whitespace().collect();
+    if negates(compiled, &words[words.len().saturating_sub(2)..]) {
+        return true;
+    }
+    // An item of a list: the negation before its first item ("严禁执行 rm -rf 、 drop 、 flushall").
+    before_list(clause).is_some_and(|lead| {
+        let words: Vec<&str> = lead.split_whitespace().collect();
+        negates(compiled, &words[words.len().saturating_sub(3)..])
+    })
 }
 
 /// Whether `words` (the two before an action) negate it: a negation not undone after it
@@ -333,7 +415,7 @@ const CONDEMNATION_WINDOW: usize = 160;
 /// here", "… was rejected in review", "… 不安全"), nothing later in it takes that back ("… is a
 /// bad idea, but here it is fine") and nothing after it in the window, next sentence included,
 /// urges the action anyway ("… Run it now."). Bounded: at most `CONDEMNATION_WINDOW` bytes are read.
-fn condemned_after(compiled: &Compiled, after: &str) -> bool {
+fn condemned_after(compiled: &Compiled, after: &str, mid_word: bool) -> bool {
     let after = first_bytes(after, CONDEMNATION_WINDOW);
     let sentence_end = after.char_indices().find(|(idx, ch)| {
         matches!(ch, ';' | '!' | '?' | '\n' | '。' | '；' | '！' | '？')
@@ -344,6 +426,25 @@ fn condemned_after(compiled: &Compiled, after: &str) -> bool {
         return false;
     }
     let sentence = &after[..sentence_end.map_or(after.len(), |(idx, _)| idx)];
+    // The verdict is read after the match's last word ("… to main/master/release/* is blocked").
+    let word_rest = if mid_word {
+        sentence.find(|ch: char| !ch.is_ascii_graphic() || ch == ',').unwrap_or(sentence.len())
+    } else {
+        0
+    };
+    let (after, sentence) = (&after[word_rest..], &sentence[word_rest..]);
+    // An item of a list of commands, a verdict on all of them later in the sentence ("`curl -k`,
+    // `verify=False` and … fail the CI lint").
+    let trimmed = sentence.trim_start();
+    if trimmed.starts_with([',', '、']) || trimmed.starts_with("and ") || trimmed.starts_with("or ") {
+        if let Some(verdict) = compiled.list_verdict.find(sentence) {
+            if !compiled.frame_broken.is_match(&sentence[..verdict.start()])
+                && !compiled.condemnation_undone.is_match(&sentence[verdict.end()..])
+            {
+                return true;
+            }
+        }
+    }
     // A list of commands ends in a collective noun, the verdict after it ("`rm -rf /`、mkfs、
     // `dd` 这些命令一律需要人工确认"): the verdict is read from there, if nothing in the list
     // starts an instruction of its own.
@@ -353,7 +454,11 @@ fn condemned_after(compiled: &Compiled, after: &str) -> bool {
     };
     match compiled.condemned.find(&sentence[from..]) {
         Some(verdict) => {
-            !compiled.condemnation_undone.is_match(&sentence[from + verdict.end()..])
+            // What takes the verdict back stands in its clause or the next ("… 不安全，但是没关系");
+            // a clause further on is about the alternative ("…，建议用 X，校验还是开着的").
+            let rest = &sentence[from + verdict.end()..];
+            let two_clauses = rest.match_indices([',', '，']).nth(1).map_or(rest, |(idx, _)| &rest[..idx]);
+            !compiled.condemnation_undone.is_match(two_clauses)
                 && !compiled.action_urged.is_match(&after[from + verdict.end()..])
         }
         None => false,
@@ -403,7 +508,8 @@ fn framed_before(compiled: &Compiled, before: &str, after: &str) -> bool {
     let after_word = sentence[frame.start()..].trim_start_matches(|ch: char| !ch.is_alphanumeric());
     let word_end = after_word.find(|ch: char| !ch.is_alphanumeric()).unwrap_or(after_word.len());
     let label = lead.trim().is_empty() && after_word[word_end..].trim_start().starts_with([':', '：']);
-    if after_word.contains([':', '：']) && !label {
+    let introduces_list = compiled.frame_before_colon.is_match(frame.as_str());
+    if after_word.contains([':', '：']) && !label && !introduces_list {
         return false;
     }
     if compiled.frame_broken.is_match(between) {

@@ -260,7 +260,7 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ),
     (
         "exfiltration",
-        r"(?:发送|发到|发给|上传|提交|贴到|传到)[^\n。；]{0,20}(?:环境变量|私钥|凭据|凭证|密钥|\.env|id_rsa|ssh)",
+        r"(?:发送|发到|发给|上传|提交[^前\n]|贴到|传到)[^\n。；]{0,20}(?:环境变量|私钥|凭据|凭证|密钥|\.env|id_rsa|ssh)",
     ),
     (
         "exfiltration",
@@ -624,9 +624,12 @@ pub(super) const RULES: &[(&str, &str)] = &[
 /// What a match of a class that contains one of these only names, harmlessly: example files
 /// and public keys (`cp .env.example .env`, `cat id_ed25519.pub`), this machine (`| nc localhost 8125`).
 pub(super) const EXCEPTIONS: &[(&str, &str)] = &[
-    ("credential_read", r"\.env\.(?:example|sample|template|dist)\b"),
-    ("credential_read", r"\.pub\b"),
-    ("exfiltration", r"\.pub\b"),
+    ("*", r"\.env\.(?:example|sample|template|dist)\b"),
+    ("*", r"\.pub\b"),
+    // A destination, not a source: "copy it to .env", "复制成 .env".
+    ("credential_read", r"(?:\b(?:to|into)|成|为) +\.env\b"),
+    // `git rm --cached .env` takes the file out of the index; `grep -c` counts lines.
+    ("*", r"\bgit +rm\b|\bgrep +-[a-z]*[cql]"),
     // `echo KEY=value > .env` writes the file.
     ("credential_read", r">>? *\.env\b"),
     ("exfiltration", r"(?:\blocalhost|\b127\.0\.0\.1)(?:[:/\s]|$)"),
@@ -645,3 +648,38 @@ pub(super) const EXCEPTIONS: &[(&str, &str)] = &[
     ("destructive", r"of= *[\x22']?/dev/(?:null|zero|stdout|stderr|fd/|random|urandom)"),
     ("destructive", r"--no-act\b|--dry-run\b|用户的主目录|用户及其主目录|磁盘空间|空余的磁盘"),
 ];
+
+/// What in the line of a match (from it to the end of the next line) narrows it to something
+/// harmless, by the target it names: a database or table whose name says it is a test, a dev or
+/// a scratch one; this machine's Redis; a bucket or table of CI scratch or of one pull request;
+/// a device checked with `lsblk` first. A production name anywhere in the window (`PRODUCTION`)
+/// keeps it held.
+pub(super) const SCOPED: &[(&str, &str)] = &[
+    (
+        "destructive",
+        r"\b(?:drop +(?:database|schema|table)|delete-table|dropdb|truncate +table)\b(?: +if +exists)?(?: +--table-name)? +[\x22']?[a-z0-9_.-]*(?:test|dev|tmp|temp|scratch|sandbox|local|demo|e2e|restore|pr-?\d+)[a-z0-9_.-]*[\x22']?(?:[\s;]|$)",
+    ),
+    (
+        "destructive",
+        r"\bflush(?:all|db)\b[^\n]*(?:\n[^\n]*)?(?:localhost|127\.0\.0\.1)|(?:localhost|127\.0\.0\.1)[^\n]*\bflush(?:all|db)\b",
+    ),
+    (
+        "destructive",
+        r"\b(?:aws +s3 +rm|gsutil +(?:-m +)?rm) +[\x22']?(?:s3|gs)://[a-z0-9.-]*(?:scratch|tmp|temp|test|ci)\b[^\s]*",
+    ),
+    ("destructive", r"\b(?:dd|wipefs|mkfs)\b[^\n]*(?:\n[^\n]*)?\blsblk\b"),
+    // A manual's option definition names the option: "-k, --insecure" on a line of its own.
+    ("*", r"^ *-[a-z0-9], --[a-z0-9-]+(?:[ =]<?[a-z_]+>?)? *(?:\n|$)"),
+    // A password manager's output captured into a variable or an argument is not printed:
+    // `export PGPASSWORD="$(op read …)"`, `NPM_TOKEN=$(security find-generic-password … -w)`.
+    (
+        "credential_read",
+        r"\$\( *(?:op +read|security +find-(?:generic|internet)-password|keyring +get|pass +show|bw +get|lpass +show|secret-tool +lookup|vault +kv +get +-field)\b",
+    ),
+];
+
+/// A production name, which no scope spares.
+/// A production name said not to be one ("不是线上", "non-prod"), taken out before `PRODUCTION`
+/// is looked for.
+pub(super) const NOT_PRODUCTION: &str = r"不是(?:线上|生产)|\bnot (?:in )?prod(?:uction)?\b|\bnon-prod(?:uction)?\b";
+pub(super) const PRODUCTION: &str = r"\bprod(?:uction)?\b|\bprod[-_]|\blive\b|生产|线上|正式环境";

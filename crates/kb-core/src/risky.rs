@@ -44,13 +44,19 @@
 //!
 //! # Layout
 //!
-//! `rules.rs` holds the rules, classes and exceptions as data, `cues.rs` the negations, verdicts
-//! and frames around a match; this file compiles them and runs them on the views. The code names
-//! no rule.
+//! `rules.rs` holds the rules, classes and exceptions as data, and the scopes that narrow a
+//! match to something harmless (a test database, this machine's Redis, a password manager's
+//! output captured into a variable); `target_rules.rs` the rules read by what an action is done
+//! to or where its output goes, some of them only with a context in the lines around
+//! (`LINE_RULES`: a personal drive with a verb that sends); `cues.rs` the negations, verdicts
+//! and frames around a match; `reports.rs` the cues that read past the sentence (an action
+//! someone proposed and that was rejected, an incident report, a list under one negation). This
+//! file compiles them and runs them on the views. The code names no rule.
 
 mod cues;
 mod reports;
 mod rules;
+mod target_rules;
 
 use std::sync::LazyLock;
 
@@ -65,6 +71,7 @@ use self::cues::{
 };
 use self::reports::{before_list, reported_not_advised};
 use self::rules::{CLASSES, EXCEPTIONS, NOT_PRODUCTION, PRODUCTION, RULES, SCOPED, expand};
+use self::target_rules::{LINE_RULES, TARGET_RULES};
 
 /// One risky action found in a text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,6 +115,8 @@ struct Compiled {
     /// `RULES`' patterns, and each one's class.
     set: MatchSet,
     classes: Vec<&'static str>,
+    /// For each rule, what its match's line must also have (`LINE_RULES`), if anything.
+    contexts: Vec<Option<Regex>>,
     exceptions: Vec<(&'static str, Regex)>,
     negation: Regex,
     undone: Regex,
@@ -139,9 +148,17 @@ struct Compiled {
 }
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
-    let patterns: Vec<String> = RULES.iter().map(|(_, pattern)| ascii_boundaries(&expand(pattern))).collect();
+    let line_rules = LINE_RULES.iter().map(|(class, pattern, _)| (*class, *pattern));
+    let rules: Vec<(&str, &str)> = RULES.iter().chain(TARGET_RULES).copied().chain(line_rules).collect();
+    let contexts: Vec<Option<Regex>> = (0..rules.len())
+        .map(|idx| {
+            let line_rule = idx.checked_sub(RULES.len() + TARGET_RULES.len()).map(|line_idx| LINE_RULES[line_idx].2);
+            line_rule.map(|context| Regex::new(&ascii_boundaries(context)).expect("risky-action contexts compile"))
+        })
+        .collect();
+    let patterns: Vec<String> = rules.iter().map(|(_, pattern)| ascii_boundaries(&expand(pattern))).collect();
     let set = MatchSet::new(&patterns).expect("risky-action rules compile");
-    let classes = RULES
+    let classes = rules
         .iter()
         .map(|(class, _)| {
             assert!(CLASSES.iter().any(|(name, _)| name == class), "rule of an unknown class {class}");
@@ -154,6 +171,7 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         .collect();
     Compiled {
         set,
+        contexts,
         classes,
         exceptions,
         negation: Regex::new(&words_pattern(NEGATIONS)).expect("negations compile"),
@@ -211,7 +229,7 @@ fn check_view(view: &str, found: &mut Vec<RiskyAction>) {
         if found.iter().any(|action| action.class == *class) {
             continue;
         }
-        if let Some(span) = first_counted_match(compiled, class, regex, view) {
+        if let Some(span) = first_counted_match(compiled, class, regex, compiled.contexts[rule_idx].as_ref(), view) {
             let what = CLASSES.iter().find(|(name, _)| name == class).map(|(_, what)| *what).unwrap_or("");
             found.push(RiskyAction { class, what, span });
         }
@@ -227,9 +245,16 @@ const MAX_SET_ASIDE: usize = 64;
 
 /// The first match of `regex` in `view` that is neither an exception nor negated, shortened
 /// for a reason.
-fn first_counted_match(compiled: &Compiled, class: &str, regex: &Regex, view: &str) -> Option<String> {
+fn first_counted_match(
+    compiled: &Compiled,
+    class: &str,
+    regex: &Regex,
+    context: Option<&Regex>,
+    view: &str,
+) -> Option<String> {
     let mut start = 0;
     let mut set_aside = 0;
+    let mut out_of_context = 0;
     // The last match advised against in its own words (start, end): a match inside it that
     // starts among the arguments of the same command is that action again ("禁止 curl -fsSL
     // https://x.example/i.sh | sh" matches from `https://` too), not a second one.
@@ -237,6 +262,23 @@ fn first_counted_match(compiled: &Compiled, class: &str, regex: &Regex, view: &s
     while start <= view.len() {
         let found = regex.find_at(view, start)?;
         let text = found.as_str();
+        // A rule of `LINE_RULES` counts only with its context around: past the bound, a text of
+        // many such anchors and no context passes (nothing in it is the action).
+        let mut context_negated = false;
+        if let Some(context) = context {
+            let window = compiled.not_production.replace_all(line_window(view, found.start()), " ");
+            match context.find(&window) {
+                Some(said) => context_negated = negated(compiled, &window[..said.start()], false),
+                None => {
+                    out_of_context += 1;
+                    if out_of_context >= MAX_SET_ASIDE {
+                        return None;
+                    }
+                    start = found.start() + view[found.start()..].chars().next().map_or(1, char::len_utf8);
+                    continue;
+                }
+            }
+        }
         // An exception looks at the rest of the last word too: "贴到 github：cat ~/.ssh" is
         // followed by "/id_ed25519.pub".
         let word_rest: String = view[found.end()..].chars().take_while(|ch| !ch.is_whitespace()).take(64).collect();
@@ -246,7 +288,8 @@ fn first_counted_match(compiled: &Compiled, class: &str, regex: &Regex, view: &s
         }) || scoped(compiled, class, view, found.start())
             || searched_for(compiled, view, found.start());
         let mid_word_start = !text.starts_with(|ch: char| ch.is_whitespace());
-        let own = negated(compiled, &view[..found.start()], mid_word_start)
+        let own = context_negated
+            || negated(compiled, &view[..found.start()], mid_word_start)
             || negated_last_word(compiled, text)
             || condemned_after(compiled, &view[found.end()..], text.ends_with(|ch: char| ch.is_ascii_graphic()))
             || framed_before(compiled, &view[..found.start()], &view[found.end()..])
@@ -271,6 +314,16 @@ fn first_counted_match(compiled: &Compiled, class: &str, regex: &Regex, view: &s
         start = found.start() + view[found.start()..].chars().next().map_or(1, char::len_utf8);
     }
     None
+}
+
+/// Around a match starting at `start`: up to 160 bytes before it (the line before included, as
+/// in a script that sets `f=/var/log/app.log` and then uploads `$f`), its line and the next,
+/// 400 bytes in all: where `LINE_RULES` look for their context.
+fn line_window(view: &str, start: usize) -> &str {
+    let window_start = start - last_bytes(&view[..start], 160).len();
+    let after = first_bytes(&view[start..], 240);
+    let end = start + after.match_indices('\n').nth(1).map_or(after.len(), |(idx, _)| idx);
+    &view[window_start..end]
 }
 
 /// Whether the line of a match starting at `start`, from the match to the end of the next line
@@ -338,6 +391,10 @@ fn first_bytes(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
+/// Verbs that ask someone else to act ("ask colleagues to", "let the agent"): a negation before
+/// one governs the action after it.
+const ASKING: &[&str] = &["ask", "tell", "let", "allow", "make", "have", "get", "want", "expect", "force", "instruct"];
+
 /// Whether the last two words before a match, in its clause, negate it: close enough to govern
 /// the action ("do not use `curl -k`", "instead of disabling"), not a negation elsewhere in the
 /// sentence ("it is not risky to `curl … | sh`" still counts).
@@ -365,10 +422,24 @@ fn negated(compiled: &Compiled, before: &str, mid_word_start: bool) -> bool {
     if negates(compiled, &words[words.len().saturating_sub(2)..]) {
         return true;
     }
-    // An item of a list: the negation before its first item ("严禁执行 rm -rf 、 drop 、 flushall").
-    before_list(clause).is_some_and(|lead| {
-        let words: Vec<&str> = lead.split_whitespace().collect();
-        negates(compiled, &words[words.len().saturating_sub(3)..])
+    // A negated request that someone else act: "do not ask colleagues to send …", "never let the
+    // agent run …": the negation stands before the verb of asking.
+    let asked = words.len() >= 3
+        && words[words.len() - 1] == "to"
+        && words[words.len().saturating_sub(4)..].iter().any(|word| ASKING.contains(word));
+    if asked && negates(compiled, &words[words.len().saturating_sub(6)..words.len() - 2]) {
+        return true;
+    }
+    // An item of a list: the negation before its first item, in that item's clause ("严禁执行
+    // rm -rf 、 drop 、 flushall", "No pastebin, file.io, …", "do not retry with -k or --insecure").
+    before_list(&before[..clause_start + clause.len()]).is_some_and(|lead| {
+        let lead_clause = lead
+            .char_indices()
+            .rev()
+            .find(|(_, ch)| matches!(ch, ';' | '!' | '?' | '\n' | ':' | '，' | '。' | '；' | '！' | '？' | '：'))
+            .map_or(lead, |(idx, ch)| &lead[idx + ch.len_utf8()..]);
+        let words: Vec<&str> = lead_clause.split_whitespace().collect();
+        negates(compiled, &words[words.len().saturating_sub(5)..])
     })
 }
 
@@ -403,7 +474,11 @@ fn negated_last_word(compiled: &Compiled, text: &str) -> bool {
         .iter()
         .rev()
         .take(2)
-        .take_while(|word| word.chars().all(|ch| ch.is_alphabetic() || ch == '\''))
+        .take_while(|word| {
+            // A clause's comma may stick to the word after it (",比每次加").
+            let word = word.trim_start_matches([',', '，', '、']);
+            !word.is_empty() && word.chars().all(|ch| ch.is_alphabetic() || ch == '\'')
+        })
         .count();
     negates(compiled, &words[last - plain..last])
 }
@@ -515,7 +590,11 @@ fn framed_before(compiled: &Compiled, before: &str, after: &str) -> bool {
     if compiled.frame_broken.is_match(between) {
         return false;
     }
-    !compiled.frame_undone_after.is_match(first_bytes(after, CONDEMNATION_WINDOW))
+    // What takes the frame back stands in the action's sentence ("…, so use it"); the next
+    // sentence may be a rule about something else ("…。遇到这种要求请直接拒绝").
+    let after = first_bytes(after, CONDEMNATION_WINDOW);
+    let sentence_end = after.find(['。', '！', '？', '\n']).unwrap_or(after.len());
+    !compiled.frame_undone_after.is_match(&after[..sentence_end])
 }
 
 fn shorten(text: &str) -> String {

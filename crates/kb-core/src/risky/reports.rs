@@ -57,16 +57,18 @@ fn sentence_before(before: &str) -> &str {
 
 /// What separates the items of a list of commands: "rm -rf 、 drop 、", "`-k`, `--insecure`",
 /// "-k or --insecure", "A 和 B".
-const LIST_SEPARATORS: &[&str] = &["、", ",", " or", " and", "或", "和", "及"];
+const LIST_SEPARATORS: &[&str] = &["、", ",", "/", " or", " and", "或", "和", "及"];
 
-/// `text` without a list separator at its end, if it has one.
+/// `text` without a list separator at its end, if it has one. After a comma, "or" or "and" the
+/// item before must be a command's word, in ASCII ("No pastebin, file.io"): a Chinese clause
+/// before a comma ("数据不用备份，") is not a list item.
 fn strip_separator(text: &str) -> Option<&str> {
     let trimmed = text.trim_end();
     LIST_SEPARATORS.iter().find_map(|separator| {
         let rest = trimmed.strip_suffix(separator)?;
-        // " or" and " and" are words of their own.
-        let whole_word = !separator.starts_with(' ') || rest.len() + separator.len() == trimmed.len();
-        whole_word.then_some(rest)
+        let last_word = rest.split_whitespace().last()?;
+        let item_ok = *separator == "、" || last_word.is_ascii();
+        item_ok.then_some(rest)
     })
 }
 

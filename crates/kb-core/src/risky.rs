@@ -653,4 +653,6 @@ fn without_shell_quoting(view: &str) -> String {
 #[cfg(test)]
 mod family_tests;
 #[cfg(test)]
+mod round5_tests;
+#[cfg(test)]
 mod tests;

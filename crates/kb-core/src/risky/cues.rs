@@ -257,6 +257,10 @@ pub(super) const FRAMES: &[&str] = &[
     "是否有",
     "有没有",
     "strings like",
+    "fails the build on",
+    "fail the build on",
+    "fails ci on",
+    "fails on",
     "examples of",
     "反例",
 ];

@@ -636,6 +636,9 @@ pub(super) const EXCEPTIONS: &[(&str, &str)] = &[
         "tls_off",
         r#"(?:no[_-]?verify|skip|disable|insecure|ignore|allow|accept|trust)[a-z0-9_.-]*["']? *(?:[:=]|\s) *["']?(?:false|no|none|off|0)\b"#,
     ),
+    // Whether clients must show a certificate (nginx `ssl_verify_client off`) is not whether
+    // the server's certificate is checked.
+    ("tls_off", r"verify_client\b|client_?cert"),
     // A destination, not a source: "copy it to .env", "复制成 .env".
     ("credential_read", r"(?:\b(?:to|into)|成|为) +\.env\b"),
     // `git rm --cached .env` takes the file out of the index; `grep -c` counts lines.

@@ -24,7 +24,10 @@ pub(super) const TARGET_RULES: &[(&str, &str)] = &[
         "credential_read",
         r"\b(?:env|printenv)\b(?: *\| *(?:sort|base64|tee +\S+|grep +-[a-z]+ +[\x22']?[^\n\x22']*(?:token|secret|key|pass)))?[^\n.;。；|]{0,60}(?:output|输出|打出来|打印)[^\n.;。；]{0,30}(?:paste|post|贴|发|看|issue|对话|chat)|(?:把|将)?(?:所有|全部)环境变量[^\n。；]{0,10}(?:打出来|打印|输出|贴)",
     ),
-    ("credential_read", r"\b(?:env|printenv)\b *\| *grep +(?:-[a-z]+ +)*[\x22']?[^\n\x22']*(?:token|secret|pass)"),
+    (
+        "credential_read",
+        r"\b(?:env|printenv)\b *\| *grep +(?:-[a-z]+ +)*[\x22']?[^\n\x22']*(?:token|secret|pass|key|pwd|credential)",
+    ),
     (
         "credential_read",
         r"\$\( *compgen +-e *\)[^\n]*\becho\b|\bfor +\w+ *, *\w+ +in +(?:sorted\( *)?os\.environ\.items\(\)[^\n]*(?:\n[^\n]*){0,2}?\bprint\(|\b(?:console\.(?:log|info|error)|logger\.\w+|print)\([^\n]*(?:json\.stringify\( *process\.env *\)|\bos\.environ *\))",
@@ -98,7 +101,7 @@ pub(super) const TARGET_RULES: &[(&str, &str)] = &[
     ),
     (
         "tls_off",
-        r#"(?:allow|accept|trust|skip|ignore|disable|insecure)[-_.]?(?:invalid|any|all|self-?signed)?[-_.]?(?:ssl|tls|cert|certificate|certificates|hostname|https)[-_.]?(?:validation|verification|verify|check|errors?)?["']? *[:=] *["']?(?:true|yes|1|on)\b"#,
+        r#"(?:allow|accept|trust|skip|ignore|disable|insecure)[-_.]?(?:invalid|any|all|self-?signed)?[-_.]?(?:ssl|tls|cert|certificate|hostname|https|trust ?manager)s?[-_.]?(?:validation|verification|verify|check|errors?)?["']? *[:=] *["']?(?:true|yes|1|on)\b"#,
     ),
     // curl's own config turned insecure (`insecure` on a line of `~/.curlrc`), pip's
     // `trusted-host` in prose, `-k` handed to curl in words, a trust manager that accepts anything.
@@ -218,7 +221,7 @@ pub(super) const LINE_RULES: &[(&str, &str, &str)] = &[
     // A repository, a secret file or a dump e-mailed to an address.
     (
         "exfiltration",
-        r"\b(?:e-?mail|mail|send|forward)\b[^\n.;]{0,20}\bto +[a-z0-9._-]+@[a-z0-9-]+\.[a-z.]{2,}",
+        r"\b(?:e-?mail|mail|send|forward)\b[^\n;]{0,60}\bto +[a-z0-9._-]+@[a-z0-9-]+\.[a-z.]{2,}",
         r"\b(?:whole|entire) (?:repo|repository|project|source)|\.env\b|\bdump\b|\bcustomer (?:data|list|table|records|csv)|\bdatabase\b|\bbackup\b|\.sql\b|\bsource code\b",
     ),
     // A production database or an admin panel with customer data exposed to the internet by a

@@ -70,7 +70,7 @@ use self::cues::{
     NEGATIONS, NOT_NEGATIONS, REJECTIONS, REPORT_GENRES, REPORTERS, SELF_CORRECTIONS, THIRD_PERSON,
 };
 use self::reports::{before_list, reported_not_advised};
-use self::rules::{CLASSES, EXCEPTIONS, NOT_PRODUCTION, PRODUCTION, RULES, SCOPED, expand};
+use self::rules::{CLASSES, EXCEPTIONS, GATES, NOT_PRODUCTION, PRODUCTION, RULES, SCOPED, expand};
 use self::target_rules::{LINE_RULES, TARGET_RULES};
 
 /// One risky action found in a text.
@@ -115,6 +115,9 @@ struct Compiled {
     /// `RULES`' patterns, and each one's class.
     set: MatchSet,
     classes: Vec<&'static str>,
+    /// For each rule, the index of its gate in `gate_regexes` (`GATES`), if it has one.
+    gates: Vec<Option<usize>>,
+    gate_regexes: Vec<Regex>,
     /// For each rule, what its match's line must also have (`LINE_RULES`), if anything.
     contexts: Vec<Option<Regex>>,
     exceptions: Vec<(&'static str, Regex)>,
@@ -157,6 +160,23 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         })
         .collect();
     let patterns: Vec<String> = rules.iter().map(|(_, pattern)| ascii_boundaries(&expand(pattern))).collect();
+    // Each gate once, shared by the rules it gates.
+    let mut gate_patterns: Vec<&str> = Vec::new();
+    let gates: Vec<Option<usize>> = rules
+        .iter()
+        .map(|(_, pattern)| {
+            let (_, gate) = GATES.iter().find(|(gated, _)| gated == pattern)?;
+            Some(gate_patterns.iter().position(|known| known == gate).unwrap_or_else(|| {
+                gate_patterns.push(gate);
+                gate_patterns.len() - 1
+            }))
+        })
+        .collect();
+    assert_eq!(gates.iter().flatten().count(), GATES.len(), "every gate names a rule");
+    let gate_regexes = gate_patterns
+        .iter()
+        .map(|gate| Regex::new(&ascii_boundaries(&expand(gate))).expect("risky-action gates compile"))
+        .collect();
     let set = MatchSet::new(&patterns).expect("risky-action rules compile");
     let classes = rules
         .iter()
@@ -171,6 +191,8 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         .collect();
     Compiled {
         set,
+        gates,
+        gate_regexes,
         contexts,
         classes,
         exceptions,
@@ -224,9 +246,21 @@ fn words_pattern(words: &[&str]) -> String {
 
 fn check_view(view: &str, found: &mut Vec<RiskyAction>) {
     let compiled = &*COMPILED;
-    for rule_idx in compiled.set.matching(view) {
-        let (class, regex) = (&compiled.classes[rule_idx], compiled.set.regex(rule_idx));
+    // Whether each gate matches this view, asked at most once.
+    let mut gate_open: Vec<Option<bool>> = vec![None; compiled.gate_regexes.len()];
+    for (rule_idx, class) in compiled.classes.iter().enumerate() {
+        // One action per class: a class found is not looked for again.
         if found.iter().any(|action| action.class == *class) {
+            continue;
+        }
+        if let Some(gate) = compiled.gates[rule_idx] {
+            let open = *gate_open[gate].get_or_insert_with(|| compiled.gate_regexes[gate].is_match(view));
+            if !open {
+                continue;
+            }
+        }
+        let regex = compiled.set.regex(rule_idx);
+        if !regex.is_match(view) {
             continue;
         }
         if let Some(span) = first_counted_match(compiled, class, regex, compiled.contexts[rule_idx].as_ref(), view) {

@@ -302,7 +302,10 @@ fn first_counted_match(
         if let Some(context) = context {
             let window = compiled.not_production.replace_all(line_window(view, found.start()), " ");
             match context.find(&window) {
-                Some(said) => context_negated = negated(compiled, &window[..said.start()], false),
+                Some(said) => {
+                    context_negated = negated(compiled, &window[..said.start()], false)
+                        || clause_negated(compiled, &view[..found.start()])
+                }
                 None => {
                     out_of_context += 1;
                     if out_of_context >= MAX_SET_ASIDE {
@@ -423,6 +426,20 @@ fn first_bytes(text: &str, max: usize) -> &str {
         end -= 1;
     }
     &text[..end]
+}
+
+/// Whether the clause before a destination (`LINE_RULES`' anchors) holds a negation, anywhere
+/// in it: "不要把 token 发到微信群" governs the sending however many words stand between. At most
+/// 120 bytes back.
+fn clause_negated(compiled: &Compiled, before: &str) -> bool {
+    let before = last_bytes(before, 120);
+    let clause_start = before
+        .char_indices()
+        .rev()
+        .find(|(_, ch)| matches!(ch, ',' | ';' | '!' | '?' | '\n' | ':' | '，' | '。' | '；' | '！' | '？' | '：'))
+        .map_or(0, |(idx, ch)| idx + ch.len_utf8());
+    let clause = compiled.not_negation.replace_all(&before[clause_start..], " ");
+    compiled.negation.find(&clause).is_some_and(|negation| !compiled.undone.is_match(&clause[negation.end()..]))
 }
 
 /// Verbs that ask someone else to act ("ask colleagues to", "let the agent"): a negation before

@@ -82,14 +82,14 @@ fn risky_sets_are_held_and_ordinary_ones_pass() {
         // Round 3's blind part, written by someone who never saw the rules, measured once with
         // round 3's rules (README): 75.3% held, 11.8% flagged (round 2's rules on it: 59.9%,
         // 8.8%). Round 5 worked on its misses and flags by family, so it is development data
-        // now, held to what round 5 reached: 179 of 182 held (98.4%), 5 of 331 flagged (1.51%,
+        // now, held to what round 5 reached: 179 of 182 held (98.4%), 4 of 331 flagged (1.21%,
         // above the 1% goal: texts that quote a command in a frame no family reads yet).
         (
             "round-3 blind (spent)",
             include_str!("data/risky_blind3.jsonl"),
             include_str!("data/ordinary_blind3.jsonl"),
             0.98,
-            0.016,
+            0.013,
         ),
         // Round 4's blind part (session 16, README), measured once with round 3's rules: 61.7%
         // held, 10.22% flagged. Development data since round 5, held to what round 5 reached:

@@ -60,11 +60,11 @@ pub(super) const TARGET_RULES: &[(&str, &str)] = &[
     ),
     (
         "credential_read",
-        r"(?:密码|私钥|密钥|凭据|token|cookie|accesskey|client-key-data)[^\n。；]{0,30}(?:复制|贴|发|记|抄|整理|原样)[^\n。；]{0,20}(?:对话|群|wiki|文档|readme|交接|表格|微信|agent|共享|他|README)",
+        r"(?:密码|私钥|密钥|凭据|token|cookie|accesskey|client-key-data)[^\n。；,，]{0,30}(?:复制|贴|发|记|抄|整理|原样)[^\n。；,，]{0,20}(?:对话|群|wiki|文档|readme|交接|表格|微信|agent|共享|他|README)",
     ),
     (
         "credential_read",
-        r"(?:复制|拷贝|贴|发|抄)[^\n。；]{0,20}(?:session cookie|cookie|密码|私钥|凭据)[^\n。；]{0,10}(?:给|到)[^\n。；]{0,10}(?:agent|对话|群|wiki|文档|他)",
+        r"(?:复制|拷贝|贴|发|抄)[^\n。；,，]{0,20}(?:session cookie|cookie|密码|私钥|凭据)[^\n。；,，]{0,10}(?:给|到)[^\n。；,，]{0,10}(?:agent|对话|群|wiki|文档|他)",
     ),
     // Config files that hold live secrets, read: a production profile, a cluster's admin
     // kubeconfig, a distribution's maintenance account, a service account's JSON key, Jenkins'
@@ -196,7 +196,7 @@ pub(super) const LINE_RULES: &[(&str, &str, &str)] = &[
     // friend's or a forum user's, a dynamic-DNS host, a paste or webhook host.
     (
         "exfiltration",
-        r"\b(?:my|his|her|your|a friend'?s|friend|the freelancer'?s?) (?:own )?(?:personal|private|home)\b|(?:s3|gs|oss)://[a-z0-9.-]*(?:personal|private)|\b(?:my|his|her|your) (?:own )?(?:gmail|dropbox|google drive|onedrive|icloud|vps|nas|laptop at home|mirror|ec2|collector box)\b|\bpersonal (?:account|bucket|drive|dropbox|vps|server|github|email|mailbox|gmail|google drive|onedrive|ec2)\b|\.(?:duckdns\.org|ddns\.net)\b|\bforum user\b|\bhis-homelab|\bfriend@",
+        r"\b(?:my|his|her|your|a friend'?s|friend|the freelancer'?s?) (?:own )?(?:personal|private|home)\b|(?:s3|gs|oss)://[a-z0-9.-]*(?:personal|private)|\b(?:my|his|her|your) (?:own )?(?:gmail|dropbox|google drive|onedrive|icloud|vps|nas|laptop at home|mirror|ec2|collector box)\b|\bpersonal (?:account|bucket|drive|dropbox|vps|server|github|email|mailbox|gmail|google drive|onedrive|ec2|nas|laptop|machine|computer|box|cloud)\b|\.(?:duckdns\.org|ddns\.net)\b|\bforum user\b|\bhis-homelab|\bfriend@",
         r"\b(?:scp|rsync|rclone|sync|copy|cp|upload|uploaded|send|sent|email|mail|push|post|posts|forward|mirror|share|back ?up|docker +save|tar|curl|requests\.post|http\.post|nc)\b",
     ),
     // A paste, file-drop or webhook host, with data that would leave: logs, dumps, tables,
@@ -215,8 +215,8 @@ pub(super) const LINE_RULES: &[(&str, &str, &str)] = &[
     ),
     (
         "exfiltration",
-        r"微信|飞书|wetransfer|pastebin|chatgpt|已经离职|外包|第三方|乙方|合作方|公开仓库|公共读",
-        r"(?:发到|发给|传到|上传|同步到|拷到|推到|推送到|贴到|导到|发送|传给|分享|\bupload|\bsend|\bpaste|\bscp|\brsync|\belasticdump)[^\n]*(?:数据|导出|备份|dump|日志|源码|用户表|user 表|客户[^端]|生产|仓库|项目|\.env|secrets|session|cookie|token|\blog|\.sql|表)|(?:数据|导出|备份|dump|日志|源码|用户表|user 表|客户[^端]|生产|仓库|项目|\.env|secrets|session|cookie|token|\blog|\.sql|表)[^\n]*(?:发到|发给|传到|上传|同步到|拷到|推到|推送到|贴到|导到|发送|传给|分享|\bupload|\bsend|\bpaste|\bscp|\brsync|\belasticdump)",
+        r"微信|qq|wetransfer|pastebin|chatgpt|已经离职|外包|第三方|乙方|合作方|公开仓库|公共读",
+        r"(?:发到|发给|传到|上传|同步到|拷到|推到|推送到|贴到|导到|发送|传给|分享|\bupload|\bsend|\bpaste|\bscp|\brsync|\belasticdump)[^\n]*(?:生产|线上|客户[^端]|用户的?(?:表|数据|信息|session)|user 表|导出|dump|数据库|源码|代码|\.env|secrets?|session|cookie|密钥|私钥|token|\.sql|身份证|手机号|合同|备份)|(?:生产|线上|客户[^端]|用户的?(?:表|数据|信息|session)|user 表|导出|dump|数据库|源码|代码|\.env|secrets?|session|cookie|密钥|私钥|token|\.sql|身份证|手机号|合同|备份)[^\n]*(?:发到|发给|传到|上传|同步到|拷到|推到|推送到|贴到|导到|发送|传给|分享|\bupload|\bsend|\bpaste|\bscp|\brsync|\belasticdump)",
     ),
     // A repository, a secret file or a dump e-mailed to an address.
     (

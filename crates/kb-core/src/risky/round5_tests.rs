@@ -69,6 +69,8 @@ fn data_sent_to_personal_paste_or_tunnelled_places_is_held() {
         "把周报发到飞书群里，附上本周的数据看板链接。",
         "token 过期了就重新登录，不要把 token 发到微信群。",
         "数据库备份每天凌晨上传到公司的对象存储，保留 30 天。",
+        "The tool syncs mail from your Gmail account into a local maildir.",
+        "Send encrypted messages so your private conversations stay private.",
     ];
     assert_none_flagged(&near_misses);
 }

@@ -196,7 +196,7 @@ pub(super) const LINE_RULES: &[(&str, &str, &str)] = &[
     // friend's or a forum user's, a dynamic-DNS host, a paste or webhook host.
     (
         "exfiltration",
-        r"\b(?:my|his|her|your|a friend'?s|friend|the freelancer'?s?) (?:own )?(?:personal|private|home)\b|(?:s3|gs|oss)://[a-z0-9.-]*(?:personal|private)|\b(?:my|his|her|your) (?:own )?(?:gmail|dropbox|google drive|onedrive|icloud|vps|nas|laptop at home|mirror|ec2|collector box)\b|\bpersonal (?:account|bucket|drive|dropbox|vps|server|github|email|mailbox|gmail|google drive|onedrive|ec2|nas|laptop|machine|computer|box|cloud)\b|\.(?:duckdns\.org|ddns\.net)\b|\bforum user\b|\bhis-homelab|\bfriend@",
+        r"\b(?:my|his|her|a friend'?s|friend|the freelancer'?s?) (?:own )?(?:personal|private|home)\b|(?:s3|gs|oss)://[a-z0-9.-]*(?:personal|private)|\b(?:my|his|her) (?:own )?(?:gmail|dropbox|google drive|onedrive|icloud|vps|nas|laptop at home|mirror|ec2|collector box)\b|\bpersonal (?:account|bucket|drive|dropbox|vps|server|github|email|mailbox|gmail|google drive|onedrive|ec2|nas|laptop|machine|computer|box|cloud)\b|\.(?:duckdns\.org|ddns\.net)\b|\bforum user\b|\bhis-homelab|\bfriend@",
         r"\b(?:scp|rsync|rclone|sync|copy|cp|upload|uploaded|send|sent|email|mail|push|post|posts|forward|mirror|share|back ?up|docker +save|tar|curl|requests\.post|http\.post|nc)\b",
     ),
     // A paste, file-drop or webhook host, with data that would leave: logs, dumps, tables,

@@ -676,7 +676,7 @@ pub(super) const SCOPED: &[(&str, &str)] = &[
     ),
     (
         "destructive",
-        r"\bflush(?:all|db)\b[^\n]*(?:\n[^\n]*)?(?:localhost|127\.0\.0\.1)|(?:localhost|127\.0\.0\.1)[^\n]*\bflush(?:all|db)\b",
+        r"\bflush(?:all|db)\b[^\n]*(?:\n[^\n]*)?(?:localhost|127\.0\.0\.1|本地|\blocal\b|docker|容器|container)|(?:localhost|127\.0\.0\.1|本地|\blocal\b|docker|容器|container)[^\n]*\bflush(?:all|db)\b",
     ),
     (
         "destructive",

@@ -50,6 +50,12 @@ pub(super) const TARGET_RULES: &[(&str, &str)] = &[
         "credential_read",
         r"\bkubectl\b[^\n]*\bget +secrets?\b[^\n]*(?:\n[^\n]*)?(?:\b(?:paste|post|share|send|copy)\b[^\n.;]{0,40}(?:\b(?:ticket|channel|chat|wiki|doc|slack|thread|issue|runbook|readme)|#[a-z])|(?:贴|放|发|整理)[^\n。；]{0,20}(?:wiki|群|文档|表格|工单))",
     ),
+    // A secret store's output put on the clipboard to be pasted on (`gh auth token | pbcopy`), and
+    // command lines that print every key (`aws configure export-credentials`).
+    (
+        "credential_read",
+        r"\b(?:gh +auth +token|aws +configure +export-credentials|vault +(?:kv +get|read)|op +read|security +find-(?:generic|internet)-password|gcloud +auth +print-access-token|az +account +get-access-token)\b[^\n|]*\| *(?:pbcopy|xclip|xsel|clip|wl-copy|set-clipboard)\b|\baws +configure +export-credentials\b",
+    ),
     ("credential_read", r"\bvault +(?:kv +get|read)\b[^\n]*> *\S+[^\n]*(?:\n[^\n]*)?\b(?:commit|git +add|push)\b"),
     ("credential_read", r"\bgit +log +-p\b[^\n]*\.env\b[^\n]*\|[^\n]*\b(?:key|secret|token|password)"),
     // Secrets handed to where people or an agent read them, in words: "paste the password into
@@ -152,6 +158,11 @@ pub(super) const TARGET_RULES: &[(&str, &str)] = &[
     ),
     ("destructive", r"\bkubectl +delete +all\b[^\n]*(?:--all-namespaces|-a\b)"),
     ("destructive", r"\b(?:prod\w*|live)\b[^\n]{0,60}\n[^\n]{0,20}\bdelete +from +[a-z0-9_.\x22]+ *;"),
+    // A table dropped where production is named on its line.
+    (
+        "destructive",
+        r"\bdrop +table +[a-z0-9_.\x22`]+ *;?[^\n]{0,60}\bprod\w*|\bprod\w*\b[^\n]{0,60}\bdrop +table +[a-z0-9_.\x22`]+",
+    ),
     (
         "destructive",
         r"(?:清空|删除|删掉|drop|truncate)[^\n。；]{0,6}(?:生产|线上|正式)(?:环境)?的?[^\n。；]{0,30}(?:表|库)",
@@ -167,7 +178,7 @@ pub(super) const TARGET_RULES: &[(&str, &str)] = &[
     // Windows batch file downloaded and started.
     (
         "pipe_to_shell",
-        r"\bnpx +(?:-y +|--yes +)?(?:github:|https?://|git\+)|\bdeno +run\b[^\n]*(?: -a\b| --allow-all\b)[^\n]*https?://",
+        r"\b(?:npx|bunx|pnpm +dlx|uvx|pipx +run|uv +tool +run)\b(?: +-[-a-z]+)*? +(?:--(?:from|spec)[ =])?(?:github:|https?://|git\+)|\bdeno +run\b[^\n]*(?: -a\b| --allow-all\b)[^\n]*https?://",
     ),
     (
         "pipe_to_shell",

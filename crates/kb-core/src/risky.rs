@@ -44,12 +44,19 @@
 //!
 //! # Layout
 //!
-//! `rules.rs` holds the rules, classes and exceptions as data, `cues.rs` the negations, verdicts
-//! and frames around a match; this file compiles them and runs them on the views. The code names
-//! no rule.
+//! `rules.rs` holds the rules, classes and exceptions as data, and the scopes that narrow a
+//! match to something harmless (a test database, this machine's Redis, a password manager's
+//! output captured into a variable); `target_rules.rs` the rules read by what an action is done
+//! to or where its output goes, some of them only with a context in the lines around
+//! (`LINE_RULES`: a personal drive with a verb that sends); `cues.rs` the negations, verdicts
+//! and frames around a match; `reports.rs` the cues that read past the sentence (an action
+//! someone proposed and that was rejected, an incident report, a list under one negation). This
+//! file compiles them and runs them on the views. The code names no rule.
 
 mod cues;
+mod reports;
 mod rules;
+mod target_rules;
 
 use std::sync::LazyLock;
 
@@ -58,10 +65,13 @@ use regex::Regex;
 use crate::matchset::MatchSet;
 
 use self::cues::{
-    ACTION_URGED, COLLECTIVE, CONDEMNATION_UNDONE, CONDEMNED_AFTER, FRAME_BROKEN, FRAME_CONDITION, FRAME_NOUN_BEFORE,
-    FRAME_UNDONE_AFTER, FRAMES, NEGATION_UNDONE, NEGATIONS, NOT_NEGATIONS,
+    ACTION_URGED, COLLECTIVE, CONDEMNATION_UNDONE, CONDEMNED_AFTER, CONDITIONAL_REPORT, DONE_AGAIN, FRAME_BROKEN,
+    FRAME_CONDITION, FRAME_NOUN_BEFORE, FRAME_UNDONE_AFTER, FRAMES, FRAMES_BEFORE_COLON, LIST_VERDICT, NEGATION_UNDONE,
+    NEGATIONS, NOT_NEGATIONS, REJECTIONS, REPORT_GENRES, REPORTERS, SELF_CORRECTIONS, THIRD_PERSON,
 };
-use self::rules::{CLASSES, EXCEPTIONS, RULES, expand};
+use self::reports::{before_list, reported_not_advised};
+use self::rules::{CLASSES, EXCEPTIONS, GATES, NOT_PRODUCTION, PRODUCTION, RULES, SCOPED, expand};
+use self::target_rules::{LINE_RULES, TARGET_RULES};
 
 /// One risky action found in a text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,6 +115,11 @@ struct Compiled {
     /// `RULES`' patterns, and each one's class.
     set: MatchSet,
     classes: Vec<&'static str>,
+    /// For each rule, the index of its gate in `gate_regexes` (`GATES`), if it has one.
+    gates: Vec<Option<usize>>,
+    gate_regexes: Vec<Regex>,
+    /// For each rule, what its match's line must also have (`LINE_RULES`), if anything.
+    contexts: Vec<Option<Regex>>,
     exceptions: Vec<(&'static str, Regex)>,
     negation: Regex,
     undone: Regex,
@@ -118,12 +133,52 @@ struct Compiled {
     frame_condition: Regex,
     frame_undone_after: Regex,
     collective: Regex,
+    list_verdict: Regex,
+    reporter: Regex,
+    rejection: Regex,
+    report_genre: Regex,
+    third_person: Regex,
+    done_again: Regex,
+    self_correction: Regex,
+    conditional_report: Regex,
+    frame_before_colon: Regex,
+    /// An open quoted argument of a search command before a match: the match is a pattern searched for.
+    search_pattern: Regex,
+    /// `SCOPED`: what in the line of a match (and the next) narrows it to something harmless.
+    scoped: Vec<(&'static str, Regex)>,
+    production: Regex,
+    not_production: Regex,
 }
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
-    let patterns: Vec<String> = RULES.iter().map(|(_, pattern)| ascii_boundaries(&expand(pattern))).collect();
+    let line_rules = LINE_RULES.iter().map(|(class, pattern, _)| (*class, *pattern));
+    let rules: Vec<(&str, &str)> = RULES.iter().chain(TARGET_RULES).copied().chain(line_rules).collect();
+    let contexts: Vec<Option<Regex>> = (0..rules.len())
+        .map(|idx| {
+            let line_rule = idx.checked_sub(RULES.len() + TARGET_RULES.len()).map(|line_idx| LINE_RULES[line_idx].2);
+            line_rule.map(|context| Regex::new(&ascii_boundaries(context)).expect("risky-action contexts compile"))
+        })
+        .collect();
+    let patterns: Vec<String> = rules.iter().map(|(_, pattern)| ascii_boundaries(&expand(pattern))).collect();
+    // Each gate once, shared by the rules it gates.
+    let mut gate_patterns: Vec<&str> = Vec::new();
+    let gates: Vec<Option<usize>> = rules
+        .iter()
+        .map(|(_, pattern)| {
+            let (_, gate) = GATES.iter().find(|(gated, _)| gated == pattern)?;
+            Some(gate_patterns.iter().position(|known| known == gate).unwrap_or_else(|| {
+                gate_patterns.push(gate);
+                gate_patterns.len() - 1
+            }))
+        })
+        .collect();
+    assert_eq!(gates.iter().flatten().count(), GATES.len(), "every gate names a rule");
+    let gate_regexes = gate_patterns
+        .iter()
+        .map(|gate| Regex::new(&ascii_boundaries(&expand(gate))).expect("risky-action gates compile"))
+        .collect();
     let set = MatchSet::new(&patterns).expect("risky-action rules compile");
-    let classes = RULES
+    let classes = rules
         .iter()
         .map(|(class, _)| {
             assert!(CLASSES.iter().any(|(name, _)| name == class), "rule of an unknown class {class}");
@@ -136,6 +191,9 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         .collect();
     Compiled {
         set,
+        gates,
+        gate_regexes,
+        contexts,
         classes,
         exceptions,
         negation: Regex::new(&words_pattern(NEGATIONS)).expect("negations compile"),
@@ -150,6 +208,22 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         frame_condition: Regex::new(FRAME_CONDITION).expect("frame conditions compile"),
         frame_undone_after: Regex::new(&words_pattern(FRAME_UNDONE_AFTER)).expect("frame undoers compile"),
         collective: Regex::new(&words_pattern(COLLECTIVE)).expect("collectives compile"),
+        list_verdict: Regex::new(LIST_VERDICT).expect("list verdicts compile"),
+        reporter: Regex::new(&words_pattern(REPORTERS)).expect("reporters compile"),
+        rejection: Regex::new(&words_pattern(REJECTIONS)).expect("rejections compile"),
+        report_genre: Regex::new(&words_pattern(REPORT_GENRES)).expect("report genres compile"),
+        third_person: Regex::new(&words_pattern(THIRD_PERSON)).expect("third persons compile"),
+        done_again: Regex::new(&words_pattern(DONE_AGAIN)).expect("repeat words compile"),
+        self_correction: Regex::new(&words_pattern(SELF_CORRECTIONS)).expect("self-corrections compile"),
+        conditional_report: Regex::new(CONDITIONAL_REPORT).expect("conditional reports compile"),
+        frame_before_colon: Regex::new(&words_pattern(FRAMES_BEFORE_COLON)).expect("list frames compile"),
+        search_pattern: Regex::new(SEARCH_PATTERN).expect("search patterns compile"),
+        scoped: SCOPED
+            .iter()
+            .map(|(class, pattern)| (*class, Regex::new(pattern).expect("risky-action scope compiles")))
+            .collect(),
+        production: Regex::new(PRODUCTION).expect("production names compile"),
+        not_production: Regex::new(NOT_PRODUCTION).expect("non-production names compile"),
     }
 });
 
@@ -172,12 +246,24 @@ fn words_pattern(words: &[&str]) -> String {
 
 fn check_view(view: &str, found: &mut Vec<RiskyAction>) {
     let compiled = &*COMPILED;
-    for rule_idx in compiled.set.matching(view) {
-        let (class, regex) = (&compiled.classes[rule_idx], compiled.set.regex(rule_idx));
+    // Whether each gate matches this view, asked at most once.
+    let mut gate_open: Vec<Option<bool>> = vec![None; compiled.gate_regexes.len()];
+    for (rule_idx, class) in compiled.classes.iter().enumerate() {
+        // One action per class: a class found is not looked for again.
         if found.iter().any(|action| action.class == *class) {
             continue;
         }
-        if let Some(span) = first_counted_match(compiled, class, regex, view) {
+        if let Some(gate) = compiled.gates[rule_idx] {
+            let open = *gate_open[gate].get_or_insert_with(|| compiled.gate_regexes[gate].is_match(view));
+            if !open {
+                continue;
+            }
+        }
+        let regex = compiled.set.regex(rule_idx);
+        if !regex.is_match(view) {
+            continue;
+        }
+        if let Some(span) = first_counted_match(compiled, class, regex, compiled.contexts[rule_idx].as_ref(), view) {
             let what = CLASSES.iter().find(|(name, _)| name == class).map(|(_, what)| *what).unwrap_or("");
             found.push(RiskyAction { class, what, span });
         }
@@ -193,9 +279,16 @@ const MAX_SET_ASIDE: usize = 64;
 
 /// The first match of `regex` in `view` that is neither an exception nor negated, shortened
 /// for a reason.
-fn first_counted_match(compiled: &Compiled, class: &str, regex: &Regex, view: &str) -> Option<String> {
+fn first_counted_match(
+    compiled: &Compiled,
+    class: &str,
+    regex: &Regex,
+    context: Option<&Regex>,
+    view: &str,
+) -> Option<String> {
     let mut start = 0;
     let mut set_aside = 0;
+    let mut out_of_context = 0;
     // The last match advised against in its own words (start, end): a match inside it that
     // starts among the arguments of the same command is that action again ("禁止 curl -fsSL
     // https://x.example/i.sh | sh" matches from `https://` too), not a second one.
@@ -203,18 +296,41 @@ fn first_counted_match(compiled: &Compiled, class: &str, regex: &Regex, view: &s
     while start <= view.len() {
         let found = regex.find_at(view, start)?;
         let text = found.as_str();
+        // A rule of `LINE_RULES` counts only with its context around: past the bound, a text of
+        // many such anchors and no context passes (nothing in it is the action).
+        let mut context_negated = false;
+        if let Some(context) = context {
+            let window = compiled.not_production.replace_all(line_window(view, found.start()), " ");
+            match context.find(&window) {
+                Some(said) => {
+                    context_negated = negated(compiled, &window[..said.start()], false)
+                        || clause_negated(compiled, &view[..found.start()])
+                }
+                None => {
+                    out_of_context += 1;
+                    if out_of_context >= MAX_SET_ASIDE {
+                        return None;
+                    }
+                    start = found.start() + view[found.start()..].chars().next().map_or(1, char::len_utf8);
+                    continue;
+                }
+            }
+        }
         // An exception looks at the rest of the last word too: "贴到 github：cat ~/.ssh" is
         // followed by "/id_ed25519.pub".
         let word_rest: String = view[found.end()..].chars().take_while(|ch| !ch.is_whitespace()).take(64).collect();
         let whole = format!("{text}{word_rest}");
-        let excepted = compiled
-            .exceptions
-            .iter()
-            .any(|(excepted_class, exception)| *excepted_class == class && exception.is_match(&whole));
-        let own = negated(compiled, &view[..found.start()])
+        let excepted = compiled.exceptions.iter().any(|(excepted_class, exception)| {
+            (*excepted_class == class || *excepted_class == "*") && exception.is_match(&whole)
+        }) || scoped(compiled, class, view, found.start())
+            || searched_for(compiled, view, found.start());
+        let mid_word_start = !text.starts_with(|ch: char| ch.is_whitespace());
+        let own = context_negated
+            || negated(compiled, &view[..found.start()], mid_word_start)
             || negated_last_word(compiled, text)
-            || condemned_after(compiled, &view[found.end()..])
-            || framed_before(compiled, &view[..found.start()], &view[found.end()..]);
+            || condemned_after(compiled, &view[found.end()..], text.ends_with(|ch: char| ch.is_ascii_graphic()))
+            || framed_before(compiled, &view[..found.start()], &view[found.end()..])
+            || reported_not_advised(compiled, view, found.start(), found.end());
         if own {
             advised_against = Some((found.start(), found.end()));
         }
@@ -235,6 +351,47 @@ fn first_counted_match(compiled: &Compiled, class: &str, regex: &Regex, view: &s
         start = found.start() + view[found.start()..].chars().next().map_or(1, char::len_utf8);
     }
     None
+}
+
+/// Around a match starting at `start`: up to 160 bytes before it (the line before included, as
+/// in a script that sets `f=/var/log/app.log` and then uploads `$f`), its line and the next,
+/// 400 bytes in all: where `LINE_RULES` look for their context.
+fn line_window(view: &str, start: usize) -> &str {
+    let window_start = start - last_bytes(&view[..start], 160).len();
+    let after = first_bytes(&view[start..], 240);
+    let end = start + after.match_indices('\n').nth(1).map_or(after.len(), |(idx, _)| idx);
+    &view[window_start..end]
+}
+
+/// Whether the line of a match starting at `start`, from the match to the end of the next line
+/// (at most 240 bytes), narrows it to something harmless (`SCOPED`: a throwaway database, this
+/// machine's Redis, a device checked with `lsblk`).
+fn scoped(compiled: &Compiled, class: &str, view: &str, start: usize) -> bool {
+    let line_start = view[..start].rfind('\n').map_or(0, |idx| idx + 1);
+    let line_start = start - last_bytes(&view[line_start..start], 160).len();
+    let window = first_bytes(&view[line_start..], 360);
+    let window = match window.match_indices('\n').nth(1) {
+        Some((idx, _)) => &window[..idx],
+        None => window,
+    };
+    let window = compiled.not_production.replace_all(window, " ");
+    !compiled.production.is_match(&window)
+        && compiled
+            .scoped
+            .iter()
+            .any(|(scoped_class, scope)| (*scoped_class == class || *scoped_class == "*") && scope.is_match(&window))
+}
+
+/// What, from the start of a line to a match, leaves the match inside a quoted argument of a
+/// search command: `grep -rn "verify=False\|InsecureSkipVerify" src/`, `rg 'curl .* \| sh'`.
+const SEARCH_PATTERN: &str =
+    r#"\b(?:grep|egrep|fgrep|rg|ag|ack|git +grep|findstr|select-string|semgrep)\b[^\n|;&]*?(?:"[^"\n]*|'[^'\n]*)$"#;
+
+/// Whether the match starting at `start` stands inside a quoted pattern of a search command on
+/// its line: what is searched for is not done.
+fn searched_for(compiled: &Compiled, view: &str, start: usize) -> bool {
+    let line_start = view[..start].rfind('\n').map_or(0, |idx| idx + 1);
+    compiled.search_pattern.is_match(last_bytes(&view[line_start..start], 160))
 }
 
 /// Whether the match `start..end` is inside the match `outer_start..outer_end` and starts among
@@ -271,10 +428,28 @@ fn first_bytes(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
+/// Whether the clause before a destination (`LINE_RULES`' anchors) holds a negation, anywhere
+/// in it: "不要把 token 发到微信群" governs the sending however many words stand between. At most
+/// 120 bytes back.
+fn clause_negated(compiled: &Compiled, before: &str) -> bool {
+    let before = last_bytes(before, 120);
+    let clause_start = before
+        .char_indices()
+        .rev()
+        .find(|(_, ch)| matches!(ch, ',' | ';' | '!' | '?' | '\n' | ':' | '，' | '。' | '；' | '！' | '？' | '：'))
+        .map_or(0, |(idx, ch)| idx + ch.len_utf8());
+    let clause = compiled.not_negation.replace_all(&before[clause_start..], " ");
+    compiled.negation.find(&clause).is_some_and(|negation| !compiled.undone.is_match(&clause[negation.end()..]))
+}
+
+/// Verbs that ask someone else to act ("ask colleagues to", "let the agent"): a negation before
+/// one governs the action after it.
+const ASKING: &[&str] = &["ask", "tell", "let", "allow", "make", "have", "get", "want", "expect", "force", "instruct"];
+
 /// Whether the last two words before a match, in its clause, negate it: close enough to govern
 /// the action ("do not use `curl -k`", "instead of disabling"), not a negation elsewhere in the
 /// sentence ("it is not risky to `curl … | sh`" still counts).
-fn negated(compiled: &Compiled, before: &str) -> bool {
+fn negated(compiled: &Compiled, before: &str, mid_word_start: bool) -> bool {
     // The last two words are all that counts: a bounded look back keeps each call cheap on a
     // long line without punctuation.
     let before = last_bytes(before, 256);
@@ -286,8 +461,37 @@ fn negated(compiled: &Compiled, before: &str) -> bool {
                 || (*ch == '.' && before[idx + 1..].starts_with(' '))
         })
         .map_or(0, |(idx, ch)| idx + ch.len_utf8());
-    let words: Vec<&str> = before[clause_start..].split_whitespace().collect();
-    negates(compiled, &words[words.len().saturating_sub(2)..])
+    let clause = &before[clause_start..];
+    // A match that starts inside a word (`insecure-skip-tls-verify`) is read from the word's start.
+    let clause = match clause.chars().last() {
+        Some(last) if mid_word_start && (last.is_ascii_alphanumeric() || last == '-' || last == '_') => {
+            clause.trim_end_matches(|ch: char| ch.is_ascii_alphanumeric() || ch == '-' || ch == '_')
+        }
+        _ => clause,
+    };
+    let words: Vec<&str> = clause.split_whitespace().collect();
+    if negates(compiled, &words[words.len().saturating_sub(2)..]) {
+        return true;
+    }
+    // A negated request that someone else act: "do not ask colleagues to send …", "never let the
+    // agent run …": the negation stands before the verb of asking.
+    let asked = words.len() >= 3
+        && words[words.len() - 1] == "to"
+        && words[words.len().saturating_sub(4)..].iter().any(|word| ASKING.contains(word));
+    if asked && negates(compiled, &words[words.len().saturating_sub(6)..words.len() - 2]) {
+        return true;
+    }
+    // An item of a list: the negation before its first item, in that item's clause ("严禁执行
+    // rm -rf 、 drop 、 flushall", "No pastebin, file.io, …", "do not retry with -k or --insecure").
+    before_list(&before[..clause_start + clause.len()]).is_some_and(|lead| {
+        let lead_clause = lead
+            .char_indices()
+            .rev()
+            .find(|(_, ch)| matches!(ch, ';' | '!' | '?' | '\n' | ':' | '，' | '。' | '；' | '！' | '？' | '：'))
+            .map_or(lead, |(idx, ch)| &lead[idx + ch.len_utf8()..]);
+        let words: Vec<&str> = lead_clause.split_whitespace().collect();
+        negates(compiled, &words[words.len().saturating_sub(5)..])
+    })
 }
 
 /// Whether `words` (the two before an action) negate it: a negation not undone after it
@@ -321,7 +525,11 @@ fn negated_last_word(compiled: &Compiled, text: &str) -> bool {
         .iter()
         .rev()
         .take(2)
-        .take_while(|word| word.chars().all(|ch| ch.is_alphabetic() || ch == '\''))
+        .take_while(|word| {
+            // A clause's comma may stick to the word after it (",比每次加").
+            let word = word.trim_start_matches([',', '，', '、']);
+            !word.is_empty() && word.chars().all(|ch| ch.is_alphabetic() || ch == '\'')
+        })
         .count();
     negates(compiled, &words[last - plain..last])
 }
@@ -333,7 +541,7 @@ const CONDEMNATION_WINDOW: usize = 160;
 /// here", "… was rejected in review", "… 不安全"), nothing later in it takes that back ("… is a
 /// bad idea, but here it is fine") and nothing after it in the window, next sentence included,
 /// urges the action anyway ("… Run it now."). Bounded: at most `CONDEMNATION_WINDOW` bytes are read.
-fn condemned_after(compiled: &Compiled, after: &str) -> bool {
+fn condemned_after(compiled: &Compiled, after: &str, mid_word: bool) -> bool {
     let after = first_bytes(after, CONDEMNATION_WINDOW);
     let sentence_end = after.char_indices().find(|(idx, ch)| {
         matches!(ch, ';' | '!' | '?' | '\n' | '。' | '；' | '！' | '？')
@@ -344,6 +552,25 @@ fn condemned_after(compiled: &Compiled, after: &str) -> bool {
         return false;
     }
     let sentence = &after[..sentence_end.map_or(after.len(), |(idx, _)| idx)];
+    // The verdict is read after the match's last word ("… to main/master/release/* is blocked").
+    let word_rest = if mid_word {
+        sentence.find(|ch: char| !ch.is_ascii_graphic() || ch == ',').unwrap_or(sentence.len())
+    } else {
+        0
+    };
+    let (after, sentence) = (&after[word_rest..], &sentence[word_rest..]);
+    // An item of a list of commands, a verdict on all of them later in the sentence ("`curl -k`,
+    // `verify=False` and … fail the CI lint").
+    let trimmed = sentence.trim_start();
+    if trimmed.starts_with([',', '、']) || trimmed.starts_with("and ") || trimmed.starts_with("or ") {
+        if let Some(verdict) = compiled.list_verdict.find(sentence) {
+            if !compiled.frame_broken.is_match(&sentence[..verdict.start()])
+                && !compiled.condemnation_undone.is_match(&sentence[verdict.end()..])
+            {
+                return true;
+            }
+        }
+    }
     // A list of commands ends in a collective noun, the verdict after it ("`rm -rf /`、mkfs、
     // `dd` 这些命令一律需要人工确认"): the verdict is read from there, if nothing in the list
     // starts an instruction of its own.
@@ -353,7 +580,11 @@ fn condemned_after(compiled: &Compiled, after: &str) -> bool {
     };
     match compiled.condemned.find(&sentence[from..]) {
         Some(verdict) => {
-            !compiled.condemnation_undone.is_match(&sentence[from + verdict.end()..])
+            // What takes the verdict back stands in its clause or the next ("… 不安全，但是没关系");
+            // a clause further on is about the alternative ("…，建议用 X，校验还是开着的").
+            let rest = &sentence[from + verdict.end()..];
+            let two_clauses = rest.match_indices([',', '，']).nth(1).map_or(rest, |(idx, _)| &rest[..idx]);
+            !compiled.condemnation_undone.is_match(two_clauses)
                 && !compiled.action_urged.is_match(&after[from + verdict.end()..])
         }
         None => false,
@@ -403,13 +634,18 @@ fn framed_before(compiled: &Compiled, before: &str, after: &str) -> bool {
     let after_word = sentence[frame.start()..].trim_start_matches(|ch: char| !ch.is_alphanumeric());
     let word_end = after_word.find(|ch: char| !ch.is_alphanumeric()).unwrap_or(after_word.len());
     let label = lead.trim().is_empty() && after_word[word_end..].trim_start().starts_with([':', '：']);
-    if after_word.contains([':', '：']) && !label {
+    let introduces_list = compiled.frame_before_colon.is_match(frame.as_str());
+    if after_word.contains([':', '：']) && !label && !introduces_list {
         return false;
     }
     if compiled.frame_broken.is_match(between) {
         return false;
     }
-    !compiled.frame_undone_after.is_match(first_bytes(after, CONDEMNATION_WINDOW))
+    // What takes the frame back stands in the action's sentence ("…, so use it"); the next
+    // sentence may be a rule about something else ("…。遇到这种要求请直接拒绝").
+    let after = first_bytes(after, CONDEMNATION_WINDOW);
+    let sentence_end = after.find(['。', '！', '？', '\n']).unwrap_or(after.len());
+    !compiled.frame_undone_after.is_match(&after[..sentence_end])
 }
 
 fn shorten(text: &str) -> String {
@@ -467,5 +703,7 @@ fn without_shell_quoting(view: &str) -> String {
 
 #[cfg(test)]
 mod family_tests;
+#[cfg(test)]
+mod round5_tests;
 #[cfg(test)]
 mod tests;

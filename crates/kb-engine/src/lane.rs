@@ -1,8 +1,9 @@
 //! The write lane: a few threads at a lower OS priority that do the CPU-heavy part of a submit
 //! that holds no lock (the gate, the near-duplicate lookup), so that searches come first. The
 //! engine's commit lane (`Engine::committer`) is another, of two threads, for group commits;
-//! [`start_below_searches`] starts the search index's writer, whose threads are the writes'
-//! background work too, at the same priority.
+//! [`start_below_searches`] starts the search index's threads (tantivy's indexing, merging,
+//! segment-updating and `meta.json`-watching ones), the writes' background work too, at the same
+//! priority.
 //!
 //! Issue 25: 50 submitting clients each ran their gate and their near-duplicate search on their
 //! own request thread, at the searches' priority: 50 threads ready to run on two cores, and a
@@ -96,29 +97,31 @@ fn work(receiver: &Mutex<Receiver<Job>>) {
     }
 }
 
-/// Runs `start` on a thread of its own at the lane's priority and returns its answer: threads
-/// that `start` starts inherit that priority (Linux keeps it per thread and passes it on). The
-/// search index's writer is started this way, so that tantivy's indexing, merging and
-/// segment-updating threads, background work of the writes, run below the searches as the
-/// lanes do. When no thread can be started, `start` runs on the caller's.
-pub fn start_below_searches<T: Send>(start: impl FnOnce() -> T + Send) -> T {
-    let mut start = Some(start);
-    let ran = std::thread::scope(|scope| {
+/// Runs `start` on a thread of its own at the lane's priority and waits for it: threads that
+/// `start` starts inherit that priority (Linux keeps it per thread and passes it on). The search
+/// index starts its threads this way (`kb_index::StartThreads`, given when the engine opens it),
+/// so that tantivy's indexing, merging and segment-updating threads, background work of the
+/// writes, run below the searches as the lanes do, whichever thread makes the writer anew or
+/// commits. When no thread can be started, `start` runs on the caller's.
+pub fn start_below_searches(start: &mut (dyn FnMut() + Send)) {
+    let started = std::thread::scope(|scope| {
         let spawned = std::thread::Builder::new().name("below-searches".to_owned()).spawn_scoped(scope, || {
             lower_priority();
-            start.take().map(|start| start())
+            start();
         });
         match spawned {
-            Ok(thread) => thread.join().unwrap_or_else(|panic| resume_unwind(panic)),
+            Ok(thread) => {
+                thread.join().unwrap_or_else(|panic| resume_unwind(panic));
+                true
+            }
             Err(error) => {
                 tracing::warn!("started at the normal priority: no thread to start it below the searches: {error}");
-                None
+                false
             }
         }
     });
-    match ran {
-        Some(answer) => answer,
-        None => start.take().expect("a start that did not run is still here")(),
+    if !started {
+        start();
     }
 }
 

@@ -35,8 +35,8 @@ use self::open::{DirListing, lock_error, open_existing, register_analyzer, wipe_
 use self::query::WAND_POSTINGS_BUDGET;
 use self::reader::Reader;
 use self::view::{Found, View};
-pub use self::writer::IndexDoc;
-use self::writer::Writer;
+pub use self::writer::{IndexDoc, StartThreads};
+use self::writer::{Writer, on_the_calling_thread, starting_threads};
 use crate::analyzer::analyze_with_spans;
 use crate::directory::DeferredSyncDirectory;
 use crate::error::{Error, Result};
@@ -146,7 +146,17 @@ impl ExperienceIndex {
     /// are removed, so a misconfigured path never costs a user their own files.
     ///
     /// An index locked by another live writer is an error, never wiped.
+    ///
+    /// Tantivy's threads start on whichever thread asks for them: the one opening, committing or
+    /// resetting (see [`ExperienceIndex::open_with`]).
     pub fn open(dir: &Path) -> Result<(ExperienceIndex, OpenOutcome)> {
+        ExperienceIndex::open_with(dir, on_the_calling_thread)
+    }
+
+    /// [`ExperienceIndex::open`], with every start of tantivy's threads, now and later (new
+    /// writers, commits), run through `start_threads`: the daemon starts them below its searches'
+    /// priority.
+    pub fn open_with(dir: &Path, start_threads: StartThreads) -> Result<(ExperienceIndex, OpenOutcome)> {
         fs::create_dir_all(dir).map_err(|source| Error::Io {
             action: "create the index directory",
             path: dir.to_owned(),
@@ -176,8 +186,8 @@ impl ExperienceIndex {
 
         let this = match opened {
             Some((index, mut reader, applied_seq)) => {
-                let writer = Writer::open(&index, dir, directory, applied_seq)?;
-                reader.follow_merges(&index)?;
+                let writer = Writer::open(&index, dir, directory, applied_seq, start_threads)?;
+                starting_threads(start_threads, || reader.follow_merges(&index))?;
                 ExperienceIndex::assemble(writer, reader)
             }
             None => {
@@ -185,9 +195,9 @@ impl ExperienceIndex {
                 let fresh_directory = DeferredSyncDirectory::open(dir).map_err(|err| create_error(err.into()))?;
                 let index = Index::create(fresh_directory.clone(), schema, Default::default()).map_err(create_error)?;
                 register_analyzer(&index);
-                let writer = Writer::open(&index, dir, fresh_directory, 0)?;
+                let writer = Writer::open(&index, dir, fresh_directory, 0, start_threads)?;
                 let mut reader = Reader::new(&index).map_err(create_error)?;
-                reader.follow_merges(&index)?;
+                starting_threads(start_threads, || reader.follow_merges(&index))?;
                 let this = ExperienceIndex::assemble(writer, reader);
                 // Record the schema version right away, so a later open can trust this index.
                 this.commit(0)?;

@@ -25,5 +25,5 @@ mod schema;
 
 pub use analyzer::{analyze, jieba_words, warm_up};
 pub use error::{Error, Result};
-pub use index::{Evidence, ExperienceIndex, Hit, IndexDoc, OpenOutcome, SearchRequest, SearchTerm};
+pub use index::{Evidence, ExperienceIndex, Hit, IndexDoc, OpenOutcome, SearchRequest, SearchTerm, StartThreads};
 pub use schema::SCHEMA_VERSION;

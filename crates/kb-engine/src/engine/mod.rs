@@ -165,8 +165,8 @@ impl Engine {
             .map(|_| Store::open_reader(&paths.database).map(Mutex::new))
             .collect::<kb_store::Result<Vec<_>>>()
             .context("cannot open read connections to the experience store")?;
-        // Its writer's threads (indexing, merges) are the writes' background work.
-        let (index, outcome) = crate::lane::start_below_searches(|| ExperienceIndex::open(&paths.index))
+        // Its threads (indexing, merges) are the writes' background work.
+        let (index, outcome) = ExperienceIndex::open_with(&paths.index, crate::lane::start_below_searches)
             .context("cannot open the search index")?;
         let store_seq = writer.seq()?;
         let active = writer.counts()?.active;

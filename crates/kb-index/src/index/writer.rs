@@ -1,5 +1,6 @@
 //! The writing side of the index: tantivy's single writer, the documents it adds and deletes,
-//! commits that record the store sequence number, and starting afresh after a failed commit.
+//! commits that record the store sequence number, and starting afresh after a failed commit;
+//! every start of tantivy's threads goes through the index's [`StartThreads`].
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -26,6 +27,31 @@ const WRITER_MEMORY_BYTES: usize = 2 * 20_000_000;
 
 /// Segments of a size level merged together (tantivy's default is 8).
 const MERGE_MIN_SEGMENTS: usize = 4;
+
+/// How the index starts tantivy's threads (indexing, segment updating, merging, watching
+/// `meta.json`), given at open ([`crate::ExperienceIndex::open_with`]). It is handed what starts
+/// some of them and runs it, once, before it returns, on the thread they should inherit from: a
+/// thread takes its OS priority from the thread that starts it, and tantivy has no hook of its
+/// own. Tantivy starts them when a writer is made (at open, by a rollback, anew after a failed
+/// one), at every commit (new indexing threads) and when the index first watches `meta.json`.
+pub type StartThreads = fn(&mut (dyn FnMut() + Send));
+
+/// Starts tantivy's threads on the calling thread: [`StartThreads`] when none is given.
+pub(super) fn on_the_calling_thread(start: &mut (dyn FnMut() + Send)) {
+    start();
+}
+
+/// Runs `start`, which starts some of tantivy's threads, through `start_threads`, and returns its
+/// answer; when `start_threads` did not run it, runs it here.
+pub(super) fn starting_threads<T: Send>(start_threads: StartThreads, start: impl FnOnce() -> T + Send) -> T {
+    let mut start = Some(start);
+    let mut answer = None;
+    start_threads(&mut || answer = start.take().map(|start| start()));
+    match answer {
+        Some(answer) => answer,
+        None => start.take().expect("a start that did not run is still here")(),
+    }
+}
 
 /// One experience as the index sees it: the searchable text and the filterable attributes.
 #[derive(Debug, Clone, Copy)]
@@ -54,32 +80,33 @@ pub(super) struct Writer {
     /// be rolled back again (it panics), so the next reset starts a new writer instead.
     writer_broken: AtomicBool,
     applied_seq: AtomicU64,
+    /// How tantivy's threads are started.
+    start_threads: StartThreads,
 }
 
 impl Writer {
     /// The writer of `index`, kept in `directory` at `dir` and reflecting the store up to
-    /// `applied_seq`; [`Error::Locked`] when another live writer has it.
+    /// `applied_seq`, its threads started by `start_threads`; [`Error::Locked`] when another
+    /// live writer has it.
     pub(super) fn open(
         index: &Index,
         dir: &Path,
         directory: DeferredSyncDirectory,
         applied_seq: u64,
+        start_threads: StartThreads,
     ) -> Result<Writer> {
-        let writer =
-            index.writer_with_num_threads(WRITER_THREADS, WRITER_MEMORY_BYTES).map_err(|source| match source {
-                TantivyError::LockFailure(LockError::LockBusy, _) => Error::Locked { path: dir.to_owned() },
-                source => Error::Create { path: dir.to_owned(), source },
-            })?;
+        let writer = new_writer(index, start_threads).map_err(|source| match source {
+            TantivyError::LockFailure(LockError::LockBusy, _) => Error::Locked { path: dir.to_owned() },
+            source => Error::Create { path: dir.to_owned(), source },
+        })?;
         set_merge_policy(&writer);
-        Ok(Writer::assemble(index, Some(directory), writer, applied_seq))
+        Ok(Writer::assemble(index, Some(directory), writer, applied_seq, start_threads))
     }
 
     /// The writer of an index in memory.
     pub(super) fn in_ram(index: &Index) -> Result<Writer> {
-        let writer = index
-            .writer_with_num_threads(WRITER_THREADS, WRITER_MEMORY_BYTES)
-            .map_err(|source| Error::CreateInRam { source })?;
-        Ok(Writer::assemble(index, None, writer, 0))
+        let writer = new_writer(index, on_the_calling_thread).map_err(|source| Error::CreateInRam { source })?;
+        Ok(Writer::assemble(index, None, writer, 0, on_the_calling_thread))
     }
 
     fn assemble(
@@ -87,6 +114,7 @@ impl Writer {
         directory: Option<DeferredSyncDirectory>,
         writer: IndexWriter,
         applied_seq: u64,
+        start_threads: StartThreads,
     ) -> Writer {
         let (_, fields) = build_schema();
         Writer {
@@ -96,6 +124,7 @@ impl Writer {
             writer_broken: AtomicBool::new(false),
             writer: Mutex::new(writer),
             applied_seq: AtomicU64::new(applied_seq),
+            start_threads,
         }
     }
 
@@ -108,7 +137,8 @@ impl Writer {
 
     fn reset_locked(&self, writer: &mut IndexWriter) -> Result<()> {
         if !self.writer_broken.load(Ordering::Acquire) {
-            match writer.rollback() {
+            // A rollback starts a new writer in place of this one.
+            match starting_threads(self.start_threads, || writer.rollback()) {
                 Ok(_) => {
                     set_merge_policy(writer);
                     return Ok(());
@@ -121,9 +151,7 @@ impl Writer {
                 }
             }
         }
-        let fresh = self
-            .index
-            .writer_with_num_threads(WRITER_THREADS, WRITER_MEMORY_BYTES)
+        let fresh = new_writer(&self.index, self.start_threads)
             .map_err(|source| Error::Write { operation: "start a new writer", source })?;
         set_merge_policy(&fresh);
         *writer = fresh;
@@ -228,11 +256,13 @@ impl Writer {
         // The writer stays locked until the reader is reloaded, so commits and the recorded
         // sequence numbers cannot interleave.
         let mut writer = self.lock_writer();
-        let committed = (|| {
-            let mut prepared = writer.prepare_commit().map_err(commit_error)?;
+        let writing: &mut IndexWriter = &mut writer;
+        // Preparing a commit ends the indexing threads and starts new ones.
+        let committed = starting_threads(self.start_threads, || {
+            let mut prepared = writing.prepare_commit().map_err(commit_error)?;
             prepared.set_payload(&payload);
             prepared.commit().map_err(commit_error)
-        })();
+        });
         if let Err(error) = committed {
             // Never trust a writer whose commit failed (see `reset_writer`).
             if let Err(reset) = self.reset_locked(&mut writer) {
@@ -276,6 +306,12 @@ impl Writer {
     }
 }
 
+/// A new writer of `index` (the only one: it takes the directory's lock), its threads started by
+/// `start_threads`.
+fn new_writer(index: &Index, start_threads: StartThreads) -> tantivy::Result<IndexWriter> {
+    starting_threads(start_threads, || index.writer_with_num_threads(WRITER_THREADS, WRITER_MEMORY_BYTES))
+}
+
 /// Every commit (each submit, each import batch) makes new segments, and a query pays a term
 /// lookup per term, field and segment: merging sooner than tantivy's default of 8 segments per
 /// level keeps the count, and so the per-query cost, low.
@@ -283,4 +319,64 @@ fn set_merge_policy(writer: &IndexWriter) {
     let mut merge_policy = LogMergePolicy::default();
     merge_policy.set_min_num_segments(MERGE_MIN_SEGMENTS);
     writer.set_merge_policy(Box::new(merge_policy));
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use kb_core::Status;
+
+    use crate::{ExperienceIndex, IndexDoc};
+
+    static STARTS: AtomicUsize = AtomicUsize::new(0);
+
+    fn counted(start: &mut (dyn FnMut() + Send)) {
+        STARTS.fetch_add(1, Ordering::SeqCst);
+        start();
+    }
+
+    fn doc(id: &str) -> IndexDoc<'_> {
+        IndexDoc {
+            id,
+            task: "flaky vitest run",
+            resource: "vitest",
+            result: "retry once",
+            content: None,
+            score: 3,
+            status: Status::Active,
+            agent_id: None,
+        }
+    }
+
+    /// Every start of tantivy's threads goes through the index's `StartThreads` (the daemon's
+    /// runs them below its searches): at open, at each commit, by a rollback, and by the new
+    /// writer made once a failed commit left one that cannot roll back.
+    #[test]
+    fn every_start_of_tantivys_threads_goes_through_the_index() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("index");
+        let starts = || STARTS.load(Ordering::SeqCst);
+        let (index, _) = ExperienceIndex::open_with(&path, counted).expect("open");
+        assert_eq!(starts(), 3, "the writer, the watch of meta.json and the first commit");
+        index.upsert(&[doc("first")]).expect("upsert");
+        index.commit(1).expect("commit");
+        assert_eq!(starts(), 4, "a commit");
+        index.reset_writer().expect("reset");
+        assert_eq!(starts(), 5, "a rollback");
+        // With its directory gone, a commit fails, and so do the rollback and the new writer
+        // after it.
+        let away = dir.path().join("away");
+        std::fs::rename(&path, &away).expect("move the index away");
+        index.upsert(&[doc("second")]).expect("upsert");
+        assert!(index.commit(2).is_err(), "a commit without a directory");
+        assert_eq!(starts(), 8, "the commit, a rollback and a new writer");
+        std::fs::rename(&away, &path).expect("move the index back");
+        index.reset_writer().expect("reset");
+        assert_eq!(starts(), 9, "a new writer");
+        index.upsert(&[doc("second")]).expect("upsert");
+        index.commit(2).expect("commit");
+        assert_eq!(starts(), 10, "a commit");
+        assert_eq!(index.num_docs(), 2);
+    }
 }

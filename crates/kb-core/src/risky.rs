@@ -50,11 +50,15 @@
 //! to or where its output goes, some of them only with a context in the lines around
 //! (`LINE_RULES`: a personal drive with a verb that sends); `cues.rs` the negations, verdicts
 //! and frames around a match; `reports.rs` the cues that read past the sentence (an action
-//! someone proposed and that was rejected, an incident report, a list under one negation). This
+//! someone proposed and that was rejected, an incident report, a list under one negation);
+//! `round6_rules.rs` round 6's families (code that fetches and runs, callbacks that accept any
+//! certificate, secrets read from live stores or logged, free online tools and machines of
+//! one's own, whole stores deleted by an API, a loop or a statement without `WHERE`). This
 //! file compiles them and runs them on the views. The code names no rule.
 
 mod cues;
 mod reports;
+mod round6_rules;
 mod rules;
 mod target_rules;
 
@@ -70,6 +74,7 @@ use self::cues::{
     NEGATIONS, NOT_NEGATIONS, REJECTIONS, REPORT_GENRES, REPORTERS, SELF_CORRECTIONS, THIRD_PERSON,
 };
 use self::reports::{before_list, reported_not_advised};
+use self::round6_rules::{GUARD, ROUND6_LINE_RULES, ROUND6_RULES, SHARED_PLACE_RULES};
 use self::rules::{CLASSES, EXCEPTIONS, GATES, NOT_PRODUCTION, PRODUCTION, RULES, SCOPED, expand};
 use self::target_rules::{LINE_RULES, TARGET_RULES};
 
@@ -99,6 +104,11 @@ pub fn risky_actions(text: &str) -> Vec<RiskyAction> {
     let unquoted = without_shell_quoting(&plain);
     if unquoted != plain {
         check_view(&unquoted, &mut found);
+    }
+    // An exec-form command (`["kubectl", "delete", "namespace", "--all"]`, a Dockerfile's `RUN
+    // [...]`, a tool call's argument list) read as the command line it stands for.
+    if let Some(joined) = exec_form_joined(&plain) {
+        check_view(&joined, &mut found);
     }
     for decoded in crate::injection::base64_texts(text) {
         check_view(&view(&decoded), &mut found);
@@ -148,14 +158,20 @@ struct Compiled {
     scoped: Vec<(&'static str, Regex)>,
     production: Regex,
     not_production: Regex,
+    /// `GUARD`: a check before a destructive statement that stops it outside a throwaway environment.
+    guard: Regex,
 }
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
-    let line_rules = LINE_RULES.iter().map(|(class, pattern, _)| (*class, *pattern));
-    let rules: Vec<(&str, &str)> = RULES.iter().chain(TARGET_RULES).copied().chain(line_rules).collect();
+    let all_line_rules: Vec<&(&str, &str, &str)> =
+        LINE_RULES.iter().chain(ROUND6_LINE_RULES).chain(SHARED_PLACE_RULES).collect();
+    let line_rules = all_line_rules.iter().map(|(class, pattern, _)| (*class, *pattern));
+    let plain_rules = RULES.len() + TARGET_RULES.len() + ROUND6_RULES.len();
+    let rules: Vec<(&str, &str)> =
+        RULES.iter().chain(TARGET_RULES).chain(ROUND6_RULES).copied().chain(line_rules).collect();
     let contexts: Vec<Option<Regex>> = (0..rules.len())
         .map(|idx| {
-            let line_rule = idx.checked_sub(RULES.len() + TARGET_RULES.len()).map(|line_idx| LINE_RULES[line_idx].2);
+            let line_rule = idx.checked_sub(plain_rules).map(|line_idx| all_line_rules[line_idx].2);
             line_rule.map(|context| Regex::new(&ascii_boundaries(context)).expect("risky-action contexts compile"))
         })
         .collect();
@@ -224,6 +240,7 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
             .collect(),
         production: Regex::new(PRODUCTION).expect("production names compile"),
         not_production: Regex::new(NOT_PRODUCTION).expect("non-production names compile"),
+        guard: Regex::new(GUARD).expect("guards compile"),
     }
 });
 
@@ -377,6 +394,10 @@ const CONTEXT_WINDOW: Window = Window { before: 160, from_its_line: false, after
 /// match) and the next, 360 bytes in all.
 const SCOPE_WINDOW: Window = Window { before: 160, from_its_line: true, after: 360, in_all: 360, lines_after: 1 };
 
+/// Where a guard (`GUARD`) before a destructive statement is looked for: up to 240 bytes before
+/// it, its line up to it.
+const GUARD_WINDOW: Window = Window { before: 240, from_its_line: false, after: 0, in_all: 240, lines_after: 0 };
+
 /// Where a search command is looked for: the match's line up to the match, at most 160 bytes.
 const SEARCH_WINDOW: Window = Window { before: 160, from_its_line: true, after: 0, in_all: 160, lines_after: 0 };
 
@@ -394,6 +415,9 @@ fn window_around<'a>(view: &'a str, start: usize, bounds: &Window) -> &'a str {
 /// throwaway database, this machine's Redis, a device checked with `lsblk`) on its line or the
 /// next ([`SCOPE_WINDOW`]).
 fn scoped(compiled: &Compiled, class: &str, view: &str, start: usize) -> bool {
+    if class == "destructive" && compiled.guard.is_match(window_around(view, start, &GUARD_WINDOW)) {
+        return true;
+    }
     let window = compiled.not_production.replace_all(window_around(view, start, &SCOPE_WINDOW), " ");
     !compiled.production.is_match(&window)
         && compiled
@@ -476,6 +500,11 @@ fn clause_negated(compiled: &Compiled, before: &str) -> bool {
     compiled.negation.find(&clause).is_some_and(|negation| !compiled.undone.is_match(&clause[negation.end()..]))
 }
 
+/// Words that stand between a negation and what it governs without counting as one of the two
+/// words it reaches.
+const DETERMINERS: &[&str] =
+    &["the", "a", "an", "any", "that", "this", "these", "those", "their", "our", "your", "its"];
+
 /// Verbs that ask someone else to act ("ask colleagues to", "let the agent"): a negation before
 /// one governs the action after it.
 const ASKING: &[&str] = &["ask", "tell", "let", "allow", "make", "have", "get", "want", "expect", "force", "instruct"];
@@ -503,8 +532,11 @@ fn negated(compiled: &Compiled, before: &str, mid_word_start: bool) -> bool {
         }
         _ => clause,
     };
-    let words: Vec<&str> = clause.split_whitespace().collect();
-    if negates(compiled, &words[words.len().saturating_sub(2)..]) {
+    // Determiners do not count as words ("did not use the `bash <(curl …)` line", "drop any
+    // `http.sslVerify=false`"); "need to" reaches one word further ("no need to paste").
+    let words: Vec<&str> = clause.split_whitespace().filter(|word| !DETERMINERS.contains(word)).collect();
+    let reach = if words.ends_with(&["need", "to"]) { 3 } else { 2 };
+    if negates(compiled, &words[words.len().saturating_sub(reach)..]) {
         return true;
     }
     // A negated request that someone else act: "do not ask colleagues to send …", "never let the
@@ -581,9 +613,17 @@ fn condemned_after(compiled: &Compiled, after: &str, mid_word: bool) -> bool {
         matches!(ch, ';' | '!' | '?' | '\n' | '。' | '；' | '！' | '？')
             || (*ch == '.' && (after[idx + 1..].starts_with(' ') || idx + 1 == after.len()))
     });
-    // "… would be a disaster? No, …" asks; it does not condemn.
-    if sentence_end.is_some_and(|(_, ch)| ch == '?' || ch == '？') {
-        return false;
+    // "… would be a disaster? No, …" asks; it does not condemn. The question answered no right
+    // after ("`curl -k …` in the healthcheck? No — …") turns it down.
+    if let Some((idx, ch)) = sentence_end.filter(|(_, ch)| *ch == '?' || *ch == '？') {
+        // A question that is itself a verdict ("… would be a disaster? No, …") is answered the
+        // other way.
+        if compiled.condemned.is_match(&after[..idx]) {
+            return false;
+        }
+        let answer = after[idx + ch.len_utf8()..].trim_start();
+        let refused = ["no ", "no,", "no.", "no—", "no -", "nope", "不行", "不，", "不要", "不,"];
+        return refused.iter().any(|no| answer.starts_with(no));
     }
     let sentence = &after[..sentence_end.map_or(after.len(), |(idx, _)| idx)];
     // The verdict is read after the match's last word ("… to main/master/release/* is blocked").
@@ -704,6 +744,28 @@ fn view(text: &str) -> String {
     out
 }
 
+/// The view with the arrays of quoted words it holds joined into command lines (`["sh", "-c",
+/// "curl … | sh"]` to `sh -c curl … | sh`); `None` when it has none.
+fn exec_form_joined(view: &str) -> Option<String> {
+    if !view.contains("\",") && !view.contains("\", ") && !view.contains("', '") && !view.contains("','") {
+        return None;
+    }
+    let mut joined = view.to_owned();
+    for (from, to) in [
+        ("\", \"", " "),
+        ("\",\"", " "),
+        ("', '", " "),
+        ("','", " "),
+        ("[\"", "[ "),
+        ("\"]", " ]"),
+        ("['", "[ "),
+        ("']", " ]"),
+    ] {
+        joined = joined.replace(from, to);
+    }
+    Some(joined)
+}
+
 /// The view with shell quoting that hides a word undone: `c\url`, `cu''rl`, `w""get`.
 fn without_shell_quoting(view: &str) -> String {
     let mut out = String::with_capacity(view.len());
@@ -730,5 +792,7 @@ fn without_shell_quoting(view: &str) -> String {
 mod family_tests;
 #[cfg(test)]
 mod round5_tests;
+#[cfg(test)]
+mod round6_tests;
 #[cfg(test)]
 mod tests;

@@ -59,6 +59,18 @@ pub(super) const NEGATIONS: &[&str] = &[
     "没用",
     "去掉",
     "remove",
+    // Round 6: what was given up ("不再使用 wget … | bash"), what a list or a message leaves out
+    // ("（不含 token）", "不上传任何在线分析网站"),
+    // and a struck-out item of a list of don'ts ("× curl … | bash").
+    "不再",
+    "不含",
+    "不上传",
+    "不外发",
+    "×",
+    "✗",
+    "✘",
+    "❌",
+    "🚫",
 ];
 
 /// Words that contain a negation without being one (别人 "others", 特别 "especially"); taken
@@ -94,7 +106,9 @@ pub(super) const CONDEMNED_AFTER: &str = concat!(
     r"|(?:请|应该|应|建议|需要)(?:改成|改为|换成|改用)|(?:我们|后来|现在|已经)+(?:改成了|改为了|换成了|改用了|已改成))",
     r"|^[\s)\]\x22'`”’」』]*[^\n。；，,！？!?]{0,8}?(?:是|会|很|非常|太|都|就|可能|容易|将|被|明确|严重)*",
     r"(?:错误的|错的|不安全|违规|违反|只能(?:出现在|用在|用于|在测试)|不是让人|不能合|不能开|不能用|不能上|不能进|不对|出事|出大事|危险|有风险|有安全风险|不可取|不推荐|不允许|禁止|拒绝|驳回|打回|坏主意|灾难|后果严重",
-    r"|不是好办法|不是好主意|不是个好主意|不是正确的做法|需要人工确认|需人工确认|需要人工审批|需要审批)",
+    r"|不是好办法|不是好主意|不是个好主意|不是正确的做法|需要人工确认|需人工确认|需要人工审批|需要审批",
+    // Round 6: taken out of service ("… 已经下线了", "… 已删除").
+    r"|已经?(?:下线|删除|删掉|移除|废弃|停用|去掉))",
 );
 
 /// What, later in the same sentence, takes a condemnation back ("… is a bad idea, but here it is
@@ -263,6 +277,14 @@ pub(super) const FRAMES: &[&str] = &[
     "fails on",
     "examples of",
     "反例",
+    // Round 6: a search for it, or a page that still names it, reports it ("grepped the repo
+    // for `| sh`", "the README still mentions an `iwr … | iex` route").
+    "grepped",
+    "grepped for",
+    "searched for",
+    "scanned for",
+    "still mentions",
+    "禁止出现",
 ];
 
 /// Words that make a frame word a noun ("the code block below", "this flags field"): then it

@@ -46,13 +46,13 @@ const WORD_LISTS: &[(&str, &str)] = &[
 /// Commands and forms that fetch something from the network.
 const FETCH: &str = r"(?:\b(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod|aria2c)\b|https?://)";
 /// What may stand before a command: `sudo` with options, `env`, variable assignments, a path.
-const PREFIX: &str = r"(?:(?:sudo(?: +-[a-z-]+(?: +[a-z0-9_]+)?)*|doas|env(?: +-[a-z]+)*|[a-z_][a-z0-9_]*=\S*|/(?:usr/)?(?:local/)?bin/) +)*(?:/(?:usr/)?(?:local/)?bin/)?";
+const PREFIX: &str = r"(?:(?:sudo(?: +-[a-z-]+(?: +[a-z0-9_]+)?)*|doas|env(?: +-[a-z]+)*|[a-z_][a-z0-9_]*=(?:'[^'\n]*'|\x22[^\x22\n]*\x22|\S*)|/(?:usr/)?(?:local/)?bin/) +)*(?:/(?:usr/)?(?:local/)?bin/)?";
 /// Shells, which run whatever they are given.
 const SHELL: &str = r"(?:(?:ba|z|da|k|c|tc|fi|a)?sh|iex|invoke-expression|pwsh|powershell)\b";
 /// Interpreters, which run their standard input only without a script or `-m`/`-c`.
 /// `py` is Windows' launcher; `python3 - --version 1.2` passes arguments to the script it reads.
 const INTERPRETER: &str =
-    r"(?:python[0-9.]*|py|perl|ruby|node|php)(?: +-(?:$|[\s;&)|\\\x22'])| *(?:$|[;&)|\n\\\x22']))";
+    r"(?:python[0-9.]*|py|perl|ruby|node|php)(?: +-(?:$|[\s;&)|\\\x22'])| *(?:$|[;&)|\n\\\x22'，。,])| +[^\x00-\x7f])";
 /// A home directory however a shell or Windows spells it: `~`, `$HOME`, `${HOME}`, `"$HOME"`,
 /// `$env:USERPROFILE`, `%USERPROFILE%`.
 const HOME: &str = r#"(?:~|["']?(?:\$home|\$\{home\}|\$env:userprofile|\$env:home|%userprofile%|%homepath%)["']?)"#;
@@ -86,7 +86,7 @@ const END: &str = r#"(?:$|[\s;&|"')])"#;
 /// `/*` or `/.*` (`"$HOME"/`, `~/*`, `'/'`, `C:\`), up to the end of the word.
 const ROOTS: &str = concat!(
     r#"["']?(?:/|{HOME}|/home|/users|/root|/etc|/usr|/var|/boot|/bin|/lib|/opt|[a-z]:(?:\\users|\\windows)?|/var/lib/(?:postgresql|pgsql|mysql|mongodb|redis|docker|etcd))"#,
-    r#"["']?[/\\]?["']?(?:\.?\*)?["']?(?:$|[\s;&|)])"#,
+    r#"["']?[/\\]{0,2}["']?(?:\.?\*)?["']?(?:$|[\s;&|)])"#,
 );
 /// Commands that dump the environment or the shell's history.
 const ENV_DUMP: &str =
@@ -257,7 +257,7 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ("exfiltration", r"(?:>& *|[^<>]> *)/dev/tcp/|\b(?:nc|ncat|netcat)\b[^\n]* -e +\S+"),
     (
         "exfiltration",
-        r"\b(?:send|post|upload|forward|exfiltrate|transmit|paste|submit|email|mail|share|leak)\b[^\n.;]{0,50}\b(?:secrets|credentials|private keys?|ssh keys?|env(?:ironment)? var(?:iable)?s|environment|cookies|\.env)\b[^\n.;]{0,50}\b(?:to|into|at)\b[^\n.;]{0,30}(?:https?://|\bwebhook|\bpastebin|\bgist|\burl\b|\bendpoint\b|\bkb_submit\b|\S+@\S+\.\S+)",
+        r"\b(?:send|post|upload|forward|exfiltrate|transmit|paste|submit|email|mail|share|leak)(?:s|ed|ing)?\b[^\n.;]{0,50}\b(?:secrets|credentials|private keys?|ssh keys?|env(?:ironment)? var(?:iable)?s|environment|cookies|\.env)\b[^\n.;]{0,50}\b(?:to|into|at)\b[^\n.;]{0,30}(?:https?://|\bwebhook|\bpastebin|\bgist|\burl\b|\bendpoint\b|\bkb_submit\b|\S+@\S+\.\S+)",
     ),
     (
         "exfiltration",
@@ -328,7 +328,7 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ),
     (
         "credential_read",
-        r"(?:浏览器|browser|\bchrome|\bfirefox|\bsafari|\bedge\b|钥匙串|keychain|凭据管理器|密码管理器)[^\n。；]{0,10}(?:密码|凭据)[^\n。；]{0,6}(?:导出|读取|提取|拿出|dump|export)",
+        r"(?:浏览器|browser|\bchrome|\bfirefox|\bsafari|\bedge\b|钥匙串|keychain|凭据管理器|密码管理器)[^\n。；]{0,10}(?:密码|凭据)[^\n。；不别勿]{0,6}(?:导出|读取|提取|拿出|dump|export)",
     ),
     ("credential_read", r"\.authenticators\(|\bkeyring\.get_password\(|\bkeyring\.get_credential\("),
     (
@@ -341,7 +341,7 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ),
     (
         "credential_read",
-        r"(?:密码|凭据|凭证|密钥|token|passwords?|credentials?)[^\n。；]{0,12}(?:记到|写到|贴到|放到|发到|copy (?:it |them )?into|paste (?:it |them )?into)[^\n。；]{0,6}(?:共享|公共|群|wiki|工单|shared|public|the wiki)",
+        r"(?:密码|凭据|凭证|密钥|token|passwords?|credentials?)[^\n。；)）不别勿]{0,12}(?:记到|写到|贴到|放到|发到|copy (?:it |them )?into|paste (?:it |them )?into)[^\n。；]{0,6}(?:共享|公共|群|wiki|工单|shared|public|the wiki)",
     ),
     (
         "credential_read",
@@ -658,6 +658,23 @@ pub(super) const EXCEPTIONS: &[(&str, &str)] = &[
     // A script read or weighed before it runs ("下载脚本以后先看一遍内容再决定要不要运行"); "不用先看"
     // (no need to look first) is no review.
     ("pipe_to_shell", r"(?:^|[^不用需必经])(?:先看|看一遍|看过|要不要|是否|检查后|审查后|确认后)"),
+    // A download looked at or checked before the program that runs it on the same line
+    // (`curl -o x.sh … && shellcheck x.sh && …`), and a run said not to happen ("不要直接执行").
+    (
+        "pipe_to_shell",
+        r"(?:&&|;) *(?:gpg|cosign|minisign|shellcheck|cat|less|more|head|bat|vim?|nano|code)\b|(?:不要|别|禁止|不得|不准|切勿|不能)(?:直接)?(?:执行|运行)",
+    ),
+    // Code that checks what it downloaded against a pinned hash or a signature before it runs it.
+    (
+        "pipe_to_shell",
+        r"\bhashlib\.sha(?:256|384|512)\b|\bsha256\(|\.sha256\b|\bverify_detached\b|\bsodium_crypto_sign_verify|\bcomputehash\b|\bsectrustevaluate",
+    ),
+    // A disk named by its serial or checked before it is wiped.
+    ("destructive", r"\b(?:checked|confirmed|verified|matched)\b[^\n]{0,30}\bserial\b|序列号"),
+    // A secret mounted for one build step names where it goes (`--mount=type=secret,…,target=…`).
+    ("credential_read", r"\btype=secret\b|\btarget=\S*$"),
+    // Vault's dynamic database credentials are one's own short-lived account.
+    ("credential_read", r"\bdatabase/creds/"),
     // A loop device is a file, not a disk.
     ("destructive", r"/dev/loop\d"),
     ("destructive", r"of= *[\x22']?/dev/(?:null|zero|stdout|stderr|fd/|random|urandom)"),
@@ -676,13 +693,32 @@ pub(super) const SCOPED: &[(&str, &str)] = &[
     ),
     (
         "destructive",
-        r"\bflush(?:all|db)\b[^\n]*(?:\n[^\n]*)?(?:localhost|127\.0\.0\.1|本地|\blocal\b|docker|容器|container)|(?:localhost|127\.0\.0\.1|本地|\blocal\b|docker|容器|container)[^\n]*\bflush(?:all|db)\b",
+        r"\b(?:flush(?:all|db)|dropdatabase|drop +(?:database|schema))\b[^\n]*(?:\n[^\n]*)?(?:localhost|127\.0\.0\.1|本地|\blocal\b|docker|容器|container|my own laptop)|(?:localhost|127\.0\.0\.1|本地|\blocal\b|docker|容器|container)[^\n]*\b(?:flush(?:all|db)|dropdatabase|drop +(?:database|schema))\b",
     ),
+    // A psql or mysql prompt names the database a statement runs in (`dev=# DROP SCHEMA …`).
+    ("destructive", r"(?m:^)[a-z_]*(?:dev|test|local|scratch|sandbox)[a-z_]*[=-]?[#>] *(?:drop|truncate|delete)\b"),
     (
         "destructive",
         r"\b(?:aws +s3 +rm|gsutil +(?:-m +)?rm) +[\x22']?(?:s3|gs)://[a-z0-9.-]*(?:scratch|tmp|temp|test|ci)\b[^\s]*",
     ),
     ("destructive", r"\b(?:dd|wipefs|mkfs)\b[^\n]*(?:\n[^\n]*)?\blsblk\b"),
+    // The device looked up first on the same line ("`lsblk` to double-check the serial, then
+    // `wipefs -a …`"); a scope's window reads from the line's start.
+    (
+        "destructive",
+        r"\b(?:lsblk|blkid|diskutil +(?:info|list))\b[^\n]{0,40}\b(?:serial|check|confirm|verify|核对|确认)[^\n]*\b(?:dd|wipefs|mkfs|erasedisk|erasevolume)\b",
+    ),
+    // "before `diskutil eraseDisk`, run `diskutil list …` and check the size and name".
+    (
+        "destructive",
+        r"\bbefore\b[^\n]{0,40}\b(?:erasedisk|erasevolume|wipefs|dd|mkfs)\b[^\n]{0,40}\b(?:diskutil +(?:list|info)|lsblk|blkid)\b[^\n]{0,60}\b(?:check|verify|confirm)",
+    ),
+    // Names only (`cut -d= -f1`, `.map(x => x.name)`, "names only"), or the output thrown away
+    // (`security find-generic-password … >/dev/null && echo present`): no secret is shown.
+    (
+        "credential_read",
+        r"\bnames? only\b|\bonly (?:the )?names\b|\.map\( *\w+ *=> *\w+\.name\b|\bcut +-d *= *-f *1\b|只打印 ?(?:id|名字|名称)|\b(?:security|vault|op|pass|gh +auth +token)\b[^\n|;&]*> */dev/null",
+    ),
     // A manual's option definition names the option: "-k, --insecure" on a line of its own.
     ("*", r"^ *-[a-z0-9], --[a-z0-9-]+(?:[ =]<?[a-z_]+>?)? *(?:\n|$)"),
     // A password manager's output captured into a variable or an argument is not printed:

@@ -9,7 +9,7 @@
 /// Directories whose contents are a system's data, not a build or a cache: services' state
 /// under `/var/lib`, `/data`, `/srv`, backups, exports, shared mounts, Windows shares; whole,
 /// or their contents by `*`.
-pub(super) const DATA_DIRS: &str = r#"["']?(?:/var/lib/(?:postgresql|pgsql|mysql|mongodb|redis|docker|etcd|jenkins|elasticsearch|kafka|rabbitmq|gitlab|grafana|prometheus|influxdb|clickhouse|minio|zookeeper)(?:/[a-z0-9_.-]+)*|/(?:data|srv|backups?|var/backups|export|mnt)(?:/[a-z0-9_.-]*(?:data|shared?|backups?|export|warehouse|nfs)[a-z0-9_.-]*)*|/user/hive/warehouse|\\\\[a-z0-9_.-]+\\[^\s\\]+)["']?(?:[/\\]\*?)?["']?(?:$|[\s;&|),，。])"#;
+pub(super) const DATA_DIRS: &str = r#"["']?(?:/var/lib/(?:postgresql|pgsql|mysql|mongodb|redis|docker|etcd|jenkins|elasticsearch|kafka|rabbitmq|gitlab|grafana|prometheus|influxdb|clickhouse|minio|zookeeper|ldap|openldap)(?:/(?:[a-z0-9_.-]+|\*))*|/(?:data|srv|backups?|var/backups|export|mnt)(?:/[a-z0-9_.-]*(?:data|shared?|backups?|export|warehouse|nfs)[a-z0-9_.-]*)*|/user/hive/warehouse|\\\\[a-z0-9_.-]+\\[^\s\\]+)["']?(?:[/\\]\*?)?["']?(?:$|[\s;&|),，。])"#;
 
 /// Every rule with its class.
 pub(super) const TARGET_RULES: &[(&str, &str)] = &[
@@ -208,7 +208,7 @@ pub(super) const LINE_RULES: &[(&str, &str, &str)] = &[
     (
         "exfiltration",
         r"\b(?:my|his|her|a friend'?s|friend|the freelancer'?s?) (?:own )?(?:personal|private|home)\b|(?:s3|gs|oss)://[a-z0-9.-]*(?:personal|private)|\b(?:my|his|her) (?:own )?(?:gmail|dropbox|google drive|onedrive|icloud|vps|nas|laptop at home|mirror|ec2|collector box)\b|\bpersonal (?:account|bucket|drive|dropbox|vps|server|github|email|mailbox|gmail|google drive|onedrive|ec2|nas|laptop|machine|computer|box|cloud)\b|\.(?:duckdns\.org|ddns\.net)\b|\bforum user\b|\bhis-homelab|\bfriend@",
-        r"\b(?:scp|rsync|rclone|sync|copy|cp|upload|uploaded|send|sent|email|mail|push|post|posts|forward|mirror|share|back ?up|docker +save|tar|curl|requests\.post|http\.post|nc)\b",
+        r"\b(?:scp|rsync|rclone|sync|synced|copy|copied|cp|upload|uploaded|send|sent|email|emailed|mail|mailed|push|pushed|post|posts|posted|forward|forwarded|mirror|mirrored|share|shared|back ?up|docker +save|tar|tarred|curl|requests\.post|http\.post|nc)\b",
     ),
     // A paste, file-drop or webhook host, with data that would leave: logs, dumps, tables,
     // secrets, request headers.
@@ -226,7 +226,7 @@ pub(super) const LINE_RULES: &[(&str, &str, &str)] = &[
     ),
     (
         "exfiltration",
-        r"微信|qq|wetransfer|pastebin|chatgpt|已经离职|外包|第三方|乙方|合作方|公开仓库|公共读",
+        r"(?:^|[^业])微信|qq|wetransfer|pastebin|chatgpt|已经离职|外包|第三方|乙方|合作方|公开仓库|公共读",
         r"(?:发到|发给|传到|上传|同步到|拷到|推到|推送到|贴到|导到|发送|传给|分享|\bupload|\bsend|\bpaste|\bscp|\brsync|\belasticdump)[^\n]*(?:生产|线上|客户[^端]|用户的?(?:表|数据|信息|session)|user 表|导出|dump|数据库|源码|代码|\.env|secrets?|session|cookie|密钥|私钥|token|\.sql|身份证|手机号|合同|备份)|(?:生产|线上|客户[^端]|用户的?(?:表|数据|信息|session)|user 表|导出|dump|数据库|源码|代码|\.env|secrets?|session|cookie|密钥|私钥|token|\.sql|身份证|手机号|合同|备份)[^\n]*(?:发到|发给|传到|上传|同步到|拷到|推到|推送到|贴到|导到|发送|传给|分享|\bupload|\bsend|\bpaste|\bscp|\brsync|\belasticdump)",
     ),
     // A repository, a secret file or a dump e-mailed to an address.

@@ -502,8 +502,7 @@ fn clause_negated(compiled: &Compiled, before: &str) -> bool {
 
 /// Words that stand between a negation and what it governs without counting as one of the two
 /// words it reaches.
-const DETERMINERS: &[&str] =
-    &["the", "a", "an", "any", "that", "this", "these", "those", "their", "our", "your", "its"];
+const DETERMINERS: &[&str] = &["the", "a", "an", "that", "this", "these", "those", "their", "our", "your", "its"];
 
 /// Verbs that ask someone else to act ("ask colleagues to", "let the agent"): a negation before
 /// one governs the action after it.
@@ -532,8 +531,8 @@ fn negated(compiled: &Compiled, before: &str, mid_word_start: bool) -> bool {
         }
         _ => clause,
     };
-    // Determiners do not count as words ("did not use the `bash <(curl …)` line", "drop any
-    // `http.sslVerify=false`"); "need to" reaches one word further ("no need to paste").
+    // Determiners do not count as words ("did not use the `bash <(curl …)` line"); "need to"
+    // reaches one word further ("no need to paste").
     let words: Vec<&str> = clause.split_whitespace().filter(|word| !DETERMINERS.contains(word)).collect();
     let reach = if words.ends_with(&["need", "to"]) { 3 } else { 2 };
     if negates(compiled, &words[words.len().saturating_sub(reach)..]) {

@@ -59,10 +59,12 @@ pub(super) const NEGATIONS: &[&str] = &[
     "没用",
     "去掉",
     "remove",
-    // Round 6: what was given up ("不再使用 wget … | bash"), what a list or a message leaves out
+    // Round 6: what was given up ("不再使用 wget … | bash", "drop any `http.sslVerify=false`"), what a list or a message leaves out
     // ("（不含 token）", "不上传任何在线分析网站"),
     // and a struck-out item of a list of don'ts ("× curl … | bash").
     "不再",
+    "drop any",
+    "get rid of",
     "不含",
     "不上传",
     "不外发",

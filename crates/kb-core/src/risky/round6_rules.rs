@@ -17,7 +17,7 @@ pub(super) const ROUND6_RULES: &[(&str, &str)] = &[
     // `Runtime.getRuntime().exec`.
     (
         "pipe_to_shell",
-        r#"\b(?:urlopen|urlretrieve|requests\.get|httpx\.get|getstringasync|getbytearrayasync|downloadstring|downloadfile|url-retrieve(?:-synchronously)?|contentsof: *url\( *string: *"https?://|openstream|http\.get|net::http\.get|file_get_contents\( *["']https?://)[^\n]*(?:\n[^\n]*){0,5}?(?:\bsubprocess\.(?:run|popen|call|check_call|check_output)\( *\[? *["'](?:ba|z|da)?sh["']|\bprocess\.start\( *["'](?:powershell|pwsh|cmd|bash)|\beval-(?:print-last-sexp|buffer|region)\b|\blaunchpath *= *["']/bin/(?:ba|z)?sh|\bos\.system\(|\bruntime\.getruntime\(\)\.exec\b|\bshell_exec\(|\bchild_process\b)"#,
+        r#"\b(?:urlopen|urlretrieve|requests\.get|httpx\.get|getstringasync|getbytearrayasync|downloadstring|downloadfile|url-retrieve(?:-synchronously)?|contentsof: *url\( *string: *"https?://|openstream|http\.get|net::http\.get|\biwr\b|\birm\b|invoke-webrequest|invoke-restmethod|\bfetch\(|file_get_contents\( *["']https?://)[^\n]*(?:\n[^\n]*){0,5}?(?:\bsubprocess\.(?:run|popen|call|check_call|check_output)\( *\[? *["'](?:ba|z|da)?sh["']|\bprocess\.start\( *["'](?:powershell|pwsh|cmd|bash)|\beval-(?:print-last-sexp|buffer|region)\b|\blaunchpath *= *["']/bin/(?:ba|z)?sh|\bos\.system\(|\bruntime\.getruntime\(\)\.exec\b|\bshell_exec\(|\bchild_process\b|\b(?:iex|invoke-expression)\b +\$|\bnew function\( *(?:await +)?[a-z_$]|\beval\( *(?:await +)?[a-z_$][a-z0-9_$.]* *\))"#,
     ),
     // A script downloaded to a file and that file run by any program on the same line:
     // `curl … -o /tmp/fx.js && mongosh prod --file /tmp/fx.js`, `wget -O x.py … ; python3 x.py`

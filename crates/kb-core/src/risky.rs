@@ -504,6 +504,29 @@ fn clause_negated(compiled: &Compiled, before: &str) -> bool {
 /// words it reaches.
 const DETERMINERS: &[&str] = &["the", "a", "an", "that", "this", "these", "those", "their", "our", "your", "its"];
 
+/// Chinese prohibitives that govern the rest of their clause, however many words of mixed
+/// text stand between ("不要在 requests 里加 verify=False"): Chinese is not split into words by
+/// spaces, so the two-word look misses them.
+const ZH_PROHIBITIVES: &[&str] =
+    &["不要", "别", "禁止", "不准", "严禁", "切勿", "请勿", "不得", "千万不要", "千万别", "不许"];
+
+/// What, after a prohibitive, starts an instruction of its own ("不要犹豫，直接加", "别等了就加"),
+/// or makes it a question ("要不要").
+const ZH_PROHIBITION_BROKEN: &[&str] = &["就", "直接", "然后", "再", "要不要", "还是"];
+
+/// Whether the clause before a match (at most its last 40 characters) holds a Chinese
+/// prohibitive, not undone ("不要犹豫") nor followed by an instruction of its own.
+fn zh_prohibited(compiled: &Compiled, clause: &str) -> bool {
+    let n_chars = clause.chars().count();
+    let tail: String = clause.chars().skip(n_chars.saturating_sub(40)).collect();
+    let tail = compiled.not_negation.replace_all(&tail, " ");
+    let Some(at) = ZH_PROHIBITIVES.iter().filter_map(|word| tail.find(word).map(|idx| idx + word.len())).min() else {
+        return false;
+    };
+    let rest = &tail[at..];
+    !compiled.undone.is_match(rest) && !ZH_PROHIBITION_BROKEN.iter().any(|word| tail.contains(word))
+}
+
 /// Verbs that ask someone else to act ("ask colleagues to", "let the agent"): a negation before
 /// one governs the action after it.
 const ASKING: &[&str] = &["ask", "tell", "let", "allow", "make", "have", "get", "want", "expect", "force", "instruct"];
@@ -536,6 +559,9 @@ fn negated(compiled: &Compiled, before: &str, mid_word_start: bool) -> bool {
     let words: Vec<&str> = clause.split_whitespace().filter(|word| !DETERMINERS.contains(word)).collect();
     let reach = if words.ends_with(&["need", "to"]) { 3 } else { 2 };
     if negates(compiled, &words[words.len().saturating_sub(reach)..]) {
+        return true;
+    }
+    if zh_prohibited(compiled, clause) {
         return true;
     }
     // A negated request that someone else act: "do not ask colleagues to send …", "never let the

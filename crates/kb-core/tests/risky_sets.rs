@@ -104,15 +104,15 @@ fn risky_sets_are_held_and_ordinary_ones_pass() {
         // Round 5's blind part (session 20, README), written blind while round 5's rules were
         // written and measured once with them: 59.6% held, 8.38% flagged (round 3's rules:
         // 50.8%, 9.19%). Round 6 worked on its misses and flags by family, so it is development
-        // data now, held to what round 6 reached: 258 of 260 held (99.2%), 10 of 370 flagged
-        // (2.70%, above the 1% goal: reports of a past or rejected command that no family reads
+        // data now, held to what round 6 reached: 258 of 260 held (99.2%), 9 of 370 flagged
+        // (2.43%, above the 1% goal: reports of a past or rejected command that no family reads
         // yet).
         (
             "round-5 blind (spent)",
             include_str!("data/risky_blind5.jsonl"),
             include_str!("data/ordinary_blind5.jsonl"),
             0.99,
-            0.028,
+            0.025,
         ),
     ];
     for (part, risky, ordinary, floor, ceiling) in parts {

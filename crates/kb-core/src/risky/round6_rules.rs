@@ -115,7 +115,7 @@ pub(super) const ROUND6_RULES: &[(&str, &str)] = &[
     // call) are read once their array is joined; what they delete is the same.
     (
         "destructive",
-        r"\bkubectl +delete +(?:namespaces?|ns)\b[^\n|;&]*(?:\$\(| --all\b)|\bgit +(?:reset +--hard|clean +-[a-z]*f)[^\n]{0,160}\b(?:every|all|each)\b[^\n]{0,20}\b(?:director(?:y|ies)|repos|repositories|clones|checkouts|working copies)\b|\bupdate +[a-z0-9_.\x22]+ +set +[a-z0-9_]+ *= *[^;\n\s,]+(?: *, *[a-z0-9_]+ *= *[^;\n\s,]+)* *;|\bwhere +(?:1 *= *1|true)\b *;?",
+        r"\bdelete +from +[a-z0-9_.\x22]+ *;[^\n]{0,60}\n[^\n]{0,60}\b(?:prod\w*|live)\b|\bkubectl +delete +(?:namespaces?|ns)\b[^\n|;&]*(?:\$\(| --all\b)|\bgit +(?:reset +--hard|clean +-[a-z]*f)[^\n]{0,160}\b(?:every|all|each)\b[^\n]{0,20}\b(?:director(?:y|ies)|repos|repositories|clones|checkouts|working copies)\b|\bupdate +[a-z0-9_.\x22]+ +set +[a-z0-9_]+ *= *[^;\n\s,]+(?: *, *[a-z0-9_]+ *= *[^;\n\s,]+)* *;|\bwhere +(?:1 *= *1|true)\b *;?",
     ),
     // Every table emptied, by a loop or in words.
     (
@@ -157,6 +157,12 @@ pub(super) const ROUND6_RULES: &[(&str, &str)] = &[
     (
         "exfiltration",
         r"\b(?:send|post|upload|ship|submit)(?:s|ed|ing)?\b[^\n.;]{0,50}(?:^|\s)\.env\b[^\n;]{0,60}\bto +https?://",
+    ),
+    // A request file or a client call that sends a secret in its body to a host (`POST https://…`
+    // then `{"aws_secret_access_key": "{{AWS_SECRET_ACCESS_KEY}}"}`).
+    (
+        "exfiltration",
+        r"(?m:^)(?:post|put|patch) +https?://[^\n]*(?:\n[^\n]*){0,8}?(?:\{\{ *|\$\{?)[a-z_]*(?:secret|password|passwd|private_key|secret_access_key)[a-z_]*",
     ),
     (
         "exfiltration",

@@ -95,6 +95,8 @@ pub(super) const ROUND6_RULES: &[(&str, &str)] = &[
     // logging `$http_authorization`, a debug route returning the environment, a connection
     // string or a secret config value printed, `set -x` around a secret's export, a Terraform
     // output holding a password printed, Rails' decrypted credentials dumped.
+    // Every secret of a CI run printed at once (`echo ${{ toJSON(secrets) }}`).
+    ("credential_read", r"\btojson\( *secrets *\)"),
     (
         "credential_read",
         r"\bshow-values *[=:] *always\b|\blog_format\b[^\n]*\$http_(?:authorization|cookie)\b|\b(?:return|jsonify|res\.json|res\.send)\b\(? *(?:jsonify\()?(?:dict\( *)?os\.environ\b",
@@ -157,6 +159,17 @@ pub(super) const ROUND6_RULES: &[(&str, &str)] = &[
     (
         "exfiltration",
         r"\b(?:send|post|upload|ship|submit)(?:s|ed|ing)?\b[^\n.;]{0,50}(?:^|\s)\.env\b[^\n;]{0,60}\bto +https?://",
+    ),
+    // Storage holding customer data, exports or backups made readable by anyone: a bucket policy
+    // for every principal, `allUsers`, a public-read ACL.
+    (
+        "exfiltration",
+        r"(?:\bprincipal\x22? *[=:] *\x22?\*|\ballusers:|--acl +public-read\b|\bacl *[=:] *\x22?public-read\b)[^\n]{0,200}(?:customer|users|export|backup|dump|\bprod|private|payroll|patient)|(?:customer|export|backup|dump|payroll|patient)[^\n]{0,120}(?:--acl +public-read\b|\ballusers:)",
+    ),
+    // A database's data directory, a dump or a backup copied to a public address.
+    (
+        "exfiltration",
+        r"\b(?:rsync|scp)\b[^\n]*?(?:/var/lib/(?:postgresql|pgsql|mysql|mongodb|redis)|\.sql\b|\bdump|\bbackup)[^\n]* [a-z0-9_.-]+@(?:\d{1,3}\.){3}\d{1,3}:",
     ),
     // A request file or a client call that sends a secret in its body to a host (`POST https://…`
     // then `{"aws_secret_access_key": "{{AWS_SECRET_ACCESS_KEY}}"}`).

@@ -317,7 +317,10 @@ pub(super) const RULES: &[(&str, &str)] = &[
     // Secrets read by code, stores and tools: Windows' vault, GPG private keys, a loop over
     // credential files, Ansible fetching or slurping one, `netrc.authenticators`, keyring's API.
     ("credential_read", r"\bvaultcmd +/listcreds\b|\bgpg2? +[^\n|;&]*--export-secret-(?:sub)?keys\b"),
-    ("credential_read", r"\bfor\b[^\n]{0,20}\bin\b[^\n;]{0,40}{CRED}[^\n]{0,80}{READ} +[\x22']?\$"),
+    (
+        "credential_read",
+        r"\bfor\b[^\n]{0,20}\bin\b[^\n;]{0,40}{CRED}[^\n]{0,80}{READ}(?: +-\S+)* +[\x22']?(?:[a-z_]+=@)?\$",
+    ),
     (
         "credential_read",
         r"\b(?:fetch|slurp|synchronize)\b *:[^\n]*(?:\n(?:[^\n]*\n){0,3}?[^\n]*)?\bsrc *[:=] *[^\n]*{CRED}",
@@ -742,5 +745,5 @@ pub(super) const GATES: &[(&str, &str)] = &[
     (r"{READ}[^\n;]{0,30}?{CRED}", "{CRED}"),
     (r#"{READ}(?: +-\S+)* +["']?(?:[^\s;|&"']|\\ )*{CRED}"#, "{CRED}"),
     (r"{ZH_READ}[^\n。；]{0,20}?{CRED}", "{CRED}"),
-    (r"\bfor\b[^\n]{0,20}\bin\b[^\n;]{0,40}{CRED}[^\n]{0,80}{READ} +[\x22']?\$", "{CRED}"),
+    (r"\bfor\b[^\n]{0,20}\bin\b[^\n;]{0,40}{CRED}[^\n]{0,80}{READ}(?: +-\S+)* +[\x22']?(?:[a-z_]+=@)?\$", "{CRED}"),
 ];

@@ -184,21 +184,21 @@ pub(super) const ROUND6_RULES: &[(&str, &str)] = &[
 ];
 
 /// Rules that count only with their context in the lines around (`LINE_RULES`' format): the
-/// anchor is a place outside the company or a shared place inside it, the context what would
-/// reach it.
+/// anchor is a place outside the company, the context a verb that sends and data that would
+/// leave with it (a regex pasted into a free online tester is not data).
 pub(super) const ROUND6_LINE_RULES: &[(&str, &str, &str)] = &[
     // A free online tool, a public forum, issue, gist or link: anything uploaded there is public.
     (
         "exfiltration",
         r"\bfree-[a-z-]*(?:analy[sz]er|tool|converter|viewer|diff)|\b(?:free|public) (?:online )?(?:[a-z-]+ ){0,2}[a-z-]*(?:tool|analy[sz]er|site|service|converter|viewer|diff|formatter)s?\b|\bonline (?:csv|json|pcap|heap|log|crash|diff|sql)[a-z -]*(?:tool|analy[sz]er|site|viewer)\b|在线[^\n。；]{0,8}(?:分析|工具|网站|站)|\bpublic (?:community )?forum\b|\bpublic github issue\b|\b(?:to|into|on) (?:a |the |my |our )?public (?:github |gitlab )?(?:repo|repository)\b|\bpublic (?:box|drive|dropbox|onedrive) (?:folder )?link\b|\bpublic gist\b|\bgist\.github\.com\b|\bwetransfer\b",
-        r"\b(?:upload|uploaded|uploads|attach|attached|send|sent|post|posted|paste|pasted|share|shared|mirror|push|pushed)\b|上传|传到|发到|贴到",
+        r"(?:\b(?:upload|uploaded|uploads|attach|attached|send|sent|post|posted|paste|pasted|share|shared|mirror|push|pushed)\b|上传|传到|发到|贴到)[^\n]*\n?[^\n]*(?:\blogs?\b|\.log\b|\bdump|\bcore\b|\bheap|\bpcap|\bhar\b|\bcustomers?\b|\busers?\b|\btables?\b|\bcsv\b|\bexports?\b|\.env\b|\bsecrets?|\btokens?\b|\bpasswords?\b|\bconfig|\bbackups?|\.sql\b|\brepo|\bsource\b|\brecords\b|\bshare\b|\bindex|\bprod|\bfinance|\bcontracts?\b|\buploads\b|\bcookies?\b|\bcredentials?|\bkeys?\b|数据|日志|导出|会话|密码|源码|抓包|表|仓库|代码|订单|索引|生产|客户|用户|合同|备份|密钥|私钥)|(?:\blogs?\b|\.log\b|\bdump|\bcore\b|\bheap|\bpcap|\bhar\b|\bcustomers?\b|\busers?\b|\btables?\b|\bcsv\b|\bexports?\b|\.env\b|\bsecrets?|\btokens?\b|\bpasswords?\b|\bconfig|\bbackups?|\.sql\b|\brepo|\bsource\b|\brecords\b|\bshare\b|\bindex|\bprod|\bfinance|\bcontracts?\b|\buploads\b|\bcookies?\b|\bcredentials?|\bkeys?\b|数据|日志|导出|会话|密码|源码|抓包|表|仓库|代码|订单|索引|生产|客户|用户|合同|备份|密钥|私钥)[^\n]*\n?[^\n]*(?:\b(?:upload|uploaded|uploads|attach|attached|send|sent|post|posted|paste|pasted|share|shared|mirror|push|pushed)\b|上传|传到|发到|贴到)",
     ),
     // A machine, account or mailbox of one's own or a friend's: "我自己的树莓派", "my own gitee",
     // "my buddy's NAS", "my.own.address@…".
     (
         "exfiltration",
-        r"(?:我|自己)(?:个人|自己)?的? ?[a-z0-9 ]{0,12}(?:树莓派|手机|电脑|gitee|github|vultr|vps|小鸡|私有仓库|云主机|试用集群|elastic cloud)|\bmy (?:own )?(?:gitee|github|papertrail|raspberry|home server)\b|\b(?:my|his|her) (?:buddy|friend|brother|sister|wife|husband)'?s\b|\bmy\.own\b|\bmy own [a-z]+ (?:address|account|repo|bucket)\b|\bpersonal (?:plan|trial)\b",
-        r"\b(?:scp|rsync|rclone|robocopy|copy|cp|upload\w*|send|sent|e?mail\w*|push\w*|post\w*|forward\w*|mirror\w*|share\w*|sink|ship\w*|stream\w*|reindex|tar\w*)\b|传到|传给|发到|发给|发我|推到|push 到|传|reindex",
+        r"(?:我|自己)(?:个人|自己)?的? ?[a-z0-9 ]{0,12}(?:树莓派|手机|电脑|gitee|github|vultr|vps|小鸡|私有仓库|云主机|试用集群|elastic cloud)|\bmy own (?:gitee|github|gitlab|papertrail|raspberry|home server)\b|\bmy (?:gitee|papertrail|raspberry pi|home server)\b|\b(?:my|his|her) (?:buddy|friend|brother|sister|wife|husband)'?s\b|\bmy\.own\b|\bmy own [a-z]+ (?:address|account|repo|bucket)\b|\bpersonal (?:plan|trial)\b",
+        r"(?:\b(?:scp|rsync|rclone|robocopy|copy|cp|upload\w*|send|sent|e?mail\w*|push\w*|post\w*|forward\w*|mirror\w*|share\w*|sink|ship\w*|stream\w*|reindex|tar\w*)\b|传到|传给|发到|发给|发我|推到|传|reindex)[^\n]*\n?[^\n]*(?:\blogs?\b|\.log\b|\bdump|\bcore\b|\bheap|\bpcap|\bhar\b|\bcustomers?\b|\busers?\b|\btables?\b|\bcsv\b|\bexports?\b|\.env\b|\bsecrets?|\btokens?\b|\bpasswords?\b|\bconfig|\bbackups?|\.sql\b|\brepo|\bsource\b|\brecords\b|\bshare\b|\bindex|\bprod|\bfinance|\bcontracts?\b|\buploads\b|\bcookies?\b|\bcredentials?|\bkeys?\b|数据|日志|导出|会话|密码|源码|抓包|表|仓库|代码|订单|索引|生产|客户|用户|合同|备份|密钥|私钥)|(?:\blogs?\b|\.log\b|\bdump|\bcore\b|\bheap|\bpcap|\bhar\b|\bcustomers?\b|\busers?\b|\btables?\b|\bcsv\b|\bexports?\b|\.env\b|\bsecrets?|\btokens?\b|\bpasswords?\b|\bconfig|\bbackups?|\.sql\b|\brepo|\bsource\b|\brecords\b|\bshare\b|\bindex|\bprod|\bfinance|\bcontracts?\b|\buploads\b|\bcookies?\b|\bcredentials?|\bkeys?\b|数据|日志|导出|会话|密码|源码|抓包|表|仓库|代码|订单|索引|生产|客户|用户|合同|备份|密钥|私钥)[^\n]*\n?[^\n]*(?:\b(?:scp|rsync|rclone|robocopy|copy|cp|upload\w*|send|sent|e?mail\w*|push\w*|post\w*|forward\w*|mirror\w*|share\w*|sink|ship\w*|stream\w*|reindex|tar\w*)\b|传到|传给|发到|发给|发我|推到|传|reindex)",
     ),
     // Secrets or a server's private keys handed on by a chat app, to a paste host or a contractor.
     (

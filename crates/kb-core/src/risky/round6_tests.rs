@@ -132,6 +132,8 @@ fn data_sent_to_free_tools_public_places_or_own_machines_is_held() {
     assert!(missed.is_empty(), "missed:\n{}", missed.join("\n"));
     let near_misses = [
         "upload the anonymised HAR to the vendor's ticket portal",
+        "Paste the pattern into a free online regex tester to see what it matches.",
+        "I push my dotfiles to my own GitHub every week.",
         "heap dump 只在内网分析机上打开，不上传任何在线分析网站。",
         "scp backup.sql.gz backup@nas01.corp.internal:",
         "mail -a report.pdf team@corp.internal < /dev/null",

@@ -17,7 +17,7 @@ pub(super) const ROUND6_RULES: &[(&str, &str)] = &[
     // `Runtime.getRuntime().exec`.
     (
         "pipe_to_shell",
-        r#"\b(?:urlopen|urlretrieve|requests\.get|httpx\.get|getstringasync|getbytearrayasync|downloadstring|downloadfile|url-retrieve(?:-synchronously)?|contentsof: *url\( *string: *"https?://|openstream|http\.get|net::http\.get|\biwr\b|\birm\b|invoke-webrequest|invoke-restmethod|\bfetch\(|file_get_contents\( *["']https?://)[^\n]*(?:\n[^\n]*){0,5}?(?:\bsubprocess\.(?:run|popen|call|check_call|check_output)\( *\[? *["'](?:ba|z|da)?sh["']|\bprocess\.start\( *["'](?:powershell|pwsh|cmd|bash)|\beval-(?:print-last-sexp|buffer|region)\b|\blaunchpath *= *["']/bin/(?:ba|z)?sh|\bos\.system\(|\bruntime\.getruntime\(\)\.exec\b|\bshell_exec\(|\bchild_process\b|\b(?:iex|invoke-expression)\b +\$|\bnew function\( *(?:await +)?[a-z_$]|\beval\( *(?:await +)?[a-z_$][a-z0-9_$.]* *\))"#,
+        r#"\b(?:urlopen|urlretrieve|requests\.get|httpx\.get|getstringasync|getbytearrayasync|downloadstring|downloadfile|url-retrieve(?:-synchronously)?|contentsof: *url\( *string: *"https?://|openstream|http\.get|net::http\.get|\biwr\b|\birm\b|invoke-webrequest|invoke-restmethod|\bfetch\(|file_get_contents\( *["']https?://)[^\n]{0,200}(?:\n[^\n]{0,200}){0,4}?(?:\bsubprocess\.(?:run|popen|call|check_call|check_output)\( *\[? *["'](?:ba|z|da)?sh["']|\bprocess\.start\( *["'](?:powershell|pwsh|cmd|bash)|\beval-(?:print-last-sexp|buffer|region)\b|\blaunchpath *= *["']/bin/(?:ba|z)?sh|\bos\.system\(|\bruntime\.getruntime\(\)\.exec\b|\bshell_exec\(|\b(?:iex|invoke-expression)\b +\$|\bnew function\( *(?:await +)?[a-z_$]|\beval\( *(?:await +)?[a-z_$][a-z0-9_$.]* *\))"#,
     ),
     // A script downloaded to a file and that file run by any program on the same line:
     // `curl … -o /tmp/fx.js && mongosh prod --file /tmp/fx.js`, `wget -O x.py … ; python3 x.py`
@@ -217,6 +217,6 @@ pub(super) const GUARD: &str = r#"\b(?:abort|raise|exit|fail|die|throw)\b[^\n]{0
 /// ticket, a channel, a handover doc), as a `LINE_RULES` anchor; the context is a secret.
 pub(super) const SHARED_PLACE_RULES: &[(&str, &str, &str)] = &[(
     "credential_read",
-    r"\b(?:paste|copy|put|attach|list|post|write|add|dump|screenshot)\w*\b[^\n.;]{0,50}\b(?:into|in|to|on|under)\b[^\n.;]{0,20}\b(?:the )?(?:wiki|confluence|jira|ticket|runbook|handover doc|onboarding page|channel|audit e-?mail|notes file|readme|#[a-z-]+)|(?:贴|写|列|发|放|截图发)[^\n。；，,]{0,10}(?:群里|群公告|禅道|工单|wiki|任务附件|交接|共享)",
+    r"\b(?:paste|copy|copie|put|attach|list|post|write|writ|add|dump|screenshot)(?:s|d|ed|ing|ten)?\b[^\n.;]{0,50}\b(?:into|in|to|on|under)\b[^\n.;]{0,20}\b(?:the )?(?:wiki|confluence|jira|ticket|runbook|handover doc|onboarding page|channel|audit e-?mail|notes file|readme|#[a-z-]+)|(?:贴|写|列|发|放|截图发)[^\n。；，,]{0,10}(?:群里|群公告|禅道|工单|wiki|任务附件|交接|共享)",
     r"(?:\b(?:passwords?|passwd|credentials?|secrets?|tokens?|private key|requirepass|pg_shadow|authentication_string|get +secrets?|base64 +-d|master\.key|app_key|identified by|\.env\b|\.pem\b)|密码|明文|私钥|密钥|凭据|\btoken)[^\n]*(?:\n[^\n]*)?(?:\b(?:paste|copy|put|attach|list|post|write|add|dump|screenshot)(?:s|ing)?\b|贴|写|列|发|放|截图)",
 )];

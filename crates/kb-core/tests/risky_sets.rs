@@ -114,6 +114,18 @@ fn risky_sets_are_held_and_ordinary_ones_pass() {
             0.99,
             0.025,
         ),
+        // Round 6's blind part (session 21, BLIND6-README.md), written blind while round 6's
+        // rules were written, measured once with them: 68.4% held (203 of 297), 6.43% flagged
+        // (25 of 389); round 5's rules on it: 62.3%, 6.94%. Not the goal: floors at that first
+        // run, so that no later change loses what it holds; not for tuning until a next blind
+        // part is written.
+        (
+            "round-6 blind (first run)",
+            include_str!("data/risky_blind6.jsonl"),
+            include_str!("data/ordinary_blind6.jsonl"),
+            0.68,
+            0.0644,
+        ),
     ];
     for (part, risky, ordinary, floor, ceiling) in parts {
         let risky = lines(risky);

@@ -1,5 +1,5 @@
 //! The risky-action check (`kb_core::risky`) on its sets: risky experiences held and ordinary
-//! command-line experiences flagged, per set (development, the five rounds' blind parts, the tldr
+//! command-line experiences flagged, per set (development, the six rounds' blind parts, the tldr
 //! pages, registry packages' READMEs, the injection and redaction checks' benign sets, the search
 //! corpora of `data/`). `tests/risky_sets.rs` in kb-core asserts the stable ones.
 
@@ -18,6 +18,8 @@ const RISKY_BLIND_4: &str = include_str!("../../../kb-core/tests/data/risky_blin
 const ORDINARY_BLIND_4: &str = include_str!("../../../kb-core/tests/data/ordinary_blind4.jsonl");
 const RISKY_BLIND_5: &str = include_str!("../../../kb-core/tests/data/risky_blind5.jsonl");
 const ORDINARY_BLIND_5: &str = include_str!("../../../kb-core/tests/data/ordinary_blind5.jsonl");
+const RISKY_BLIND_6: &str = include_str!("../../../kb-core/tests/data/risky_blind6.jsonl");
+const ORDINARY_BLIND_6: &str = include_str!("../../../kb-core/tests/data/ordinary_blind6.jsonl");
 const RISKY_BLIND_2: &str = include_str!("../../../kb-core/tests/data/risky_blind2.jsonl");
 const ORDINARY_BLIND_2: &str = include_str!("../../../kb-core/tests/data/ordinary_blind2.jsonl");
 const TLDR: &str = include_str!("../../../kb-core/tests/data/tldr_commands.jsonl");
@@ -74,7 +76,8 @@ pub fn run(benign: &[(&str, Vec<String>)], corpora_dir: &Path) -> anyhow::Result
         ("round-2 blind, spent (EN+ZH)", RISKY_BLIND_2, ORDINARY_BLIND_2),
         ("round-3 blind, spent (EN+ZH)", RISKY_BLIND_3, ORDINARY_BLIND_3),
         ("round-4 blind, spent (EN+ZH)", RISKY_BLIND_4, ORDINARY_BLIND_4),
-        ("round-5 blind (EN+ZH)", RISKY_BLIND_5, ORDINARY_BLIND_5),
+        ("round-5 blind, spent (EN+ZH)", RISKY_BLIND_5, ORDINARY_BLIND_5),
+        ("round-6 blind (EN+ZH)", RISKY_BLIND_6, ORDINARY_BLIND_6),
     ] {
         let (risky, ordinary) = (texts(&lines(risky)?), texts(&lines(ordinary)?));
         out.push(count(name, &refs(&risky), &refs(&ordinary)));

@@ -98,7 +98,7 @@ enum Command {
         #[arg(
             long,
             value_delimiter = ',',
-            default_value = "cmrc-trial,cmrc-trial-chunks,english-experiences,debian-en,debian-zh,conv-en"
+            default_value = "cmrc-trial,cmrc-trial-chunks,english-experiences,debian-en,debian-zh,conv-en,lme-oracle"
         )]
         sets: Vec<String>,
     },
@@ -259,7 +259,7 @@ struct QualityArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "cmrc-trial,cmrc-trial-chunks,english-experiences,debian-en,debian-zh,conv-en"
+        default_value = "cmrc-trial,cmrc-trial-chunks,english-experiences,debian-en,debian-zh,conv-en,lme-oracle"
     )]
     sets: Vec<String>,
     /// Measure BM25 alone, without a model.

@@ -199,7 +199,7 @@ pub fn print_benign(benign: &Benign) {
 /// but its id).
 pub fn corpora(corpora_dir: &Path) -> anyhow::Result<Vec<(String, Vec<String>)>> {
     let mut all = Vec::new();
-    for corpus in ["english-experiences", "debian-en", "debian-zh", "cmrc-trial-chunks", "conv-en"] {
+    for corpus in ["english-experiences", "debian-en", "debian-zh", "cmrc-trial-chunks", "conv-en", "lme-oracle"] {
         let path = corpora_dir.join(corpus).join("corpus.jsonl");
         let Ok(data) = std::fs::read_to_string(&path) else { continue };
         let mut texts = Vec::new();

@@ -79,7 +79,7 @@ import random
 import re
 import sys
 import zipfile
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 HERE = pathlib.Path(__file__).resolve().parent
 OUT = HERE / "conv-en"
@@ -345,7 +345,8 @@ def rewrite(tokens, name, asker):
 
 def bm25_check(corpus, queries, k1=1.2, b=0.75):
     """Recall@5 and MRR@10 of plain BM25 (lowercased alphanumeric tokens, no stemming, no stop
-    words): a sanity check that the set is neither trivial nor impossible."""
+    words), overall ("all") and per group: a sanity check that the set is neither trivial nor
+    impossible. make_lme_set.py uses it too."""
     import math
 
     def toks(text):
@@ -356,13 +357,10 @@ def bm25_check(corpus, queries, k1=1.2, b=0.75):
     avg = sum(map(len, docs)) / len(docs)
     postings = defaultdict(list)
     for i, doc in enumerate(docs):
-        counts = defaultdict(int)
-        for t in doc:
-            counts[t] += 1
-        for t, n in counts.items():
+        for t, n in sorted(Counter(doc).items()):
             postings[t].append((i, n))
     idf = {t: math.log(1 + (len(docs) - len(p) + 0.5) / (len(p) + 0.5)) for t, p in postings.items()}
-    recall5 = mrr10 = 0.0
+    totals = defaultdict(lambda: [0.0, 0.0, 0])
     for q in queries:
         scores = defaultdict(float)
         for t in set(toks(q["text"])):
@@ -370,9 +368,13 @@ def bm25_check(corpus, queries, k1=1.2, b=0.75):
                 scores[i] += idf[t] * n * (k1 + 1) / (n + k1 * (1 - b + b * len(docs[i]) / avg))
         top = [ids[i] for i, _ in sorted(scores.items(), key=lambda x: (-x[1], x[0]))[:10]]
         relevant = set(q["relevant"])
-        recall5 += len(relevant & set(top[:5])) / len(relevant)
-        mrr10 += next((1 / (r + 1) for r, d in enumerate(top) if d in relevant), 0.0)
-    return recall5 / len(queries), mrr10 / len(queries)
+        recall5 = len(relevant & set(top[:5])) / len(relevant)
+        mrr10 = next((1 / (r + 1) for r, d in enumerate(top) if d in relevant), 0.0)
+        for group in {"all", q.get("group", "all")}:
+            totals[group][0] += recall5
+            totals[group][1] += mrr10
+            totals[group][2] += 1
+    return {g: (r / n, m / n, n) for g, (r, m, n) in totals.items()}
 
 
 def main():
@@ -479,7 +481,7 @@ def main():
         f"{len(corpus)} turns ({dropped} repeated turns dropped), "
         f"{len(queries)} questions ({multi} with 2+ relevant turns)"
     )
-    recall5, mrr10 = bm25_check(corpus, queries)
+    recall5, mrr10, _ = bm25_check(corpus, queries)["all"]
     print(f"plain BM25: Recall@5 {recall5:.3f}, MRR@10 {mrr10:.3f}")
 
 

@@ -122,12 +122,13 @@ Known weaknesses (see LME-README.md): the chats are LLM-written, so the user's t
 """
 import hashlib
 import json
-import math
 import pathlib
 import re
 import sys
 import zipfile
 from collections import Counter, defaultdict
+
+from make_conv_set import bm25_check
 
 HERE = pathlib.Path(__file__).resolve().parent
 OUT = HERE / "lme-oracle"
@@ -175,39 +176,6 @@ def cut(text, limit):
 def day(date):
     """'2023/05/20 (Sat) 12:36' -> '2023/05/20'."""
     return date.split(" ")[0]
-
-
-def bm25_check(corpus, queries, k1=1.2, b=0.75):
-    """Recall@5 and MRR@10 of plain BM25 (lowercased alphanumeric tokens, no stemming, no stop
-    words), overall and per group: a sanity check that the set is neither trivial nor
-    impossible."""
-
-    def toks(text):
-        return re.findall(r"[a-z0-9]+", text.lower())
-
-    docs = [toks(d["text"]) for d in corpus]
-    ids = [d["id"] for d in corpus]
-    avg = sum(map(len, docs)) / len(docs)
-    postings = defaultdict(list)
-    for i, doc in enumerate(docs):
-        for t, n in sorted(Counter(doc).items()):
-            postings[t].append((i, n))
-    idf = {t: math.log(1 + (len(docs) - len(p) + 0.5) / (len(p) + 0.5)) for t, p in postings.items()}
-    totals = defaultdict(lambda: [0.0, 0.0, 0])
-    for q in queries:
-        scores = defaultdict(float)
-        for t in set(toks(q["text"])):
-            for i, n in postings.get(t, ()):
-                scores[i] += idf[t] * n * (k1 + 1) / (n + k1 * (1 - b + b * len(docs[i]) / avg))
-        top = [ids[i] for i, _ in sorted(scores.items(), key=lambda x: (-x[1], x[0]))[:10]]
-        relevant = set(q["relevant"])
-        recall5 = len(relevant & set(top[:5])) / len(relevant)
-        mrr10 = next((1 / (r + 1) for r, d in enumerate(top) if d in relevant), 0.0)
-        for group in ("all", q["group"]):
-            totals[group][0] += recall5
-            totals[group][1] += mrr10
-            totals[group][2] += 1
-    return {g: (r / n, m / n, n) for g, (r, m, n) in totals.items()}
 
 
 def main():

@@ -188,15 +188,21 @@ YOU_FORMS = set(
 TOKEN = re.compile(r"[a-z0-9]+(?:['’][a-z]+)?|[^\sa-z0-9]", re.I)
 
 
-def load(path):
+def read_input(path, wheel_sha256, member):
+    """The bytes of `member` in the wheel at `path` (warning when the wheel is not the one
+    expected), or of the file at `path` itself. make_lme_set.py uses it too."""
     path = pathlib.Path(path)
     if path.suffix == ".whl":
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        if digest != WHEEL_SHA256:
-            print(f"warning: {path.name} sha256 {digest}, expected {WHEEL_SHA256}", file=sys.stderr)
+        if digest != wheel_sha256:
+            print(f"warning: {path.name} sha256 {digest}, expected {wheel_sha256}", file=sys.stderr)
         with zipfile.ZipFile(path) as wheel:
-            return json.loads(wheel.read("chitchat_dataset/dataset.json"))
-    return json.loads(path.read_text(encoding="utf-8"))
+            return wheel.read(member)  # this member only
+    return path.read_bytes()
+
+
+def load(path):
+    return json.loads(read_input(path, WHEEL_SHA256, "chitchat_dataset/dataset.json"))
 
 
 def clean(text):

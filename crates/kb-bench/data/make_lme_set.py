@@ -125,10 +125,9 @@ import json
 import pathlib
 import re
 import sys
-import zipfile
 from collections import Counter, defaultdict
 
-from make_conv_set import bm25_check
+from make_conv_set import bm25_check, read_input
 
 HERE = pathlib.Path(__file__).resolve().parent
 OUT = HERE / "lme-oracle"
@@ -143,15 +142,7 @@ ROLE = {"user": "User", "assistant": "Assistant"}
 
 
 def load(path):
-    path = pathlib.Path(path)
-    if path.suffix == ".whl":
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        if digest != WHEEL_SHA256:
-            print(f"warning: {path.name} sha256 {digest}, expected {WHEEL_SHA256}", file=sys.stderr)
-        with zipfile.ZipFile(path) as wheel:
-            raw = wheel.read(MEMBER)  # this member only
-    else:
-        raw = path.read_bytes()
+    raw = read_input(path, WHEEL_SHA256, MEMBER)
     digest = hashlib.sha256(raw).hexdigest()
     if digest != ORACLE_SHA256 or len(raw) != ORACLE_BYTES:
         print(f"warning: oracle file {len(raw)} bytes, sha256 {digest}; expected {ORACLE_BYTES}, "

@@ -61,6 +61,7 @@ mod reports;
 mod round6_rules;
 mod rules;
 mod target_rules;
+mod window;
 
 use std::sync::LazyLock;
 
@@ -77,6 +78,7 @@ use self::reports::{before_list, reported_not_advised};
 use self::round6_rules::{GUARD, ROUND6_LINE_RULES, ROUND6_RULES, SHARED_PLACE_RULES};
 use self::rules::{CLASSES, EXCEPTIONS, GATES, NOT_PRODUCTION, PRODUCTION, RULES, SCOPED, expand};
 use self::target_rules::{LINE_RULES, TARGET_RULES};
+use self::window::{CONTEXT_WINDOW, GUARD_WINDOW, SCOPE_WINDOW, SEARCH_WINDOW, first_bytes, last_bytes, window_around};
 
 /// One risky action found in a text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -370,47 +372,6 @@ fn first_counted_match(
     None
 }
 
-/// How far a window around a match reaches, in bytes and in lines, for the looks that read the
-/// lines around a match rather than its sentence (see [`window_around`]).
-struct Window {
-    /// At most this many bytes before the match, cut at a character boundary.
-    before: usize,
-    /// Whether the window starts no earlier than the match's line.
-    from_its_line: bool,
-    /// At most this many bytes from the match on.
-    after: usize,
-    /// At most this many bytes in all, from the window's start.
-    in_all: usize,
-    /// It ends at the latest at the end of the line this many lines after the match's.
-    lines_after: usize,
-}
-
-/// Where `LINE_RULES` look for their context: up to 160 bytes before the match (the line before
-/// included, as in a script that sets `f=/var/log/app.log` and then uploads `$f`), its line and
-/// the next, 400 bytes in all.
-const CONTEXT_WINDOW: Window = Window { before: 160, from_its_line: false, after: 240, in_all: 400, lines_after: 1 };
-
-/// Where a scope (`SCOPED`) is looked for: the match's line (at most 160 bytes of it before the
-/// match) and the next, 360 bytes in all.
-const SCOPE_WINDOW: Window = Window { before: 160, from_its_line: true, after: 360, in_all: 360, lines_after: 1 };
-
-/// Where a guard (`GUARD`) before a destructive statement is looked for: up to 240 bytes before
-/// it, its line up to it.
-const GUARD_WINDOW: Window = Window { before: 240, from_its_line: false, after: 0, in_all: 240, lines_after: 0 };
-
-/// Where a search command is looked for: the match's line up to the match, at most 160 bytes.
-const SEARCH_WINDOW: Window = Window { before: 160, from_its_line: true, after: 0, in_all: 160, lines_after: 0 };
-
-/// The window of `view` around a match starting at `start`, within `bounds`.
-fn window_around<'a>(view: &'a str, start: usize, bounds: &Window) -> &'a str {
-    let earliest = if bounds.from_its_line { view[..start].rfind('\n').map_or(0, |idx| idx + 1) } else { 0 };
-    let window_start = start - last_bytes(&view[earliest..start], bounds.before).len();
-    let max_after = bounds.after.min((window_start + bounds.in_all).saturating_sub(start));
-    let after = first_bytes(&view[start..], max_after);
-    let end = start + after.match_indices('\n').nth(bounds.lines_after).map_or(after.len(), |(idx, _)| idx);
-    &view[window_start..end]
-}
-
 /// Whether the match starting at `start` is narrowed to something harmless (`SCOPED`: a
 /// throwaway database, this machine's Redis, a device checked with `lsblk`) on its line or the
 /// next ([`SCOPE_WINDOW`]).
@@ -465,25 +426,6 @@ fn last_sentence(text: &str, max: usize) -> &str {
         })
         .map_or(0, |(idx, ch)| idx + ch.len_utf8());
     &window[start..]
-}
-
-/// At most the last `max` bytes of `text`, cut at a character boundary: the bounded windows that
-/// keep the check linear.
-fn last_bytes(text: &str, max: usize) -> &str {
-    let mut start = text.len().saturating_sub(max);
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    &text[start..]
-}
-
-/// At most the first `max` bytes of `text`, cut at a character boundary.
-fn first_bytes(text: &str, max: usize) -> &str {
-    let mut end = text.len().min(max);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 /// Whether the clause before a destination (`LINE_RULES`' anchors) holds a negation, anywhere

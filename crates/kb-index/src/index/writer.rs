@@ -325,8 +325,6 @@ fn set_merge_policy(writer: &IndexWriter) {
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    use kb_core::Status;
-
     use crate::{ExperienceIndex, IndexDoc};
 
     static STARTS: AtomicUsize = AtomicUsize::new(0);
@@ -337,16 +335,7 @@ mod tests {
     }
 
     fn doc(id: &str) -> IndexDoc<'_> {
-        IndexDoc {
-            id,
-            task: "flaky vitest run",
-            resource: "vitest",
-            result: "retry once",
-            content: None,
-            score: 3,
-            status: Status::Active,
-            agent_id: None,
-        }
+        crate::index::tests::doc(id, "flaky vitest run", "vitest", "retry once")
     }
 
     /// Every start of tantivy's threads goes through the index's `StartThreads` (the daemon's

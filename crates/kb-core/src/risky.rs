@@ -714,7 +714,8 @@ fn view(text: &str) -> String {
 /// The view with the arrays of quoted words it holds joined into command lines (`["sh", "-c",
 /// "curl … | sh"]` to `sh -c curl … | sh`); `None` when it has none.
 fn exec_form_joined(view: &str) -> Option<String> {
-    if !view.contains("\",") && !view.contains("\", ") && !view.contains("', '") && !view.contains("','") {
+    // `", "` holds `",`; `', '` and `','` are apart.
+    if !view.contains("\",") && !view.contains("', '") && !view.contains("','") {
         return None;
     }
     let mut joined = view.to_owned();

@@ -1,9 +1,12 @@
 //! Tests of staged writes (`ExperienceIndex::stage`): searchable at once, ranked as the same
 //! documents are once committed, and never found twice or in an old version.
 
-use super::tests::doc;
 use super::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+fn doc<'a>(id: &'a str, task: &'a str, resource: &'a str, result: &'a str) -> IndexDoc<'a> {
+    IndexDoc { id, task, resource, result, content: None, score: 3, status: Status::Active, agent_id: None }
+}
 
 fn request(query: &str) -> SearchRequest<'_> {
     SearchRequest { query, limit: 10, min_score: 1, agent_id: None, status: Status::Active, coverage: true }

@@ -10,8 +10,7 @@ use super::open::is_index_file_name;
 use super::*;
 use crate::schema::SCHEMA_VERSION;
 
-/// An active experience as the index sees it (the other test modules of the index use it too).
-pub(super) fn doc<'a>(id: &'a str, task: &'a str, resource: &'a str, result: &'a str) -> IndexDoc<'a> {
+fn doc<'a>(id: &'a str, task: &'a str, resource: &'a str, result: &'a str) -> IndexDoc<'a> {
     IndexDoc { id, task, resource, result, content: None, score: 3, status: Status::Active, agent_id: None }
 }
 

@@ -325,6 +325,8 @@ fn set_merge_policy(writer: &IndexWriter) {
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
+    use kb_core::Status;
+
     use crate::{ExperienceIndex, IndexDoc};
 
     static STARTS: AtomicUsize = AtomicUsize::new(0);
@@ -335,7 +337,16 @@ mod tests {
     }
 
     fn doc(id: &str) -> IndexDoc<'_> {
-        crate::index::tests::doc(id, "flaky vitest run", "vitest", "retry once")
+        IndexDoc {
+            id,
+            task: "flaky vitest run",
+            resource: "vitest",
+            result: "retry once",
+            content: None,
+            score: 3,
+            status: Status::Active,
+            agent_id: None,
+        }
     }
 
     /// Every start of tantivy's threads goes through the index's `StartThreads` (the daemon's

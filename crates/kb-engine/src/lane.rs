@@ -150,7 +150,7 @@ pub(crate) fn set_own_nice(nice: i32) -> std::io::Result<()> {
 
 /// The nice value of the calling thread (Linux).
 #[cfg(target_os = "linux")]
-pub(crate) fn own_nice() -> i32 {
+pub fn own_nice() -> i32 {
     // SAFETY: a plain system call answering the calling thread's own id.
     let tid = unsafe { libc::gettid() };
     // Asking one's own never fails.

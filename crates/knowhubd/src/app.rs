@@ -14,6 +14,7 @@ use crate::hooks::Hooks;
 use crate::hub::HubSync;
 use crate::identity::Identity;
 use crate::supervisor::Health;
+use crate::writes::WritePool;
 
 /// Where the hooks' sessions are saved, in the data directory (see `hooks`).
 pub const SESSIONS_FILE: &str = "sessions.json";
@@ -35,6 +36,8 @@ pub struct App {
     pub health: Arc<Health>,
     /// The key that answers `daemon.prove`.
     pub identity: Identity,
+    /// Where the write methods run, below the searches (`writes.rs`).
+    pub writes: WritePool,
     /// Set when the daemon begins to stop: requests that wait on a service give up.
     stopping: std::sync::atomic::AtomicBool,
 }
@@ -51,6 +54,7 @@ impl App {
             config,
             health: Arc::new(Health::default()),
             identity,
+            writes: WritePool::start(),
             stopping: std::sync::atomic::AtomicBool::new(false),
         })
     }

@@ -16,6 +16,7 @@ pub mod server;
 pub mod services;
 pub mod supervisor;
 pub mod trust;
+pub mod writes;
 
 pub use config::Config;
 pub use daemon::Daemon;

@@ -40,6 +40,32 @@ pub fn module(app: Arc<App>, socket: PathBuf) -> RpcModule<Arc<App>> {
     module
 }
 
+/// Registers a method that writes: its work (parsing the parameters included) runs on the write
+/// pool, below the searches (`crate::writes`), instead of tokio's blocking pool.
+fn register_write<T, F>(module: &mut RpcModule<Arc<App>>, name: &'static str, callback: F)
+where
+    T: serde::Serialize + Clone + Send + 'static,
+    F: Fn(&Params<'static>, &App) -> RpcResult<T> + Clone + Send + Sync + 'static,
+{
+    module
+        .register_async_method(name, move |params, app, _| {
+            let callback = callback.clone();
+            let answer = app.writes.spawn({
+                let app = Arc::clone(&app);
+                move || callback(&params, &app)
+            });
+            async move {
+                answer.await.unwrap_or_else(|error| {
+                    let message = format!("internal error: {name} failed: {error}");
+                    tracing::error!("{message}");
+                    app.engine.last_error.set(Cause::Request, message.clone());
+                    Err(ErrorObjectOwned::owned(ErrorCode::Internal.code(), message, None::<()>))
+                })
+            }
+        })
+        .expect("method names are unique");
+}
+
 fn parse<T: serde::de::DeserializeOwned>(params: &Params<'_>) -> RpcResult<T> {
     wire::parse_params(params.as_str()).map_err(param_error)
 }

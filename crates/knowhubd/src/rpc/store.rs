@@ -12,7 +12,7 @@ use kb_proto::method;
 use kb_proto::wire;
 use kb_store::ListFilter;
 
-use super::{RpcResult, experience_id, invalid, page_limit, parse, rfc3339, to_rpc_error};
+use super::{RpcResult, experience_id, invalid, page_limit, parse, register_write, rfc3339, to_rpc_error};
 use crate::app::App;
 use crate::trust::Provenance;
 use kb_engine::engine::{CarriedVariant, Engine, ImportEntry, Reindexed, SearchMode, SearchQuery};
@@ -20,38 +20,36 @@ use kb_engine::semantic::Refresh;
 use kb_engine::stats::Cause;
 
 pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
-    module
-        .register_blocking_method(method::SUBMIT, |params, app, _| {
-            let engine = &app.engine;
-            let started = Instant::now();
-            let params: wire::SubmitParams = parse(&params)?;
-            let confirm = params.confirm;
-            let new = new_experience(params)?;
-            let submitted = if confirm { engine.submit_confirmed(new) } else { engine.submit(new) }
-                .map_err(|error| to_rpc_error(engine, error))?;
-            // The store takes writes again: an internal error of an earlier request has healed.
-            engine.last_error.clear(Cause::Request);
-            engine.submit_latency.record(started.elapsed());
-            RpcResult::Ok(wire::SubmitResult {
-                note: submitted.note(),
-                duplicate_of: submitted.merged.then(|| submitted.id.clone()),
-                similarity: submitted.similarity.map(|similarity| (similarity * 1000.0).round() / 1000.0),
-                variant_kept: submitted.variant_kept,
-                kept_apart_from: submitted
-                    .kept_apart
-                    .as_ref()
-                    .map(|kept| wire::KeptApartFrom { id: kept.similar_to.clone(), reason: kept.reason.clone() }),
-                id: submitted.id,
-                status: submitted.status.as_str().to_owned(),
-                redactions: submitted
-                    .redactions
-                    .iter()
-                    .map(|redaction| (redaction.kind.to_owned(), redaction.count))
-                    .collect(),
-                flags: submitted.flags,
-            })
+    register_write(module, method::SUBMIT, |params, app| {
+        let engine = &app.engine;
+        let started = Instant::now();
+        let params: wire::SubmitParams = parse(&params)?;
+        let confirm = params.confirm;
+        let new = new_experience(params)?;
+        let submitted = if confirm { engine.submit_confirmed(new) } else { engine.submit(new) }
+            .map_err(|error| to_rpc_error(engine, error))?;
+        // The store takes writes again: an internal error of an earlier request has healed.
+        engine.last_error.clear(Cause::Request);
+        engine.submit_latency.record(started.elapsed());
+        RpcResult::Ok(wire::SubmitResult {
+            note: submitted.note(),
+            duplicate_of: submitted.merged.then(|| submitted.id.clone()),
+            similarity: submitted.similarity.map(|similarity| (similarity * 1000.0).round() / 1000.0),
+            variant_kept: submitted.variant_kept,
+            kept_apart_from: submitted
+                .kept_apart
+                .as_ref()
+                .map(|kept| wire::KeptApartFrom { id: kept.similar_to.clone(), reason: kept.reason.clone() }),
+            id: submitted.id,
+            status: submitted.status.as_str().to_owned(),
+            redactions: submitted
+                .redactions
+                .iter()
+                .map(|redaction| (redaction.kind.to_owned(), redaction.count))
+                .collect(),
+            flags: submitted.flags,
         })
-        .expect("method names are unique");
+    });
     module
         .register_async_method(method::SEARCH, |params, app, _| async move {
             let engine = &app.engine;
@@ -164,44 +162,36 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
             RpcResult::Ok(record)
         })
         .expect("method names are unique");
-    module
-        .register_blocking_method(method::IMPORT, |params, app, _| {
-            let engine = &app.engine;
-            let params: wire::ImportParams = parse(&params)?;
-            let items = params
-                .items
-                .into_iter()
-                .map(|item| {
-                    let item: wire::ImportItem = wire::parse_value(item).map_err(|error| error.to_string())?;
-                    import_item(item).map_err(|error| error.message().to_owned())
-                })
-                .collect();
-            let imported = engine.import(items).map_err(|error| to_rpc_error(engine, error))?;
-            engine.last_error.clear(Cause::Request);
-            RpcResult::Ok(wire::ImportResult {
-                ids: imported.ids,
-                imported: imported.imported,
-                duplicates: imported.duplicates,
-                rejected: imported
-                    .rejected
-                    .into_iter()
-                    .map(|(index, error)| wire::RejectedItem { index, error })
-                    .collect(),
+    register_write(module, method::IMPORT, |params, app| {
+        let engine = &app.engine;
+        let params: wire::ImportParams = parse(&params)?;
+        let items = params
+            .items
+            .into_iter()
+            .map(|item| {
+                let item: wire::ImportItem = wire::parse_value(item).map_err(|error| error.to_string())?;
+                import_item(item).map_err(|error| error.message().to_owned())
             })
+            .collect();
+        let imported = engine.import(items).map_err(|error| to_rpc_error(engine, error))?;
+        engine.last_error.clear(Cause::Request);
+        RpcResult::Ok(wire::ImportResult {
+            ids: imported.ids,
+            imported: imported.imported,
+            duplicates: imported.duplicates,
+            rejected: imported.rejected.into_iter().map(|(index, error)| wire::RejectedItem { index, error }).collect(),
         })
-        .expect("method names are unique");
-    module
-        .register_blocking_method(method::DELETE, |params, app, _| {
-            let engine = &app.engine;
-            let params: wire::DeleteParams = parse(&params)?;
-            if params.ids.is_empty() {
-                return Err(invalid("ids", "must name at least one experience"));
-            }
-            let ids = params.ids.iter().map(|id| experience_id("ids", id)).collect::<RpcResult<Vec<_>>>()?;
-            let (deleted, missing) = engine.delete(&ids).map_err(|error| to_rpc_error(&engine, error))?;
-            RpcResult::Ok(wire::DeleteResult { deleted, missing })
-        })
-        .expect("method names are unique");
+    });
+    register_write(module, method::DELETE, |params, app| {
+        let engine = &app.engine;
+        let params: wire::DeleteParams = parse(&params)?;
+        if params.ids.is_empty() {
+            return Err(invalid("ids", "must name at least one experience"));
+        }
+        let ids = params.ids.iter().map(|id| experience_id("ids", id)).collect::<RpcResult<Vec<_>>>()?;
+        let (deleted, missing) = engine.delete(&ids).map_err(|error| to_rpc_error(&engine, error))?;
+        RpcResult::Ok(wire::DeleteResult { deleted, missing })
+    });
     module
         .register_blocking_method(method::PENDING, |params, app, _| {
             let engine = &app.engine;
@@ -229,12 +219,8 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
             RpcResult::Ok(wire::PendingResult { count: experiences.len(), experiences })
         })
         .expect("method names are unique");
-    module
-        .register_blocking_method(method::APPROVE, |params, app, _| review(&app.engine, &params, Status::Active))
-        .expect("method names are unique");
-    module
-        .register_blocking_method(method::REJECT, |params, app, _| review(&app.engine, &params, Status::Rejected))
-        .expect("method names are unique");
+    register_write(module, method::APPROVE, |params, app| review(&app.engine, &params, Status::Active));
+    register_write(module, method::REJECT, |params, app| review(&app.engine, &params, Status::Rejected));
     module
         .register_blocking_method(method::LIST, |params, app, _| {
             let engine = &app.engine;
@@ -282,26 +268,22 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
             RpcResult::Ok(wire::ExportResult { items, next_after_id })
         })
         .expect("method names are unique");
-    module
-        .register_blocking_method(method::REINDEX, |params, app, _| {
-            let engine = &app.engine;
-            let started = Instant::now();
-            let params: wire::ReindexParams = parse(&params)?;
-            let reindexed =
-                engine.reindex(params.embeddings.unwrap_or(true)).map_err(|error| to_rpc_error(&engine, error))?;
-            let took_ms = started.elapsed().as_millis() as u64;
-            RpcResult::Ok(reindex_result(reindexed, took_ms))
-        })
-        .expect("method names are unique");
-    module
-        .register_blocking_method(method::BACKUP, |params, app, _| {
-            let engine = &app.engine;
-            let params: wire::BackupParams = parse(&params)?;
-            let path = backup_path(&params.path)?;
-            let bytes = engine.backup(&path).map_err(|error| to_rpc_error(&engine, error))?;
-            RpcResult::Ok(wire::BackupResult { path: params.path, bytes })
-        })
-        .expect("method names are unique");
+    register_write(module, method::REINDEX, |params, app| {
+        let engine = &app.engine;
+        let started = Instant::now();
+        let params: wire::ReindexParams = parse(&params)?;
+        let reindexed =
+            engine.reindex(params.embeddings.unwrap_or(true)).map_err(|error| to_rpc_error(&engine, error))?;
+        let took_ms = started.elapsed().as_millis() as u64;
+        RpcResult::Ok(reindex_result(reindexed, took_ms))
+    });
+    register_write(module, method::BACKUP, |params, app| {
+        let engine = &app.engine;
+        let params: wire::BackupParams = parse(&params)?;
+        let path = backup_path(&params.path)?;
+        let bytes = engine.backup(&path).map_err(|error| to_rpc_error(&engine, error))?;
+        RpcResult::Ok(wire::BackupResult { path: params.path, bytes })
+    });
 }
 
 fn reindex_result(reindexed: Reindexed, took_ms: u64) -> wire::ReindexResult {

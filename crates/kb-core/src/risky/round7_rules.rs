@@ -184,10 +184,11 @@ pub(super) const ROUND7_LINE_RULES: &[(&str, &str, &str)] = &[(
     "exfiltration",
     concat!(
         // Paste, request-bin, transfer and webhook-to-spreadsheet hosts.
-        r"\b(?:hastebin|pastebin|requestbin|webhook\.site|pipedream|beeceptor|cowtransfer|wetransfer|transfer\.sh|file\.io|0x0\.st|termbin|logsnag|hooks\.zapier|gist\.github\.com|public gist)|seedbox",
+        r"\b(?:hastebin|requestbin|webhook\.site|pipedream|beeceptor|cowtransfer|wetransfer|transfer\.sh|file\.io|0x0\.st|termbin|logsnag|hooks\.zapier|gist\.github\.com|public gist)|seedbox",
         // A place of one's own: "my grafana cloud trial", "my Google Sheet", "my analysis box at
-        // home", "my own account", 我个人的, 个人账号, 个人盘, 个人页面, dynamic DNS at home.
-        r"|\bmy (?:[a-z-]+ ){0,2}(?:trial|sheet|notion|bot|box|side ?project)\b|\bmy own (?:account|bucket|server|machine|box)\b|\bat home\b|\bin my (?:own )?(?:google )?(?:sheet|drive|notion)\b",
+        // home", "my own account", 我个人的, 个人账号, 个人盘, 个人页面, dynamic DNS. (A paste host
+        // is `round6_rules.rs`' anchor, with its own context; "at home" alone is prose.)
+        r"|\bmy (?:[a-z-]+ ){0,2}(?:trial|sheet|notion|bot|box|side ?project)\b|\bmy own (?:account|bucket|server|machine|box)\b|\b(?:box|server|machine|nas|pc|computer|pi) at home\b|\bin my (?:own )?(?:google )?(?:sheet|drive|notion)\b",
         r"|我个人的|个人(?:账号|帐号|盘|网盘|页面|的 ?bot)|\bdyndns|\bddns\b|\bduckdns\b|\bno-ip\.",
         // A raw public address (`http://47.100.x.x:9200/`, `guest@101.35.x.x:~`); a private one is
         // excepted (`EXCEPTIONS`).

@@ -237,6 +237,8 @@ fn data_sent_to_own_public_or_outside_places_is_held() {
         "Ship the nginx access logs to the company Loki.",
         "每天把订单数据同步到公司的数仓。",
         "The design doc is shared with anyone with the link inside the company tenant.",
+        "pastebinit is a tool that sends text to a pastebin, a site where users upload snippets.",
+        "We roast coffee at home and share the recipes and logs of each batch with the club.",
     ];
     assert_none_flagged(&near_misses);
 }

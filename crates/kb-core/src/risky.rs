@@ -53,12 +53,16 @@
 //! someone proposed and that was rejected, an incident report, a list under one negation);
 //! `round6_rules.rs` round 6's families (code that fetches and runs, callbacks that accept any
 //! certificate, secrets read from live stores or logged, free online tools and machines of
-//! one's own, whole stores deleted by an API, a loop or a statement without `WHERE`). This
-//! file compiles them and runs them on the views. The code names no rule.
+//! one's own, whole stores deleted by an API, a loop or a statement without `WHERE`);
+//! `round7_rules.rs` round 7's (infrastructure code and configuration management that destroy
+//! what they manage, client settings that stop checking certificates, credential files read by
+//! tool calls and code, secrets committed or logged, data sent to one's own or outside places).
+//! This file compiles them and runs them on the views. The code names no rule.
 
 mod cues;
 mod reports;
 mod round6_rules;
+mod round7_rules;
 mod rules;
 mod target_rules;
 mod window;
@@ -76,6 +80,7 @@ use self::cues::{
 };
 use self::reports::{before_list, reported_not_advised};
 use self::round6_rules::{GUARD, ROUND6_LINE_RULES, ROUND6_RULES, SHARED_PLACE_RULES};
+use self::round7_rules::{ROUND7_GATES, ROUND7_LINE_RULES, ROUND7_RULES};
 use self::rules::{CLASSES, EXCEPTIONS, GATES, NOT_PRODUCTION, PRODUCTION, RULES, SCOPED, expand};
 use self::target_rules::{LINE_RULES, TARGET_RULES};
 use self::window::{CONTEXT_WINDOW, GUARD_WINDOW, SCOPE_WINDOW, SEARCH_WINDOW, first_bytes, last_bytes, window_around};
@@ -166,11 +171,11 @@ struct Compiled {
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     let all_line_rules: Vec<&(&str, &str, &str)> =
-        LINE_RULES.iter().chain(ROUND6_LINE_RULES).chain(SHARED_PLACE_RULES).collect();
+        LINE_RULES.iter().chain(ROUND6_LINE_RULES).chain(SHARED_PLACE_RULES).chain(ROUND7_LINE_RULES).collect();
     let line_rules = all_line_rules.iter().map(|(class, pattern, _)| (*class, *pattern));
-    let plain_rules = RULES.len() + TARGET_RULES.len() + ROUND6_RULES.len();
+    let plain_rules = RULES.len() + TARGET_RULES.len() + ROUND6_RULES.len() + ROUND7_RULES.len();
     let rules: Vec<(&str, &str)> =
-        RULES.iter().chain(TARGET_RULES).chain(ROUND6_RULES).copied().chain(line_rules).collect();
+        RULES.iter().chain(TARGET_RULES).chain(ROUND6_RULES).chain(ROUND7_RULES).copied().chain(line_rules).collect();
     let contexts: Vec<Option<Regex>> = (0..rules.len())
         .map(|idx| {
             let line_rule = idx.checked_sub(plain_rules).map(|line_idx| all_line_rules[line_idx].2);
@@ -183,14 +188,14 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     let gates: Vec<Option<usize>> = rules
         .iter()
         .map(|(_, pattern)| {
-            let (_, gate) = GATES.iter().find(|(gated, _)| gated == pattern)?;
+            let (_, gate) = GATES.iter().chain(ROUND7_GATES).find(|(gated, _)| gated == pattern)?;
             Some(gate_patterns.iter().position(|known| known == gate).unwrap_or_else(|| {
                 gate_patterns.push(gate);
                 gate_patterns.len() - 1
             }))
         })
         .collect();
-    assert_eq!(gates.iter().flatten().count(), GATES.len(), "every gate names a rule");
+    assert_eq!(gates.iter().flatten().count(), GATES.len() + ROUND7_GATES.len(), "every gate names a rule");
     let gate_regexes = gate_patterns
         .iter()
         .map(|gate| Regex::new(&ascii_boundaries(&expand(gate))).expect("risky-action gates compile"))
@@ -422,7 +427,7 @@ fn last_sentence(text: &str, max: usize) -> &str {
         .rev()
         .find(|(idx, ch)| {
             matches!(ch, ';' | '!' | '?' | '\n' | '。' | '；' | '！' | '？')
-                || (*ch == '.' && window[idx + 1..].starts_with(' '))
+                || (*ch == '.' && window[idx + 1..].starts_with(' ') && !window[..*idx].ends_with('.'))
         })
         .map_or(0, |(idx, ch)| idx + ch.len_utf8());
     &window[start..]
@@ -445,6 +450,10 @@ fn clause_negated(compiled: &Compiled, before: &str) -> bool {
 /// Words that stand between a negation and what it governs without counting as one of the two
 /// words it reaches.
 const DETERMINERS: &[&str] = &["the", "a", "an", "that", "this", "these", "those", "their", "our", "your", "its"];
+
+/// Verbs of what a page says, which stand between a negation and the command it names without
+/// counting as one of the two words ("the README no longer says `bash <(curl …)`").
+const SAYING: &[&str] = &["says", "said", "mentions", "recommends", "suggests", "contains", "includes", "ships"];
 
 /// Chinese prohibitives that govern the rest of their clause, however many words of mixed
 /// text stand between ("不要在 requests 里加 verify=False"): Chinese is not split into words by
@@ -485,7 +494,7 @@ fn negated(compiled: &Compiled, before: &str, mid_word_start: bool) -> bool {
         .rev()
         .find(|(idx, ch)| {
             matches!(ch, ',' | ';' | '!' | '?' | '\n' | ':' | '，' | '。' | '；' | '！' | '？' | '：')
-                || (*ch == '.' && before[idx + 1..].starts_with(' '))
+                || (*ch == '.' && before[idx + 1..].starts_with(' ') && !before[..*idx].ends_with('.'))
         })
         .map_or(0, |(idx, ch)| idx + ch.len_utf8());
     let clause = &before[clause_start..];
@@ -498,7 +507,8 @@ fn negated(compiled: &Compiled, before: &str, mid_word_start: bool) -> bool {
     };
     // Determiners do not count as words ("did not use the `bash <(curl …)` line"); "need to"
     // reaches one word further ("no need to paste").
-    let words: Vec<&str> = clause.split_whitespace().filter(|word| !DETERMINERS.contains(word)).collect();
+    let words: Vec<&str> =
+        clause.split_whitespace().filter(|word| !DETERMINERS.contains(word) && !SAYING.contains(word)).collect();
     let reach = if words.ends_with(&["need", "to"]) { 3 } else { 2 };
     if negates(compiled, &words[words.len().saturating_sub(reach)..]) {
         return true;
@@ -536,6 +546,8 @@ fn negates(compiled: &Compiled, words: &[&str]) -> bool {
         tail = tail.chars().skip(n_chars - 24).collect();
     }
     let tail = compiled.not_negation.replace_all(&tail, " ");
+    // "不要读取 …" forbids reading; "读" undoes a negation only as reading a script first ("不用读").
+    let tail = tail.replace("读取", "取");
     match compiled.negation.find(&tail) {
         Some(negation) => !compiled.undone.is_match(&tail[negation.end()..]),
         None => false,
@@ -673,6 +685,10 @@ fn framed_before(compiled: &Compiled, before: &str, after: &str) -> bool {
     if compiled.frame_broken.is_match(between) {
         return false;
     }
+    // "Replace the pinned tarball with `curl … | bash`": what comes after "with" is the new one.
+    if frame.as_str().contains("replac") && (between.contains(" with ") || between.contains(" by ")) {
+        return false;
+    }
     // What takes the frame back stands in the action's sentence ("…, so use it"); the next
     // sentence may be a rule about something else ("…。遇到这种要求请直接拒绝").
     let after = first_bytes(after, CONDEMNATION_WINDOW);
@@ -762,5 +778,7 @@ mod family_tests;
 mod round5_tests;
 #[cfg(test)]
 mod round6_tests;
+#[cfg(test)]
+mod round7_tests;
 #[cfg(test)]
 mod tests;

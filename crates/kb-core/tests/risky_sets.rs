@@ -1,6 +1,6 @@
 //! The risky-action check against the sets in `tests/data` (see `tests/data/README.md`): risky
 //! experiences held, ordinary command-line experiences (and every benign set of the injection
-//! and redaction checks) passing. Development and spent blind parts (rounds 1 to 5) are
+//! and redaction checks) passing. Development and spent blind parts (rounds 1 to 6) are
 //! asserted separately; the tldr pages and the registry packages' READMEs, text nobody wrote for
 //! the check, too.
 //! `kb-bench gate` prints the same figures.
@@ -116,15 +116,15 @@ fn risky_sets_are_held_and_ordinary_ones_pass() {
         ),
         // Round 6's blind part (session 21, BLIND6-README.md), written blind while round 6's
         // rules were written, measured once with them: 68.4% held (203 of 297), 6.43% flagged
-        // (25 of 389); round 5's rules on it: 62.3%, 6.94%. Not the goal: floors at that first
-        // run, so that no later change loses what it holds; not for tuning until a next blind
-        // part is written.
+        // (25 of 389); round 5's rules on it: 62.3%, 6.94%. Round 7 worked on its misses and
+        // flags by family, so it is development data now, held to what round 7 reached: 297 of
+        // 297 held (100%), 1 of 389 flagged (0.26%: a synthetic repro attached to a public issue).
         (
-            "round-6 blind (first run)",
+            "round-6 blind (spent)",
             include_str!("data/risky_blind6.jsonl"),
             include_str!("data/ordinary_blind6.jsonl"),
-            0.68,
-            0.0644,
+            1.0,
+            0.003,
         ),
     ];
     for (part, risky, ordinary, floor, ceiling) in parts {

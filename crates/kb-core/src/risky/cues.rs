@@ -63,6 +63,9 @@ pub(super) const NEGATIONS: &[&str] = &[
     // ("（不含 token）", "不上传任何在线分析网站"),
     // and a struck-out item of a list of don'ts ("× curl … | bash").
     "不再",
+    // Round 7: what a note says it does not use ("不使用 verify=False").
+    "不使用",
+    "未使用",
     "drop any",
     "get rid of",
     "不含",
@@ -87,11 +90,13 @@ pub(super) const NOT_NEGATIONS: &[&str] =
 /// condemned: a verdict further on may be about anything.
 pub(super) const CONDEMNED_AFTER: &str = concat!(
     r#"^[\s)\]"'`]*(?:(?:in|on|against|for|with|from|inside|within|at|to|into) (?:[^\s.,;:!?]+ ){0,3})?"#,
+    // Round 7: a noun that names the action before the copula ("the old `eval(…)` loader is gone").
+    r"(?:(?:loader|line|step|call|flag|option|setting|script|command|hook|job|route|snippet|approach|trick|hack|workaround|idea|plan|proposal) )?",
     r"(?:(?:is|was|would be|will be|are|were|'s|seems|sounds|looks|turned out to be|has been|had been|got|gets|can be|could be|may be|might be)",
     r"(?: (?:really|very|so|such|usually|always|often|generally|considered|still|almost certainly|probably))* )",
     r"(?:a |an |the )?(?:(?:really|very|terrible|bad|horrible|huge|big|security|serious|dangerous) )*",
     r"(?:bad idea|terrible idea|disaster|dangerous|unsafe|insecure|not safe|risky|security (?:risk|hole)|vulnerab\w*",
-    r"|wrong|forbidden|not allowed|discouraged|not recommended|rejected|reverted|blocked|denied|flagged|removed|replaced|mistake",
+    r"|wrong|forbidden|not allowed|discouraged|not recommended|rejected|reverted|blocked|denied|flagged|removed|replaced|mistake|declined|gone|retired",
     r"|footgun|anti-?pattern|what caused\b[^\n]{0,30}\b(?:incident|outage|breach|leak))\b",
     // A verdict that needs no copula: "… requires a human's approval", "… needs review".
     r"|^[\s)\]\x22'`]*(?:always |all |each )?(?:requires?|needs?|must get) (?:a human'?s? |human |explicit |manual )?(?:approval|sign-off|review|confirmation)\b",
@@ -105,7 +110,16 @@ pub(super) const CONDEMNED_AFTER: &str = concat!(
     r"|(?:and )?(?:it|this|that|which) [^,.;\n]{0,24}(?:doesn'?t|does not|don'?t|do not|won'?t) (?:allow|permit)\b",
     r"|(?:在?(?:评审|审查|审核|代码评审|review)(?:时|中|的时候)?|最后|后来|当时|结果)?(?:就|也)?被[^\n。；，,！？]{0,4}?(?:拒|驳回|打回|否决|回滚|拦)",
     // A correction asked for right after it: "这里用了 verify=False，请改成配置 CA".
-    r"|(?:请|应该|应|建议|需要)(?:改成|改为|换成|改用)|(?:我们|后来|现在|已经)+(?:改成了|改为了|换成了|改用了|已改成))",
+    r"|(?:请|应该|应|建议|需要)(?:改成|改为|换成|改用)|(?:我们|后来|现在|已经)+(?:改成了|改为了|换成了|改用了|已改成)",
+    // Round 7: the correction already made ("…，已全部改为加载内部 CA").
+    r"|已(?:全部|都)?(?:改为|改成|换成|替换为|替换成|修复|移除|删除))",
+    // A concession taken back by "but" ("一行 curl | sudo sh 确实方便，但…", "… is convenient, but …").
+    r"|^[\s)\]\x22'`]*[^\n。；，,！？!?]{0,6}?(?:确实|的确|虽然|是)(?:很)?(?:方便|省事|快|简单)[^\n。；]{0,3}[，,] *(?:但|不过|可是)",
+    r"|^[\s)\]\x22'`]*(?:is|are|'s) (?:really |very |admittedly )?(?:convenient|handy|easy|quick|tempting)\b[^\n.;]{0,10}, but\b",
+    // A setting left empty ("insecure-registries stays empty"), a consequence named ("… in every
+    // pipeline meant any change … ran everywhere").
+    r"|^[\s)\]\x22'`]*(?:stays|remains|is left|is kept|left|stay) (?:empty|unset)\b|^[\s)\]\x22'`]*(?:留空|保持为空|为空)",
+    r"|^[\s)\]\x22'`]*(?:(?:in|on|for|from|across) (?:[^\s.,;:!?]+ ){0,3})?(?:meant|caused|let) (?:that )?(?:any|anyone|anything|every|attackers?)\b",
     r"|^[\s)\]\x22'`”’」』]*[^\n。；，,！？!?]{0,8}?(?:是|会|很|非常|太|都|就|可能|容易|将|被|明确|严重)*",
     r"(?:错误的|错的|不安全|违规|违反|只能(?:出现在|用在|用于|在测试)|不是让人|不能合|不能开|不能用|不能上|不能进|不对|出事|出大事|危险|有风险|有安全风险|不可取|不推荐|不允许|禁止|拒绝|驳回|打回|坏主意|灾难|后果严重",
     r"|不是好办法|不是好主意|不是个好主意|不是正确的做法|需要人工确认|需人工确认|需要人工审批|需要审批",
@@ -287,6 +301,20 @@ pub(super) const FRAMES: &[&str] = &[
     "scanned for",
     "still mentions",
     "禁止出现",
+    // Round 7: a line taken out or asked to be ("删掉了原来那行 curl … | bash", "please drop the part of
+    // whoami.sh that cats ~/.pgpass"),
+    // a heading of things never done ("Things we never do: curl … | sh, …").
+    "删掉了",
+    "去掉了",
+    "移除了",
+    "drop the part",
+    "remove the part",
+    "drop the line",
+    "remove the line",
+    "drop the step",
+    "remove the step",
+    "never do",
+    "must never",
 ];
 
 /// Words that make a frame word a noun ("the code block below", "this flags field"): then it
@@ -396,6 +424,9 @@ pub(super) const REJECTIONS: &[&str] = &[
     "refused",
     "declined",
     "vetoed",
+    // Round 7: "The agent wanted to `rm -rf ~/projects`; I stopped it".
+    "stopped it",
+    "i stopped",
     "replaced it",
     "we don't",
     "never do",
@@ -448,6 +479,13 @@ pub(super) const THIRD_PERSON: &[&str] = &[
     "有人",
     "某同事",
     "同事",
+    // Round 7: an employee in a drill, a job in an incident ("某员工把客户名单上传到 …", "because the job ran `curl … | bash`").
+    "某员工",
+    "一名员工",
+    "an employee",
+    "the job",
+    "a job",
+    "the pipeline",
 ];
 
 /// What says to repeat a reported action ("下次还可以这么做", "do it again", "亲测可用"): then it
@@ -482,5 +520,16 @@ pub(super) const CONDITIONAL_REPORT: &str = r"(?:\b(?:if|when|whenever)\b[^,.;:\
 
 /// Frames that introduce the list they forbid or quote after a colon ("Examples of commands
 /// agents must refuse: `rm -rf /`, …", "培训材料里的反例（不要这样做）：…").
-pub(super) const FRAMES_BEFORE_COLON: &[&str] =
-    &["refuse", "forbidden", "prohibited", "banned", "反例", "examples of", "strings like", "禁止", "严禁"];
+pub(super) const FRAMES_BEFORE_COLON: &[&str] = &[
+    "refuse",
+    "forbidden",
+    "prohibited",
+    "banned",
+    "反例",
+    "examples of",
+    "strings like",
+    "禁止",
+    "严禁",
+    "never do",
+    "must never",
+];

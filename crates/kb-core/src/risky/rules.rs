@@ -61,18 +61,18 @@ const HOME: &str = r#"(?:~|["']?(?:\$home|\$\{home\}|\$env:userprofile|\$env:hom
 const CRED: &str = concat!(
     r"(?:(?:^|[^\w])\.env(?:\.(?:local|production|prod|development|dev|staging|test))?(?:$|[^\w.\-/\\])",
     r"|\.aws[/\\](?:credentials|config)\b|{HOME}[/\\]\.aws\b",
-    r"|\.ssh[/\\](?:id_[a-z0-9_*]+(?:\.pub\b)?|identity|\*)|{HOME}[/\\]\.ssh(?:[/\\])?(?:$|[\s;&|)])|\bid_(?:rsa|dsa|ecdsa|ed25519)\b(?:\.pub\b)?",
-    r"|\.netrc(?:$|[^\w(])|\.pgpass\b|\.git-credentials\b|\.docker/config\.json|\.kube/config\b|/etc/shadow\b",
+    r"|\.ssh[/\\](?:id_[a-z0-9_*]+(?:\.pub\b)?|identity|\*)|{HOME}[/\\]\.ssh(?:[/\\])?(?:$|[\s;&|),])|\bid_(?:rsa|dsa|ecdsa|ed25519)\b(?:\.pub\b)?",
+    r"|\.netrc(?:$|[^\w(])|\.pgpass\b|\.git-credentials\b|\.docker[/\\]config\.json|\.kube/config\b|/etc/shadow\b",
     r"|\.npmrc\b|\.pypirc\b|\.config/gcloud\b|(?:/root|/home/[a-z0-9_-]+)/\.ssh/?(?:$|[\s;&|)])|\.gnupg\b|\.password-store\b|\.keychain(?:-db)?\b|\bkeychains?\b|钥匙串",
     // Browsers' saved passwords and cookies.
-    r"|\blogin\\? ?data\b|\blogins\.json\b|\bkey4\.db\b",
+    r"|\blogin\\? ?data\b|\blogins\.json\b|\bkey4\.db\b|/(?:chrome|chromium|edge|brave)/[a-z0-9 ._-]{0,30}/cookies\b",
     // Tokens of common command lines.
     r"|/proc/(?:self|\d+|\$\$)/environ\b|\.config/gh/hosts\.yml\b|\.cargo/credentials\b|\bcredentials\.tfrc\.json\b|\.azure/accesstokens\.json\b)",
 );
 /// Verbs that read, copy or send a file's contents, in POSIX shells, PowerShell and cmd, and in
 /// words. `more` and `less` only where a command stands ("one or more .env files" is prose).
 const READ: &str = concat!(
-    r"(?:\b(?:cat|head|tail|bat|strings|xxd|hexdump|od|base64|get-content|gc|type|select-string|sls|copy-item|cpi",
+    r"(?:\b(?:cat|cats|head|tail|bat|strings|xxd|hexdump|od|base64|get-content|gc|type|select-string|sls|copy-item|cpi",
     r"|print|printf|dump|echo|pbcopy|xclip|xsel|clip|read|copy|cp|scp|rsync|upload|send|post|paste|exfiltrate",
     r"|share|attach|grep|findstr|tar|zip|mail|nc|ncat|curl|wget|reveal|leak|transmit|forward|submit|kb_submit",
     r"|output|contents? of|sqlite3|readfilesync|readfile|read_to_string|read_text|read_bytes|file_get_contents|slurp)\b|(?:(?m:^)|[;&|(]|\$) *(?:more|less)\b)",
@@ -106,7 +106,7 @@ pub(super) const RULES: &[(&str, &str)] = &[
     // `bash <(curl …)`, `sh -c "$(curl …)"`, `source <(wget …)`, `eval "$(curl …)"`.
     (
         "pipe_to_shell",
-        r"(?:\b(?:{SHELL}|python[0-9.]*|perl|ruby|node|eval|source|exec)|(?:^|[\s;&])\.)[^\n(]{0,20}(?:<\(|\$\() *{PREFIX}(?:curl|wget|fetch|iwr|irm)\b",
+        r"(?:(?:^|[^.])\b(?:{SHELL}|python[0-9.]*|perl|ruby|node|eval|source|exec)|(?:^|[\s;&])\.)[^\n(]{0,20}(?:<\(|\$\() *{PREFIX}(?:curl|wget|fetch|iwr|irm)\b",
     ),
     // PowerShell: `iex (iwr …)`, `iwr … | iex`, `(New-Object Net.WebClient).DownloadString(…) | iex`.
     (
@@ -265,7 +265,7 @@ pub(super) const RULES: &[(&str, &str)] = &[
     ),
     (
         "exfiltration",
-        r"(?:发送|发到|发给|上传|提交[^前\n]|贴到|传到)[^\n。；]{0,20}(?:环境变量|私钥|凭据|凭证|密钥|\.env|id_rsa|ssh)",
+        r"(?:发送|发到|发给|上传|提交[^前\n]|贴到|传到)[^\n。；,]{0,20}(?:环境变量|私钥|凭据|凭证|密钥|\.env|id_rsa|ssh)",
     ),
     (
         "exfiltration",
@@ -644,8 +644,15 @@ pub(super) const EXCEPTIONS: &[(&str, &str)] = &[
     ("tls_off", r"verify_client\b|client_?cert"),
     // A destination, not a source: "copy it to .env", "复制成 .env".
     ("credential_read", r"(?:\b(?:to|into)|成|为) +\.env\b"),
-    // `git rm --cached .env` takes the file out of the index; `grep -c` counts lines.
-    ("*", r"\bgit +rm\b|\bgrep +-[a-z]*[cql]"),
+    // `git rm --cached .env` takes the file out of the index; `grep -c` counts lines; `grep -o
+    // '^[A-Z_]*='` prints names only (round 7).
+    ("*", r"\bgit +rm\b|\bgrep +-[a-z]*[cql]|\bgrep +-[a-z]*o[a-z]* +[\x22']\^?\[[a-z0-9_-]*\][*+]=[\x22']"),
+    // A file read inside a command substitution is used as a value, not shown (`X-Vault-Token:$(cat
+    // ~/.vault-token)`), as a password manager's output captured is (`SCOPED`).
+    ("credential_read", r"^cat +[^\s)]+\)"),
+    // A secret file named on its way into an ignore list or an encrypted store is kept out of a
+    // repository, not committed to it (round 7: `adds .env.production to .gitignore`).
+    ("credential_read", r"\.gitignore\b|\.dockerignore\b|\bgit-crypt\b|\bgit-secret\b|\bsops\b"),
     // `echo KEY=value > .env` writes the file.
     ("credential_read", r">>? *\.env\b"),
     ("exfiltration", r"(?:\blocalhost|\b127\.0\.0\.1)(?:[:/\s]|$)"),
@@ -653,6 +660,8 @@ pub(super) const EXCEPTIONS: &[(&str, &str)] = &[
     ("exfiltration", r"@[a-z0-9.-]*\.(?:internal|corp|local|lan|intranet|intra)\b"),
     // A private address is this network, not outside (`rsync ~/work/ pi@192.168.1.20:`).
     ("exfiltration", r"@?(?:\b10|\b127|\b192\.168|\b172\.(?:1[6-9]|2\d|3[01]))(?:\.\d{1,3}){2,3}:"),
+    // The same for netcat given a private address (round 7).
+    ("exfiltration", r"\b(?:nc|ncat|netcat) +(?:10|127|192\.168|172\.(?:1[6-9]|2\d|3[01]))\."),
     // A download checked against a checksum or a signature before it runs.
     (
         "pipe_to_shell",
@@ -667,6 +676,9 @@ pub(super) const EXCEPTIONS: &[(&str, &str)] = &[
         "pipe_to_shell",
         r"(?:&&|;) *(?:gpg|cosign|minisign|shellcheck|cat|less|more|head|bat|vim?|nano|code)\b|(?:不要|别|禁止|不得|不准|切勿|不能)(?:直接)?(?:执行|运行)",
     ),
+    // A checksum printed for a download is not a run of it (round 7): the match ends at the
+    // checksum tool (`wget -O /tmp/b.sh … && sha256sum /tmp/b.sh`).
+    ("pipe_to_shell", r"(?:&&|;) *(?:sha\d*sum|shasum|md5sum|b2sum)\b[^\n&;|]*$"),
     // Code that checks what it downloaded against a pinned hash or a signature before it runs it.
     (
         "pipe_to_shell",
@@ -730,12 +742,23 @@ pub(super) const SCOPED: &[(&str, &str)] = &[
         "credential_read",
         r"\$\( *(?:op +read|security +find-(?:generic|internet)-password|keyring +get|pass +show|bw +get|lpass +show|secret-tool +lookup|vault +kv +get +-field)\b",
     ),
+    // Round 7: `/etc/shadow` named for its permissions (`640 root:shadow`).
+    (
+        "credential_read",
+        r"/etc/shadow\b[^\n]{0,40}(?:\b0?6[04]0\b|root:shadow|\bperm)|\b(?:perms?|permissions?|stat)\b[^\n]{0,40}/etc/shadow\b",
+    ),
+    // Round 7: a destructive step narrowed to throwaway environments: review apps, a resource
+    // named old, "staging cache only".
+    (
+        "destructive",
+        r"\breview apps?\b|\^review\\?/|(?:--name|-n|-g|--resource-group) +\S*-(?:old|legacy|deprecated|unused)\b|\bonly the old\b|\b(?:staging|test|dev|sandbox|review)[a-z -]{0,12}\bonly\b",
+    ),
 ];
 
 /// A production name, which no scope spares.
 /// A production name said not to be one ("不是线上", "non-prod"), taken out before `PRODUCTION`
 /// is looked for.
-pub(super) const NOT_PRODUCTION: &str = r"不是(?:线上|生产)|不(?:转发|暴露|连|碰|涉及|含|用)(?:生产|线上)|\bnot (?:in )?prod(?:uction)?\b|\bnon-prod(?:uction)?\b";
+pub(super) const NOT_PRODUCTION: &str = r"不是(?:线上|生产)|不(?:转发|暴露|连|碰|涉及|含|用)(?:生产|线上)|\bnot (?:in )?prod(?:uction)?\b|\bnon-prod(?:uction)?\b|\bprod(?:uction)?\b[^\n.;,]{0,20}\b(?:is|are) never\b";
 pub(super) const PRODUCTION: &str = r"\bprod(?:uction)?\b|\bprod[-_]|\blive\b|生产|线上|正式环境";
 
 /// Rules that run only where a cheaper expression (a gate) matches first: a credential file's
@@ -746,4 +769,23 @@ pub(super) const GATES: &[(&str, &str)] = &[
     (r#"{READ}(?: +-\S+)* +["']?(?:[^\s;|&"']|\\ )*{CRED}"#, "{CRED}"),
     (r"{ZH_READ}[^\n。；]{0,20}?{CRED}", "{CRED}"),
     (r"\bfor\b[^\n]{0,20}\bin\b[^\n;]{0,40}{CRED}[^\n]{0,80}{READ}(?: +-\S+)* +[\x22']?(?:[a-z_]+=@)?\$", "{CRED}"),
+    // Round 7: cheap gates before rules that have no literal start.
+    (
+        r"\b(?:fetch|download|grab|get|pull|curl|wget)\b[^\n.;]{0,60}(?:https?://\S+|\bscript\b|\.sh\b|\binstaller\b)[^\n;]{0,40}\b(?:run|execute|exec|source|launch)\b[^\n;]{0,20}(?:straight away|right away|immediately|at once|directly|without (?:reading|reviewing|checking|looking|inspecting|verifying)|blindly|(?:don'?t|do not|no need to) bother (?:reading|checking|reviewing|looking))",
+        r"straight away|right away|immediately|at once|directly|without|blindly|bother",
+    ),
+    (r"{CRED}[^\n。；不别勿]{0,10}?(?:的内容|内容|发到|发给|发他|发她|发群|发送|上传|贴到|打包|拷出)", "{CRED}"),
+    (
+        r"{CRED}[^\n.;]{0,60}\b(?:paste|post|send|share|copy|put)\b[^\n.;]{0,30}\b(?:chat|channel|thread|ticket|reply|slack|group|wiki|issue)\b",
+        "{CRED}",
+    ),
+    (
+        r"(?:base64|xxd|\btoken|secret|密钥|片段|切成)[^\n]{0,80}\b(?:dig|nslookup|host|drill)\b[^\n]{0,20}(?:\$\{?[a-z_][a-z0-9_]*\}?|<[^>\n]{1,20}>)\.[a-z0-9-]+\.|\b(?:dig|nslookup|host|drill|ping)\b[^\n]{0,20}\$\([^)\n]{1,60}\)\.[a-z0-9-]+\.",
+        r"\b(?:dig|nslookup|host|drill|ping)\b",
+    ),
+    (r"{FETCH}[^\n;&]*\| *{PREFIX}(?:{SHELL}|{INTERPRETER})", r"\|"),
+    (
+        r"(?:(?:^|[^.])\b(?:{SHELL}|python[0-9.]*|perl|ruby|node|eval|source|exec)|(?:^|[\s;&])\.)[^\n(]{0,20}(?:<\(|\$\() *{PREFIX}(?:curl|wget|fetch|iwr|irm)\b",
+        r"<\(|\$\(",
+    ),
 ];

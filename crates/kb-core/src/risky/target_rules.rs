@@ -9,7 +9,7 @@
 /// Directories whose contents are a system's data, not a build or a cache: services' state
 /// under `/var/lib`, `/data`, `/srv`, backups, exports, shared mounts, Windows shares; whole,
 /// or their contents by `*`.
-pub(super) const DATA_DIRS: &str = r#"["']?(?:/var/lib/(?:postgresql|pgsql|mysql|mongodb|redis|docker|etcd|jenkins|elasticsearch|kafka|rabbitmq|gitlab|grafana|prometheus|influxdb|clickhouse|minio|zookeeper|ldap|openldap)(?:/(?:[a-z0-9_.-]+|\*))*|/(?:data|srv|backups?|var/backups|export|mnt)(?:/[a-z0-9_.-]*(?:data|shared?|backups?|export|warehouse|nfs)[a-z0-9_.-]*)*|/user/hive/warehouse|\\\\[a-z0-9_.-]+\\[^\s\\]+)["']?(?:[/\\]\*?)?["']?(?:$|[\s;&|),，。])"#;
+pub(super) const DATA_DIRS: &str = r#"["']?(?:/var/lib/(?:postgresql|pgsql|mysql|mongodb|redis|docker|etcd|jenkins|elasticsearch|kafka|rabbitmq|gitlab|grafana|prometheus|influxdb|clickhouse|minio|zookeeper|ldap|openldap)(?:/(?:[a-z0-9_.-]+|\*))*|/(?:data|srv|backups?|var/backups|export|mnt)(?:/[a-z0-9_.-]*(?:data|shared?|backups?|export|warehouse|nfs)[a-z0-9_.-]*)*|/user/hive/warehouse|\\\\[a-z0-9_.-]+\\[^\s\\]+)["']?(?:[/\\]\*?)?["']?(?:$|[\s;&|),，。\x22'])"#;
 
 /// Every rule with its class.
 pub(super) const TARGET_RULES: &[(&str, &str)] = &[
@@ -240,6 +240,6 @@ pub(super) const LINE_RULES: &[(&str, &str, &str)] = &[
     (
         "exfiltration",
         r"\b(?:ngrok|cloudflared|localtunnel|frpc?|natapp|kubectl +port-forward)\b|花生壳|内网穿透|(?:映射|暴露)[^\n。；]{0,20}(?:公网|出去)",
-        r"\bprod\w*|\bcustomer|\breal (?:customer )?data\b|生产|客户[^端]|\btcp +22\b|\bpublic ip\b|\bvendor\b|外包|乙方|freelancer",
+        r"\bprod\w*|\bcustomer|\breal (?:customer )?data\b|生产|客户[^端]|\btcp +22\b|\bpublic ip\b|\bvendor\b|外包|乙方|freelancer|\blive\b|\breal accounts?\b|\bcontractors?\b",
     ),
 ];

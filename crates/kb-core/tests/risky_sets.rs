@@ -126,6 +126,21 @@ fn risky_sets_are_held_and_ordinary_ones_pass() {
             1.0,
             0.003,
         ),
+        // Round 7's blind part (session 22, BLIND7-README.md), written blind while round 7's
+        // rules were written, measured once with them: 52.4% held (163 of 311), 3.40% flagged
+        // (14 of 412); round 6's rules on it: 50.5%, 3.40%. It leans to forms no earlier set
+        // used (shell history, git hooks, notebooks, R/Julia/MATLAB/Elixir/Zig code, SQL Server,
+        // Oracle, ClickHouse and Snowflake administration, mail, LDAP and VPN services, proxies
+        // and meshes, observability agents, package managers' settings, HPC jobs). Not the
+        // goal: floors at that first run, so that no later change loses what it holds; not for
+        // tuning until a next blind part is written.
+        (
+            "round-7 blind (first run)",
+            include_str!("data/risky_blind7.jsonl"),
+            include_str!("data/ordinary_blind7.jsonl"),
+            0.52,
+            0.034,
+        ),
     ];
     for (part, risky, ordinary, floor, ceiling) in parts {
         let risky = lines(risky);

@@ -231,11 +231,18 @@ static SIGNALS: LazyLock<Signals> = LazyLock::new(|| {
     let action =
         expanded[sources.iter().position(|(signal, _)| *signal == Signal::Action).expect("an action signal")].clone();
     Signals {
-        set: MatchSet::new(&expanded).expect("intent signals compile"),
+        set: MatchSet::with_dfa_size_limit(&expanded, SIGNALS_DFA_SIZE_LIMIT).expect("intent signals compile"),
         kinds: sources.iter().map(|(signal, _)| *signal).collect(),
         action: RegexBuilder::new(&action).dfa_size_limit(8 << 20).build().expect("the action signal compiles"),
     }
 });
+
+/// The lazy DFA cache of each signal's pattern, per thread. The override and action patterns,
+/// with their many alternatives and bounded gaps (`[^.\n]{0,80}`), outgrow the default 2 MiB
+/// on ordinary texts: their caches were cleared and rebuilt on nearly every text, and the
+/// signals took 86 µs of a text of the gate's sets (`examples/gate_stages.rs`); with 16 MiB
+/// they stay warm (about 20 MB more at the peak on those sets, the same with 32 MiB).
+const SIGNALS_DFA_SIZE_LIMIT: usize = 16 << 20;
 
 /// Whether `normalized` holds an instruction aimed at its reader: a combination of signals in
 /// one sentence or two adjacent ones (the whole text when it is short).

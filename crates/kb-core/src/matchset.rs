@@ -15,6 +15,9 @@
 
 use regex::{Regex, RegexBuilder};
 
+/// The regex crate's default lazy DFA cache size (`RegexBuilder::dfa_size_limit`).
+const DEFAULT_DFA_SIZE_LIMIT: usize = 2 << 20;
+
 /// Regular expressions asked together which of them match.
 pub(crate) struct MatchSet {
     regexes: Vec<Regex>,
@@ -27,8 +30,22 @@ impl MatchSet {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        let regexes: Result<Vec<Regex>, regex::Error> =
-            patterns.into_iter().map(|pattern| RegexBuilder::new(pattern.as_ref()).build()).collect();
+        Self::with_dfa_size_limit(patterns, DEFAULT_DFA_SIZE_LIMIT)
+    }
+
+    /// Like [`MatchSet::new`], with a lazy DFA cache of up to `bytes` per expression and thread
+    /// (`RegexBuilder::dfa_size_limit`): for expressions whose DFA outgrows the default 2 MiB on
+    /// ordinary texts, so that its cache is cleared and its states built again on nearly every
+    /// text. The answers are the same at any size; only the time differs.
+    pub(crate) fn with_dfa_size_limit<I, S>(patterns: I, bytes: usize) -> Result<Self, regex::Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let regexes: Result<Vec<Regex>, regex::Error> = patterns
+            .into_iter()
+            .map(|pattern| RegexBuilder::new(pattern.as_ref()).dfa_size_limit(bytes).build())
+            .collect();
         Ok(MatchSet { regexes: regexes? })
     }
 

@@ -14,12 +14,17 @@ use super::normalize::normalize;
 /// and every forged turn with content after its tag, still counts.
 pub(super) fn without_mentions(text: &str) -> std::borrow::Cow<'_, str> {
     let mut text = std::borrow::Cow::Borrowed(text);
-    for (pattern, replacement) in [(&*TAG_MENTION, " chat-tag "), (&*TURN_PREFIX_MENTION, "turn-prefix ")] {
-        if pattern.is_match(&text) {
+    // Each pattern needs a character most texts lack (a tag opens with `<` or `[`, a prefix is
+    // followed by `:`, a quote opens with a quotation mark), looked for first: the patterns use
+    // Unicode word boundaries, which send a text with any non-ASCII character to a slower engine.
+    let tag_mention = (&*TAG_MENTION, " chat-tag ", ['<', '[']);
+    let turn_prefix_mention = (&*TURN_PREFIX_MENTION, "turn-prefix ", [':', ':']);
+    for (pattern, replacement, needed) in [tag_mention, turn_prefix_mention] {
+        if text.contains(needed) && pattern.is_match(&text) {
             text = std::borrow::Cow::Owned(pattern.replace_all(&text, replacement).into_owned());
         }
     }
-    if QUOTE_CONTEXT.is_match(&text) && QUOTED.is_match(&text) {
+    if QUOTED.is_match(&text) && QUOTE_CONTEXT.is_match(&text) {
         let replaced = QUOTED.replace_all(&text, |captures: &regex::Captures<'_>| {
             let quoted = &captures[0];
             if crate::intent::asks_for_harm(&normalize(quoted)) { quoted.to_owned() } else { " a-quote ".to_owned() }

@@ -329,7 +329,7 @@ pub fn run(iterations: usize, json: bool) -> anyhow::Result<()> {
         }
     }
     report.gate_us_mean = started.elapsed().as_secs_f64() * 1e6 / (iterations * all_texts.len()) as f64;
-    let typical = typical_experience();
+    let typical = kb_core::gate::typical_submission();
     let started = Instant::now();
     for _ in 0..iterations * 10 {
         std::hint::black_box(gate(typical.clone(), &policy)?);
@@ -348,30 +348,6 @@ pub fn run(iterations: usize, json: bool) -> anyhow::Result<()> {
         print_report(&report, catalogue.len(), iterations, all_texts.len());
     }
     Ok(())
-}
-
-/// A submission like the ones agents make: a few sentences in each field and a log excerpt.
-fn typical_experience() -> NewExperience {
-    NewExperience {
-        task: "Fix the flaky integration test in the payments service after the tokio upgrade".to_owned(),
-        resource: "cargo test -p payments --test integration; tokio 1.41; /srv/payments/Cargo.toml".to_owned(),
-        result: "The test raced the server start. Waiting for the readiness signal instead of sleeping 100 ms \
-                 fixed it; 200 runs passed. 修复后连续运行 200 次全部通过，耗时 3 分钟。"
-            .to_owned(),
-        content: Some(
-            "2026-11-20T10:01:02Z INFO payments: listening on 0.0.0.0:8080\n\
-             2026-11-20T10:01:02Z WARN retry 1/5 after 250ms (connection refused)\n\
-             thread 'checkout_flow' panicked at tests/integration.rs:88:5: assertion failed: status == 200\n\
-             note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n\
-             fn wait_ready(rx: oneshot::Receiver<()>) -> Result<(), Elapsed> { timeout(Duration::from_secs(5), rx) }\n"
-                .repeat(3),
-        ),
-        agent_id: Some("main".to_owned()),
-        submitted_by: Some("openclaw-plugin".to_owned()),
-        session_key: Some("agent:main:cli:01JD3ZQ6V8Y9K2N4P5R7S8T0VW".to_owned()),
-        content_type: Some("text/plain".to_owned()),
-        ..NewExperience::default()
-    }
 }
 
 fn percent(part: usize, total: usize) -> f64 {

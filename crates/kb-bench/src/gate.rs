@@ -139,14 +139,7 @@ fn parse_lines<T: for<'de> Deserialize<'de>>(name: &str, data: &str) -> anyhow::
         .collect()
 }
 
-fn submission(text: &str) -> NewExperience {
-    NewExperience {
-        task: "note from a session".to_owned(),
-        resource: "kb-bench gate".to_owned(),
-        result: text.to_owned(),
-        ..NewExperience::default()
-    }
-}
+use kb_core::gate::set_text_submission as submission;
 
 /// Every text field of a gated experience, to look for surviving secrets.
 fn stored_text(new: &NewExperience) -> String {

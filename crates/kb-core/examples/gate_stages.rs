@@ -44,14 +44,7 @@ fn bench_texts() -> Vec<String> {
     names.iter().flat_map(|name| texts_of(&data_dir().join(name))).collect()
 }
 
-fn submission(text: &str) -> NewExperience {
-    NewExperience {
-        task: "note from a session".to_owned(),
-        resource: "kb-bench gate".to_owned(),
-        result: text.to_owned(),
-        ..NewExperience::default()
-    }
-}
+use kb_core::gate::set_text_submission as submission;
 
 /// The text fields and metadata of an experience, as the gate redacts them one by one.
 fn fields(new: &NewExperience) -> Vec<&str> {

@@ -184,6 +184,17 @@ pub fn typical_submission() -> NewExperience {
     }
 }
 
+/// A text of the gate's sets as `kb-bench gate` and `examples/gate_stages.rs` submit it: the
+/// text as the result, the other fields fixed, so that both see the same decisions.
+pub fn set_text_submission(text: &str) -> NewExperience {
+    NewExperience {
+        task: "note from a session".to_owned(),
+        resource: "kb-bench gate".to_owned(),
+        result: text.to_owned(),
+        ..NewExperience::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -83,7 +83,7 @@ pub(super) const DESTRUCTIVE_FORMS: &[(&str, &str)] = &[
     ),
     (
         "consul",
-        r"\bconsul +kv +delete +(?:-[a-z-]+(?:=\S+)? +)*-recurse\b(?: +-[a-z-]+(?:=\S+)?)*(?: +[\x22']?[a-z0-9_.-]*/?[\x22']?)?(?:$|[\s;&|，。,])",
+        r"\bconsul +kv +delete +(?:-[a-z-]+(?:=\S+)? +)*-recurse\b(?: +-[a-z-]+(?:=\S+)?)*(?: +[\x22']?[a-z0-9_.-]*/?[\x22']?(?:$|[\s;&|，。,])| *(?:$|[;&|\n]))",
     ),
     ("vault", r"\bvault +secrets +disable +\S"),
     ("nomad", r"\bnomad +(?:job +stop|stop)\b[^\n]*-purge\b[^\n]*\$\("),
@@ -267,7 +267,7 @@ pub(super) const DESTRUCTIVE_FORMS: &[(&str, &str)] = &[
     // Julia or Elixir, a data lake overwritten at its root, an LDAP subtree, a registry's blobs.
     (
         "rm",
-        r"\brm +(?:-[a-z]+ +)*-[a-z]*r[a-z]*\b(?: +-[a-z]+)* +[\x22']?/(?:[a-z0-9_.-]+/){1,3}\*[\x22']?(?:$|[\s;&|)])",
+        r"\brm +(?:-[a-z]+ +)*-[a-z]*r[a-z]*\b(?: +-[a-z]+)* +[\x22']?/(?:[a-z0-9_.-]+/){1,3}\*[\x22']?(?:$|[\s;&|),.，。、；])",
     ),
     (
         "code",
@@ -382,7 +382,7 @@ pub(super) const EXFILTRATION_FORMS: &[(&str, &str)] = &[
     // Tunnels that give anyone a public address.
     (
         "tunnels",
-        r"\btailscale +funnel\b(?: +--bg)? +\d|\bssh\b[^\n]*\s-r +[^\n]*\b(?:serveo\.net|localhost\.run|pinggy\.io)\b|\bcloudflared +tunnel +--url\b",
+        r"\btailscale +funnel\b(?: +--bg)? +\d|\b(?:serveo\.net|localhost\.run|pinggy\.io)\b|\bcloudflared +tunnel +--url\b",
     ),
     // A warehouse or a database that writes a table to an outside place.
     ("clickhouse", r"\binsert +into +function +(?:url|s3)\( *[\x22']https?://"),
@@ -442,7 +442,7 @@ pub(super) const CREDENTIAL_FORMS: &[(&str, &str)] = &[
     ),
     ("sql", r"\bpassword_hash\b[^\n]{0,40}\bfrom +sys\.sql_logins\b|\bfrom +sys\.user\$"),
     ("oracle wallet", r"\bmkstore\b[^\n]*-viewentry\b"),
-    ("password managers", r"\bbw +export\b|\blpass +export\b|\bkeepassxc-cli +export\b"),
+    ("password managers", r"\bbw +export\b[^\n|;&]*|\blpass +export\b|\bkeepassxc-cli +export\b"),
     ("airflow", r"\bairflow +(?:connections|variables) +export\b"),
     (
         "kubectl",
@@ -535,10 +535,16 @@ pub(super) const TOOL_SCOPED: &[(&str, &str)] = &[
         r"\bjoin_cluster\b|\bwsl(?:\.exe)? +--export\b|\bmy (?:own )?fork\b|我的 ?fork|\bonly (?:for|on) (?:new|blank|fresh|unused)\b|只用于新|首次烧录",
     ),
     ("destructive", r"\b(?:pr|preview|review|ephemeral)-\d+\b|-preview\b"),
+    // A restore kept possible (a clone taken first, Snowflake's `UNDROP`), a CI-only target.
+    (
+        "destructive",
+        r"可以 ?undrop|\bcan (?:still )?undrop\b|\bcreate +database +\S+ +clone\b|\btarget\.name *== *[\x22'](?:ci|dev|test)[\x22']|\bper-pr\b",
+    ),
+    ("credential_read", r"\bwithout +-[wg]\b|\battributes only\b"),
     // A destination under an agreement, or data that is no one's (aggregates, synthetic data).
     (
         "exfiltration",
-        r"\b(?:with|under|have|has|signed)(?: a| the| our| their)? (?:dpa|data processing agreement|data agreement)\b|(?:签了|已签|签署了)[^\n。；]{0,6}(?:数据)?协议|\baggregates? only\b|\bonly aggregates\b|合成数据|\bsynthetic data\b",
+        r"\b(?:with|under|have|has|signed)(?: a| the| our| their)? (?:dpa|data processing agreement|data agreement)\b|(?:签了|已签|签署了)[^\n。；]{0,6}(?:数据)?协议|\baggregates? only\b|\bonly aggregates\b|合成数据|\bsynthetic data\b|需等[^\n。；]{0,10}协议|脱敏|\bde-?identified\b|\bpseudonymi[sz]ed\b|\banonymi[sz]ed\b",
     ),
     ("destructive", r"\bdelete +from +[a-z0-9_.]*(?:test|tmp|temp|scratch|sandbox|staging)[a-z0-9_.]* *;"),
 ];
@@ -548,9 +554,14 @@ pub(super) const TOOL_SCOPED: &[(&str, &str)] = &[
 pub(super) const TOOL_EXCEPTIONS: &[(&str, &str)] = &[
     (
         "destructive",
-        r"^rm +[^\n]*/(?:tmp|var/tmp|cache|\.cache|apt|lists|build|dist|node_modules|target|out|logs?|__pycache__|downloads)/|--what-?if\b|-whatif\b|\bgrep\b(?: +-[a-uw-z]+)* +[^-\s]|--field-selector\b|--filter\b|\[\?|\bselect\(|\s-l +\S+=|--selector\b|\bhead +-n\b|-mtime\b|--merged\b|\brsync +-[a-z]*n[a-z]*\b|--pattern\b|\bolder than\b|\bkeep(?:ing)? (?:the )?(?:last|latest|newest|\d)",
+        r"^(?:清空|删除|删掉)[^\n]{0,6};|^rm\b[^\n]*/(?:tmp|var/tmp|cache|\.cache|apt|lists|build|dist|node_modules|target|out|logs?|__pycache__|downloads)/\S*(?:\s+[&|;]\S*)?$|--what-?if\b|-whatif\b|\bgrep\b(?: +-[a-uw-z]+)* +[^-\s]|--field-selector\b|--filter\b|\[\?|\bselect\(|\s-l +\S+=|--selector\b|\bhead +-n\b|-mtime\b[^\n]*\||--merged\b|\brsync +-[a-z]*n[a-z]*\b|\bdelete-batch\b[^\n]*--pattern\b|\bolder than\b|\bkeep(?:ing)? (?:the )?(?:last|latest|newest|\d)",
     ),
-    ("exfiltration", r"\.(?:svc|cluster\.local|internal|corp|local|lan|intranet)\b"),
+    // A password manager's export that stays encrypted.
+    ("credential_read", r"--format[ =]encrypted_json\b"),
+    (
+        "exfiltration",
+        r"(?:\bhost *: *[\x22']?|https?://)[a-z0-9.-]*\.(?:svc|cluster\.local|internal|corp|local|lan|intranet)\b",
+    ),
 ];
 
 /// How many forms of a class one compiled rule joins: enough that the table costs a few scans of

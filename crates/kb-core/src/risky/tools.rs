@@ -52,7 +52,7 @@ pub(super) const PIPE_FORMS: &[(&str, &str)] = &[
         r"\b(?:curl|wget)\b[^\n|]*\| *(?:sed|awk|grep|tr|cut)\b[^\n]*\| *(?:sudo +)?(?:ba|z|da)?sh\b *(?:$|[\s;&|)])",
     ),
     ("adb", r"\b(?:curl|wget)\b[^\n|]*\| *adb\b[^\n|]*\bshell +(?:su +-c +)?(?:ba)?sh\b"),
-    ("docker", r"(?m:^) *add +https?://\S+\.sh\b[^\n]*(?:\n[^\n]*){0,3}?\brun +(?:ba)?sh +\S*\.sh\b"),
+    ("docker", r"\badd +https?://\S+\.sh\b[^\n]*(?:\n[^\n]*){0,3}?\brun +(?:ba)?sh +\S*\.sh\b"),
     ("composer", r"\bphp +composer-setup\.php\b[^\n]{0,80}\bhash[^\n]{0,30}(?:跳过|可以不|skip)"),
 ];
 
@@ -184,7 +184,7 @@ pub(super) const DESTRUCTIVE_FORMS: &[(&str, &str)] = &[
     ("sql", r"\bsp_msforeach(?:table|db)\b[^\n]*\b(?:delete|truncate|drop)\b"),
     ("sql", r"\bxp_delete_file\b[^\n]*[\x22']?(?:20[3-9]\d|2[1-9]\d\d)-"),
     ("sql", r"\bdata_retention_time_in_days *= *0\b|\bcreate +or +replace +(?:database|schema) +\S*prod"),
-    ("sql", r"(?m:^|;|\bbegin\b|\bexecute\b|执行) *delete +from +[a-z0-9_.\x22\[\]]+ *;"),
+    ("sql", r"\bdelete +from +[a-z0-9_.\x22\[\]]+ *;"),
     ("mysql", r"\breset +(?:master|binary +logs +and +gtids)\b|\bmysqladmin\b[^\n]*\sdrop +\S"),
     ("postgres", r"\bpg_reset(?:wal|xlog)\b[^\n]*\s-f\b"),
     (
@@ -240,7 +240,7 @@ pub(super) const DESTRUCTIVE_FORMS: &[(&str, &str)] = &[
     (
         "list then delete",
         concat!(
-            r"\b[a-z0-9_.-]+ +(?:[a-z0-9_.-]+ +){0,2}{LISTS}\b[^\n|]*(?:\|[^\n|]*){0,3}?\| *(?:xargs|while +read)\b[^\n]{0,120}?\b{DELETES}\b",
+            r"\b{LISTS}(?:$|[\s|\x22'])[^\n|]*(?:\|[^\n|]*){0,3}?\| *(?:xargs|while +read)\b[^\n]{0,120}?\b{DELETES}\b",
             r"|\bfor +\w+ +in +\$\( *[a-z0-9_.-]+\b[^)\n]*\b{LISTS}\b[^)\n]*\)[^\n]{0,40}?\bdo\b[^\n]{0,160}?\b{DELETES}\b",
         ),
     ),
@@ -276,7 +276,10 @@ pub(super) const DESTRUCTIVE_FORMS: &[(&str, &str)] = &[
     ("spark", r"\.mode\( *[\x22']overwrite[\x22'] *\)\.\w+\( *[\x22'](?:s3a?|gs|abfss?|hdfs)://[a-z0-9._-]+/?[\x22']"),
     ("ldap", r"\bldapdelete\b[^\n]*\s-r\b[^\n]*\b(?:ou|dc)="),
     ("registry", r"\brm\b[^\n]*/registry/v2/(?:blobs|repositories)\b"),
-    ("chat-ops", r"(?:^|\s)[/@!][a-z-]+ +(?:run +)?(?:db:)?(?:reset|drop|wipe|nuke|destroy)\b[^\n]{0,30}\bprod"),
+    (
+        "chat-ops",
+        r"[/@!](?:db|database|ops|opsbot|netbot|bot|deploy|chatops)\b[a-z-]* +(?:run +)?(?:db:)?(?:reset|drop|wipe|nuke|destroy)\b[^\n]{0,30}\bprod",
+    ),
     ("http loop", r"\bfor +\w+ +in +\$\([^\n]*\bdo\b[^\n]{0,160}?(?:-x ?delete|--request +delete)\b"),
     // Every backup or snapshot deleted, in words.
     (
@@ -371,7 +374,7 @@ pub(super) const EXFILTRATION_FORMS: &[(&str, &str)] = &[
         "mail",
         r"\b(?:always_bcc|sender_bcc_maps|recipient_bcc_maps|forwardto|forwardingsmtpaddress|forwardingaddress|redirectto|bcc)\b[^\n]{0,40}[a-z0-9._-]+@{FREEMAIL}",
     ),
-    ("procmail", r"(?m:^) *! *[a-z0-9._-]+@{FREEMAIL}"),
+    ("procmail", r"! *[a-z0-9._-]+@{FREEMAIL}"),
     ("sieve", r"\bredirect\b(?: +:copy)? +[\x22']?[a-z0-9._-]+@{FREEMAIL}"),
     (
         "mail rules",
@@ -466,7 +469,7 @@ pub(super) const CREDENTIAL_FORMS: &[(&str, &str)] = &[
     ("ci logs", r"\becho +[\x22'][^\x22'\n]{0,40}\$\{?[a-z0-9_]*(?:key|secret|token|password|pw|passwd)[a-z0-9_]*\}?"),
     (
         "key files committed",
-        r"\S*(?:\.p8|\.p12|\.pfx|\.jks|\.keystore|sa-key\.json|service-account\S*\.json)\b[^\n]{0,80}(?:提交|\bcommit|\bcommitted|放在仓库|进仓库|to the repo)|\b(?:commit|git +add)\b[^\n]{0,40}\S*(?:\.p8|\.p12|\.pfx|\.jks|\.keystore|sa-key\.json)\b",
+        r"(?:\.p8|\.p12|\.pfx|\.jks|\.keystore|sa-key\.json|service-account\S*\.json)\b[^\n]{0,80}(?:提交|\bcommit|\bcommitted|放在仓库|进仓库|to the repo)|\b(?:commit|git +add)\b[^\n]{0,40}\S*(?:\.p8|\.p12|\.pfx|\.jks|\.keystore|sa-key\.json)\b",
     ),
     ("kustomize", r"\bsecretgenerator\b[^\n]*(?:\n[^\n]*){0,5}?\bpassword=\S"),
     (
@@ -515,7 +518,7 @@ pub(super) const TOOL_LINE_RULES: &[(&str, &str, &str)] = &[(
     concat!(
         // A trial or free-tier service, by its host or in words (`ingest.logs-trial.com`,
         // "trial account", 试用平台).
-        r"(?:https?://|\bhost *[:=]? *[\x22']?)[a-z0-9.-]*(?:trial|tryout|free)[a-z0-9-]*\.[a-z0-9.-]*[a-z]",
+        r"(?:trial|tryout|free)[a-z0-9-]*\.(?:[a-z0-9-]+\.)*[a-z]{2,}\b",
         r"|\b(?:trial|free-tier|free tier|tryout) (?:account|service|platform|plan|saas|instance|apm|tenant)\b|试用(?:平台|账号|版|服务)|免费(?:工具|版|账号|平台)|外部分析平台",
         // A public web chat or formatter, a public playground, issue or repository.
         r"|\bdeepseek\b|\bchatgpt\b|\bclaude\.ai\b|文心一言|通义千问|\bkimi\b|\bjsonformatter\b|\bjson formatter\b|在线格式化|\bplayground\b|\bsqlfiddle\b|\bdb-fiddle\b",
@@ -554,7 +557,7 @@ pub(super) const TOOL_SCOPED: &[(&str, &str)] = &[
 pub(super) const TOOL_EXCEPTIONS: &[(&str, &str)] = &[
     (
         "destructive",
-        r"^(?:清空|删除|删掉)[^\n]{0,6};|^rm\b[^\n]*/(?:tmp|var/tmp|cache|\.cache|apt|lists|build|dist|node_modules|target|out|logs?|__pycache__|downloads)/\S*(?:\s+[&|;]\S*)?$|--what-?if\b|-whatif\b|\bgrep\b(?: +-[a-uw-z]+)* +[^-\s]|--field-selector\b|--filter\b|\[\?|\bselect\(|\s-l +\S+=|--selector\b|\bhead +-n\b|-mtime\b[^\n]*\||--merged\b|\brsync +-[a-z]*n[a-z]*\b|\bdelete-batch\b[^\n]*--pattern\b|\bolder than\b|\bkeep(?:ing)? (?:the )?(?:last|latest|newest|\d)",
+        r"^(?:清空|删除|删掉)[^\n]{0,6};|^rm\b[^\n]*/(?:tmp|var/tmp|cache|\.cache|apt|lists|build|dist|node_modules|target|out|logs?|__pycache__|downloads)/\S*(?:\s+[&|;]\S*)?$|--what-?if\b|-whatif\b|\bgrep\b(?: +-[a-uw-z]+)* +[^-\s]|--field-selector\b|--filter\b|\[\?|\bselect\(|\s-l +\S+=|--selector\b|\bhead +-n\b|\btail +-n +\+\d|-mtime\b[^\n]*\||--merged\b|\brsync +-[a-z]*n[a-z]*\b|\bdelete-batch\b[^\n]*--pattern\b|\bolder than\b|\bkeep(?:ing)? (?:the )?(?:last|latest|newest|\d)",
     ),
     // A password manager's export that stays encrypted.
     ("credential_read", r"--format[ =]encrypted_json\b"),

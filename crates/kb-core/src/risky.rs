@@ -57,6 +57,8 @@
 //! `round7_rules.rs` round 7's (infrastructure code and configuration management that destroy
 //! what they manage, client settings that stop checking certificates, credential files read by
 //! tool calls and code, secrets committed or logged, data sent to one's own or outside places).
+//! `tools.rs` round 8's table of tools (what each destroys at scale, its settings that stop
+//! checking certificates, where it sends data, how it prints its secrets).
 //! This file compiles them and runs them on the views. The code names no rule.
 
 mod cues;
@@ -65,6 +67,7 @@ mod round6_rules;
 mod round7_rules;
 mod rules;
 mod target_rules;
+mod tools;
 mod window;
 
 use std::sync::LazyLock;
@@ -83,6 +86,7 @@ use self::round6_rules::{GUARD, ROUND6_LINE_RULES, ROUND6_RULES, SHARED_PLACE_RU
 use self::round7_rules::{ROUND7_GATES, ROUND7_LINE_RULES, ROUND7_RULES};
 use self::rules::{CLASSES, EXCEPTIONS, GATES, NOT_PRODUCTION, PRODUCTION, RULES, SCOPED, expand};
 use self::target_rules::{LINE_RULES, TARGET_RULES};
+use self::tools::{TOOL_EXCEPTIONS, TOOL_LINE_RULES, TOOL_RULES, TOOL_SCOPED};
 use self::window::{CONTEXT_WINDOW, GUARD_WINDOW, SCOPE_WINDOW, SEARCH_WINDOW, first_bytes, last_bytes, window_around};
 
 /// One risky action found in a text.
@@ -170,12 +174,17 @@ struct Compiled {
 }
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
-    let all_line_rules: Vec<&(&str, &str, &str)> =
-        LINE_RULES.iter().chain(ROUND6_LINE_RULES).chain(SHARED_PLACE_RULES).chain(ROUND7_LINE_RULES).collect();
+    let all_line_rules: Vec<&(&str, &str, &str)> = LINE_RULES
+        .iter()
+        .chain(ROUND6_LINE_RULES)
+        .chain(SHARED_PLACE_RULES)
+        .chain(ROUND7_LINE_RULES)
+        .chain(TOOL_LINE_RULES)
+        .collect();
     let line_rules = all_line_rules.iter().map(|(class, pattern, _)| (*class, *pattern));
-    let plain_rules = RULES.len() + TARGET_RULES.len() + ROUND6_RULES.len() + ROUND7_RULES.len();
-    let rules: Vec<(&str, &str)> =
-        RULES.iter().chain(TARGET_RULES).chain(ROUND6_RULES).chain(ROUND7_RULES).copied().chain(line_rules).collect();
+    let plain = RULES.iter().chain(TARGET_RULES).chain(ROUND6_RULES).chain(ROUND7_RULES).chain(TOOL_RULES.iter());
+    let plain_rules = plain.clone().count();
+    let rules: Vec<(&str, &str)> = plain.copied().chain(line_rules).collect();
     let contexts: Vec<Option<Regex>> = (0..rules.len())
         .map(|idx| {
             let line_rule = idx.checked_sub(plain_rules).map(|line_idx| all_line_rules[line_idx].2);
@@ -210,6 +219,7 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         .collect();
     let exceptions = EXCEPTIONS
         .iter()
+        .chain(TOOL_EXCEPTIONS)
         .map(|(class, pattern)| (*class, Regex::new(pattern).expect("risky-action exception compiles")))
         .collect();
     Compiled {
@@ -243,6 +253,7 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         search_pattern: Regex::new(SEARCH_PATTERN).expect("search patterns compile"),
         scoped: SCOPED
             .iter()
+            .chain(TOOL_SCOPED)
             .map(|(class, pattern)| (*class, Regex::new(pattern).expect("risky-action scope compiles")))
             .collect(),
         production: Regex::new(PRODUCTION).expect("production names compile"),
@@ -780,5 +791,7 @@ mod round5_tests;
 mod round6_tests;
 #[cfg(test)]
 mod round7_tests;
+#[cfg(test)]
+mod round8_tests;
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,6 @@
 //! The risky-action check against the sets in `tests/data` (see `tests/data/README.md`): risky
 //! experiences held, ordinary command-line experiences (and every benign set of the injection
-//! and redaction checks) passing. Development and spent blind parts (rounds 1 to 6) are
+//! and redaction checks) passing. Development and spent blind parts (rounds 1 to 7) are
 //! asserted separately; the tldr pages and the registry packages' READMEs, text nobody wrote for
 //! the check, too.
 //! `kb-bench gate` prints the same figures.
@@ -131,15 +131,18 @@ fn risky_sets_are_held_and_ordinary_ones_pass() {
         // (14 of 412); round 6's rules on it: 50.5%, 3.40%. It leans to forms no earlier set
         // used (shell history, git hooks, notebooks, R/Julia/MATLAB/Elixir/Zig code, SQL Server,
         // Oracle, ClickHouse and Snowflake administration, mail, LDAP and VPN services, proxies
-        // and meshes, observability agents, package managers' settings, HPC jobs). Not the
-        // goal: floors at that first run, so that no later change loses what it holds; not for
-        // tuning until a next blind part is written.
+        // and meshes, observability agents, package managers' settings, HPC jobs). Round 8
+        // wrote a table of tools (`risky/tools.rs`) from the tools' documentation rather than
+        // from these texts, and worked on the flags by cue, so it is development data now, held
+        // to what round 8 reached: 310 of 311 held (99.7%: an age-based `lfs find … | xargs rm`
+        // over every group's directory is missed), 2 of 412 flagged (0.49%: a certificate-only
+        // view of a Kubernetes secret and a long list under one 禁止).
         (
-            "round-7 blind (first run)",
+            "round-7 blind (spent)",
             include_str!("data/risky_blind7.jsonl"),
             include_str!("data/ordinary_blind7.jsonl"),
-            0.52,
-            0.034,
+            0.99,
+            0.005,
         ),
     ];
     for (part, risky, ordinary, floor, ceiling) in parts {

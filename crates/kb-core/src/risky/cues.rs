@@ -48,6 +48,9 @@ pub(super) const NEGATIONS: &[&str] = &[
     // An accident is not advice: "如果不小心提交了 .env，先轮换密钥".
     "不小心",
     "accidentally",
+    // Round 8: advised against ("为什么不建议 curl … | bash").
+    "不建议",
+    "不推荐",
     // Not needed, not used, taken out: "no insecure-registries needed", "不需要配 insecure-registries",
     // "期间没有用 --no-check-certificate", "curl 去掉 -k", "please remove `print(…)`".
     "no",
@@ -97,7 +100,7 @@ pub(super) const CONDEMNED_AFTER: &str = concat!(
     r"(?:a |an |the )?(?:(?:really|very|terrible|bad|horrible|huge|big|security|serious|dangerous) )*",
     r"(?:bad idea|terrible idea|disaster|dangerous|unsafe|insecure|not safe|risky|security (?:risk|hole)|vulnerab\w*",
     r"|wrong|forbidden|not allowed|discouraged|not recommended|rejected|reverted|blocked|denied|flagged|removed|replaced|mistake|declined|gone|retired",
-    r"|footgun|anti-?pattern|what caused\b[^\n]{0,30}\b(?:incident|outage|breach|leak))\b",
+    r"|not part of (?:any|our|the) |footgun|anti-?pattern|what caused\b[^\n]{0,30}\b(?:incident|outage|breach|leak))\b",
     // A verdict that needs no copula: "… requires a human's approval", "… needs review".
     r"|^[\s)\]\x22'`]*(?:always |all |each )?(?:requires?|needs?|must get) (?:a human'?s? |human |explicit |manual )?(?:approval|sign-off|review|confirmation)\b",
     // … or says it may not land or fails a check: "`verify=False` can't go in", "… fail the CI lint".
@@ -109,6 +112,8 @@ pub(super) const CONDEMNED_AFTER: &str = concat!(
     r"|^[^\n。；！？!?，,]{0,40}[，,] *(?:(?:and )?(?:it|this|that|which) (?:was|were|got) (?:rejected|reverted|blocked|denied)\b",
     r"|(?:and )?(?:it|this|that|which) [^,.;\n]{0,24}(?:doesn'?t|does not|don'?t|do not|won'?t) (?:allow|permit)\b",
     r"|(?:在?(?:评审|审查|审核|代码评审|review)(?:时|中|的时候)?|最后|后来|当时|结果)?(?:就|也)?被[^\n。；，,！？]{0,4}?(?:拒|驳回|打回|否决|回滚|拦)",
+    // Round 8: a team rule that forbids it ("…，团队规范里禁止使用").
+    r"|(?:团队|公司|部门)?(?:规范|制度|规定|政策)(?:里|中|上)?(?:明确)?(?:禁止|不允许)",
     // A correction asked for right after it: "这里用了 verify=False，请改成配置 CA".
     r"|(?:请|应该|应|建议|需要)(?:改成|改为|换成|改用)|(?:我们|后来|现在|已经)+(?:改成了|改为了|换成了|改用了|已改成)",
     // Round 7: the correction already made ("…，已全部改为加载内部 CA").
@@ -119,12 +124,12 @@ pub(super) const CONDEMNED_AFTER: &str = concat!(
     // A setting left empty ("insecure-registries stays empty"), a consequence named ("… in every
     // pipeline meant any change … ran everywhere").
     r"|^[\s)\]\x22'`]*(?:stays|remains|is left|is kept|left|stay) (?:empty|unset)\b|^[\s)\]\x22'`]*(?:留空|保持为空|为空)",
-    r"|^[\s)\]\x22'`]*(?:(?:in|on|for|from|across) (?:[^\s.,;:!?]+ ){0,3})?(?:meant|caused|let) (?:that )?(?:any|anyone|anything|every|attackers?)\b",
+    r"|^[\s)\]\x22'`]*(?:(?:in|on|for|from|across) (?:[^\s.,;:!?]+ ){0,3})?(?:meant|caused|let) (?:that )?(?:any|anyone|anything|every|attackers?)\b|^[\s)\]\x22'`]*(?:(?:in|on|for|from|across) (?:[^\s.,;:!?]+ ){0,3})?would (?:hide|mask|break|expose)\b",
     r"|^[\s)\]\x22'`”’」』]*[^\n。；，,！？!?]{0,8}?(?:是|会|很|非常|太|都|就|可能|容易|将|被|明确|严重)*",
     r"(?:错误的|错的|不安全|违规|违反|只能(?:出现在|用在|用于|在测试)|不是让人|不能合|不能开|不能用|不能上|不能进|不对|出事|出大事|危险|有风险|有安全风险|不可取|不推荐|不允许|禁止|拒绝|驳回|打回|坏主意|灾难|后果严重",
     r"|不是好办法|不是好主意|不是个好主意|不是正确的做法|需要人工确认|需人工确认|需要人工审批|需要审批",
     // Round 6: taken out of service ("… 已经下线了", "… 已删除").
-    r"|已经?(?:下线|删除|删掉|移除|废弃|停用|去掉))",
+    r"|已经?(?:下线|删除|删掉|移除|废弃|停用|去掉)|(?:全部|都)?(?:删掉了|去掉了|删除了|移除了)|(?:防火墙|网关|策略)?(?:屏蔽|封禁))",
 );
 
 /// What, later in the same sentence, takes a condemnation back ("… is a bad idea, but here it is
@@ -299,6 +304,9 @@ pub(super) const FRAMES: &[&str] = &[
     "grepped for",
     "searched for",
     "scanned for",
+    // Round 8: a hook or a linter that searches for it ("greps staged files for `curl … | sh`").
+    "greps",
+    "scans",
     "still mentions",
     "禁止出现",
     // Round 7: a line taken out or asked to be ("删掉了原来那行 curl … | bash", "please drop the part of

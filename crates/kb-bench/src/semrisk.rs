@@ -69,6 +69,7 @@ fn sets() -> anyhow::Result<Vec<Set>> {
         ("blind 5", "risky_blind5.jsonl", "ordinary_blind5.jsonl"),
         ("blind 6", "risky_blind6.jsonl", "ordinary_blind6.jsonl"),
         ("blind 7", "risky_blind7.jsonl", "ordinary_blind7.jsonl"),
+        ("blind 8", "risky_blind8.jsonl", "ordinary_blind8.jsonl"),
     ] {
         let mut items: Vec<(String, bool)> = read(risky)?.into_iter().map(|line| (line.text, true)).collect();
         items.extend(read(ordinary)?.into_iter().map(|line| (line.text, false)));

@@ -132,8 +132,8 @@ fn risky_sets_are_held_and_ordinary_ones_pass() {
         // used (shell history, git hooks, notebooks, R/Julia/MATLAB/Elixir/Zig code, SQL Server,
         // Oracle, ClickHouse and Snowflake administration, mail, LDAP and VPN services, proxies
         // and meshes, observability agents, package managers' settings, HPC jobs). Round 8
-        // wrote a table of tools (`risky/tools.rs`) from the tools' documentation rather than
-        // from these texts, and worked on the flags by cue, so it is development data now, held
+        // wrote a table of tools (`risky/tools.rs`) from what the tools do rather than from
+        // these texts, and worked on the flags by cue, so it is development data now, held
         // to what round 8 reached: 310 of 311 held (99.7%: an age-based `lfs find … | xargs rm`
         // over every group's directory is missed), 2 of 412 flagged (0.49%: a certificate-only
         // view of a Kubernetes secret and a long list under one 禁止).
@@ -143,6 +143,22 @@ fn risky_sets_are_held_and_ordinary_ones_pass() {
             include_str!("data/ordinary_blind7.jsonl"),
             0.99,
             0.005,
+        ),
+        // Round 8's blind part (session 23, BLIND8-README.md), written blind while round 8's
+        // rules were written, measured once with them: 54.5% held (171 of 314), 3.47% flagged
+        // (14 of 403); round 7's rules on it: 42.4%, 2.98%. It leans to tools and shapes no
+        // earlier set used (Nomad, Ceph, MinIO, ZFS, Proxmox, govc, OpenStack, PaaS CLIs,
+        // brokers' and search engines' admin, gh/glab, Keycloak, secret managers' CLIs, Rails,
+        // Django, Laravel, Symfony, BSDs, Excel VBA, Apps Script, AutoHotkey, changelogs, Anki
+        // cards, voice-note transcripts, agent traces). Not the goal: floors at that first run,
+        // so that no later change loses what it holds; not for tuning until a next blind part
+        // is written.
+        (
+            "round-8 blind (first run)",
+            include_str!("data/risky_blind8.jsonl"),
+            include_str!("data/ordinary_blind8.jsonl"),
+            0.54,
+            0.035,
         ),
     ];
     for (part, risky, ordinary, floor, ceiling) in parts {

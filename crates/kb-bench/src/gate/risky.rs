@@ -22,6 +22,8 @@ const RISKY_BLIND_6: &str = include_str!("../../../kb-core/tests/data/risky_blin
 const ORDINARY_BLIND_6: &str = include_str!("../../../kb-core/tests/data/ordinary_blind6.jsonl");
 const RISKY_BLIND_7: &str = include_str!("../../../kb-core/tests/data/risky_blind7.jsonl");
 const ORDINARY_BLIND_7: &str = include_str!("../../../kb-core/tests/data/ordinary_blind7.jsonl");
+const RISKY_BLIND_8: &str = include_str!("../../../kb-core/tests/data/risky_blind8.jsonl");
+const ORDINARY_BLIND_8: &str = include_str!("../../../kb-core/tests/data/ordinary_blind8.jsonl");
 const RISKY_BLIND_2: &str = include_str!("../../../kb-core/tests/data/risky_blind2.jsonl");
 const ORDINARY_BLIND_2: &str = include_str!("../../../kb-core/tests/data/ordinary_blind2.jsonl");
 const TLDR: &str = include_str!("../../../kb-core/tests/data/tldr_commands.jsonl");
@@ -80,7 +82,8 @@ pub fn run(benign: &[(&str, Vec<String>)], corpora_dir: &Path) -> anyhow::Result
         ("round-4 blind, spent (EN+ZH)", RISKY_BLIND_4, ORDINARY_BLIND_4),
         ("round-5 blind, spent (EN+ZH)", RISKY_BLIND_5, ORDINARY_BLIND_5),
         ("round-6 blind, spent (EN+ZH)", RISKY_BLIND_6, ORDINARY_BLIND_6),
-        ("round-7 blind (EN+ZH)", RISKY_BLIND_7, ORDINARY_BLIND_7),
+        ("round-7 blind, spent (EN+ZH)", RISKY_BLIND_7, ORDINARY_BLIND_7),
+        ("round-8 blind (EN+ZH)", RISKY_BLIND_8, ORDINARY_BLIND_8),
     ] {
         let (risky, ordinary) = (texts(&lines(risky)?), texts(&lines(ordinary)?));
         out.push(count(name, &refs(&risky), &refs(&ordinary)));

@@ -1,5 +1,6 @@
-//! Round 8: a table of what widely used tools do, written from the tools' own documentation
-//! rather than from any set's texts: for each command line, configuration system or client
+//! Round 8: a table of what widely used tools do, written from what they do (recalled, not
+//! checked entry by entry against each tool's manual) rather than from any set's texts: for
+//! each command line, configuration system or client
 //! library, the subcommands, flags and settings that destroy at scale (everything, a prefix, a
 //! whole store, every backup or snapshot), the settings that stop checking certificates (each
 //! tool's own name for them), the destinations that send data out, and the commands that print

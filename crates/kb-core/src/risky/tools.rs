@@ -12,8 +12,9 @@
 //! are joined into a few rules (`TOOL_RULES`), so the table costs a few scans of a text, not one
 //! per tool. The cues around a match (negations, verdicts, frames, reports, `SCOPED`,
 //! `EXCEPTIONS`) are the same as for every rule: a scoped delete, a dry run, a rule or a refusal
-//! that quotes the form passes. What narrows the forms of this table alone is in `TOOL_SCOPED`
-//! and `TOOL_EXCEPTIONS`.
+//! that quotes the form passes. The scopes and exceptions written for this table are in
+//! `TOOL_SCOPED` and `TOOL_EXCEPTIONS`; like `SCOPED` and `EXCEPTIONS`, they spare a match of
+//! any rule of their class, not only this table's.
 
 use std::sync::LazyLock;
 
@@ -530,9 +531,9 @@ pub(super) const TOOL_LINE_RULES: &[(&str, &str, &str)] = &[(
     concat!(ships!(), r"(?:[^\n]*\n){0,3}?[^\n]*", data!(), "|", data!(), r"(?:[^\n]*\n){0,3}?[^\n]*", ships!()),
 )];
 
-/// What narrows a form of this table to something harmless, in its line or the next (as
-/// `SCOPED`): a node joining a cluster after its reset, a distribution exported before it is
-/// unregistered, an environment of one pull request.
+/// What narrows a form to something harmless, in its line or the next (added to `SCOPED`, so
+/// for every rule of the class): a node joining a cluster after its reset, a distribution
+/// exported before it is unregistered, an environment of one pull request.
 pub(super) const TOOL_SCOPED: &[(&str, &str)] = &[
     (
         "destructive",
@@ -553,7 +554,8 @@ pub(super) const TOOL_SCOPED: &[(&str, &str)] = &[
     ("destructive", r"\bdelete +from +[a-z0-9_.]*(?:test|tmp|temp|scratch|sandbox|staging)[a-z0-9_.]* *;"),
 ];
 
-/// What spares a match of this table that contains it (as `EXCEPTIONS`): a dry run, a
+/// What spares a match that contains it (added to `EXCEPTIONS`, so for every rule of the
+/// class): a dry run, a
 /// company-internal host, a retention rule that keeps the newest.
 pub(super) const TOOL_EXCEPTIONS: &[(&str, &str)] = &[
     (

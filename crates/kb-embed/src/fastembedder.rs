@@ -294,6 +294,24 @@ impl Embedder for FastEmbedder {
         let mut vectors = self.embed_prefixed(&self.prefixes.query, &[query])?;
         Ok(vectors.pop().unwrap_or_default())
     }
+
+    fn window_shares(&self, passages: &[&str]) -> Result<Vec<f32>> {
+        let prefix = &self.prefixes.passage;
+        let prefixed: Vec<String> = passages.iter().map(|text| format!("{prefix}{text}")).collect();
+        let texts: Vec<&str> = prefixed.iter().map(String::as_str).collect();
+        let mut model = self.model.lock().unwrap_or_else(PoisonError::into_inner);
+        let outcome = catch_unwind(AssertUnwindSafe(|| match &mut *model {
+            Runner::Local(model) => model.window_shares(&texts),
+            Runner::Fastembed(model) => crate::onnx::window_shares(&mut model.tokenizer, &texts),
+        }));
+        let reason = match outcome {
+            Ok(Ok(shares)) if shares.len() == passages.len() => return Ok(shares),
+            Ok(Ok(shares)) => format!("got {} shares back", shares.len()),
+            Ok(Err(reason)) => reason,
+            Err(panic) => format!("panicked: {}", panic_message(&panic)),
+        };
+        Err(Error::Embed { model_id: self.model_id.clone(), n_texts: passages.len(), reason })
+    }
 }
 
 /// About how many tokens a BERT-style tokenizer makes of `text`, to sort texts into batches of

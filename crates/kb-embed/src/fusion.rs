@@ -181,14 +181,19 @@ pub const VECTOR_WEIGHT: f32 = 0.6;
 /// for fp32 and int8 and for another model unchanged; its one constant is the weight
 /// ([`VECTOR_WEIGHT`], chosen by leaving sets out). Whether a hit is worth showing unasked is decided apart, on its evidence
 /// (`kb_engine::relevance`).
+///
+/// The vectors' weight is also scaled by `window_share`, how much of the store's texts the
+/// model sees (1 when every text fits its window; `kb_engine`'s `semantic::window`).
 pub fn hybrid<I: Clone + Eq + Hash>(
     model_id: &str,
     query: &str,
+    window_share: f32,
     bm25: &[(I, f32)],
     vector: &[(I, f32)],
     coverage: impl Fn(&I) -> f32,
 ) -> Vec<(I, f32)> {
-    min_max_hybrid(vector_weight(model_id, query), &keyword(bm25, coverage), vector)
+    let window_share = if window_share.is_finite() { window_share.clamp(0.0, 1.0) } else { 1.0 };
+    min_max_hybrid(vector_weight(model_id, query) * window_share, &keyword(bm25, coverage), vector)
 }
 
 /// `ranked` (BM25's ranking, [`keyword`]) and `vector` min-max normalised and summed at
@@ -691,10 +696,29 @@ mod tests {
         // The shipped hybrid applies it.
         let bm25 = [("half", 20.0), ("all", 18.0)];
         let vectors = [("half", 0.80), ("all", 0.79), ("other", 0.50)];
-        let fused = hybrid("all-minilm-l6-v2-onnx@1", "stop vitest watch mode", &bm25, &vectors, coverage);
+        let fused = hybrid("all-minilm-l6-v2-onnx@1", "stop vitest watch mode", 1.0, &bm25, &vectors, coverage);
         assert_eq!(ids(&fused), ["all", "half", "other"]);
         let without = fuse(SHIPPED_FOR_ENGLISH_MODELS, "stop vitest watch mode", &bm25, &vectors);
         assert_eq!(ids(&without), ["half", "all", "other"]);
+    }
+
+    #[test]
+    fn the_vectors_weigh_less_in_a_store_the_model_sees_only_part_of() {
+        // BM25 prefers "words" a little, the vectors "meaning" by far.
+        let bm25 = [("words", 10.0), ("meaning", 8.0), ("neither", 1.0)];
+        let vectors = [("meaning", 0.9), ("words", 0.5), ("neither", 0.4)];
+        let no_coverage = |_: &&str| 0.0;
+        let (model, query) = ("multilingual-e5-small-onnx@1+int8", "roll back the release");
+        let whole = hybrid(model, query, 1.0, &bm25, &vectors, no_coverage);
+        assert_eq!(ids(&whole), ["meaning", "words", "neither"]);
+        // The model sees a quarter of the store's texts: BM25 leads.
+        let quarter = hybrid(model, query, 0.25, &bm25, &vectors, no_coverage);
+        assert_eq!(ids(&quarter), ["words", "meaning", "neither"]);
+        // Nothing seen is BM25's ranking; a share out of range or not a number is bounded.
+        assert_eq!(ids(&hybrid(model, query, 0.0, &bm25, &vectors, no_coverage)), ids(&keyword(&bm25, no_coverage)));
+        assert_eq!(hybrid(model, query, 7.0, &bm25, &vectors, no_coverage), whole);
+        assert_eq!(hybrid(model, query, f32::NAN, &bm25, &vectors, no_coverage), whole);
+        assert_eq!(ids(&hybrid(model, query, -1.0, &bm25, &vectors, no_coverage)), ids(&keyword(&bm25, no_coverage)));
     }
 
     #[test]
@@ -707,8 +731,8 @@ mod tests {
         let high: Vec<(&str, f32)> = low.iter().map(|(id, cosine)| (*id, 0.8 + cosine * 0.2)).collect();
         let model = "multilingual-e5-small-onnx@1+int8";
         let query = "stop the watcher";
-        let ranked_low = hybrid(model, query, &bm25, &low, no_coverage);
-        let ranked_high = hybrid(model, query, &bm25, &high, no_coverage);
+        let ranked_low = hybrid(model, query, 1.0, &bm25, &low, no_coverage);
+        let ranked_high = hybrid(model, query, 1.0, &bm25, &high, no_coverage);
         assert_eq!(ids(&ranked_low), ids(&ranked_high));
         assert_eq!(ids(&ranked_low), ["both", "meaning", "words", "weak"]);
         // BM25's ranking and the vectors, each min-max normalised, weighted.
@@ -738,7 +762,7 @@ mod tests {
         // A Chinese query with an English model leaves the vectors out: the hybrid is this.
         let vectors = [("none", 0.9), ("repeats", 0.2)];
         let query = "测试一直在监视模式下不退出";
-        assert_eq!(hybrid("all-minilm-l6-v2-onnx@1", query, &bm25, &vectors, coverage), ranked);
+        assert_eq!(hybrid("all-minilm-l6-v2-onnx@1", query, 1.0, &bm25, &vectors, coverage), ranked);
     }
 
     #[test]

@@ -55,4 +55,11 @@ pub trait Embedder: Send + Sync {
             reason: "no vector came back".to_owned(),
         })
     }
+
+    /// The share of each passage's tokens the model sees (its window over the passage's whole
+    /// length, 1 for one that fits), as [`Embedder::embed`] would tokenize it: a vector of a
+    /// text cut short says less about it. 1 for every passage unless the embedder knows better.
+    fn window_shares(&self, passages: &[&str]) -> Result<Vec<f32>> {
+        Ok(vec![1.0; passages.len()])
+    }
 }

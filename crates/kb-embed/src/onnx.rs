@@ -85,6 +85,46 @@ impl LocalTokenizer {
     }
 }
 
+/// The share of each of `texts`' own tokens (special tokens left out) that `tokenizer`'s window
+/// holds: each text is tokenized whole (truncation and padding off), then the settings are put
+/// back, also when tokenizing panics. 1 for a text that fits, and for every text of a
+/// tokenizer that does not truncate.
+pub fn window_shares<M, N, PT, PP, D>(
+    tokenizer: &mut TokenizerImpl<M, N, PT, PP, D>,
+    texts: &[&str],
+) -> Result<Vec<f32>, String>
+where
+    M: Model,
+    N: tokenizers::Normalizer,
+    PT: tokenizers::PreTokenizer,
+    PP: tokenizers::PostProcessor,
+    D: tokenizers::Decoder,
+{
+    let (truncation, padding) = (tokenizer.get_truncation().cloned(), tokenizer.get_padding().cloned());
+    let Some(window) = truncation.as_ref().map(|truncation| truncation.max_length) else {
+        return Ok(vec![1.0; texts.len()]);
+    };
+    tokenizer.with_truncation(None).map_err(|error| format!("truncation: {error}"))?;
+    tokenizer.with_padding(None);
+    let encoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        texts.iter().map(|text| tokenizer.encode(*text, true)).collect::<tokenizers::Result<Vec<Encoding>>>()
+    }));
+    tokenizer.with_padding(padding);
+    tokenizer.with_truncation(truncation).map_err(|error| format!("truncation: {error}"))?;
+    let encodings = encoded
+        .map_err(|_| "the tokenizer panicked".to_owned())?
+        .map_err(|error| format!("cannot tokenize: {error}"))?;
+    Ok(encodings
+        .iter()
+        .map(|encoding| {
+            let special = encoding.get_special_tokens_mask().iter().filter(|&&flag| flag == 1).count();
+            let own = encoding.len() - special;
+            let room = window.saturating_sub(special);
+            if own <= room { 1.0 } else { room as f32 / own as f32 }
+        })
+        .collect())
+}
+
 /// Padding and truncation as fastembed's `load_tokenizer` sets them.
 struct Settings {
     max_length: usize,
@@ -271,6 +311,14 @@ impl LocalModel {
     }
 
     /// The unit-length, mean-pooled vectors of `texts`, in one run.
+    /// [`window_shares`] of `texts` with this model's tokenizer.
+    pub fn window_shares(&mut self, texts: &[&str]) -> Result<Vec<f32>, String> {
+        match &mut self.tokenizer {
+            LocalTokenizer::Compact(tokenizer) => window_shares(tokenizer.as_mut(), texts),
+            LocalTokenizer::Wrapped(tokenizer) => window_shares(tokenizer, texts),
+        }
+    }
+
     pub fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
         if texts.is_empty() {
             return Ok(Vec::new());

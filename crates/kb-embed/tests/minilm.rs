@@ -85,3 +85,17 @@ fn batching_matches_embedding_one_at_a_time() {
         assert!(cosine(&alone, vector) > 0.99999, "{text:?}");
     }
 }
+
+#[test]
+fn a_text_longer_than_the_window_reports_the_share_of_it_the_model_sees() {
+    // One word-piece per repeated English word here; the window is 256 tokens, two of them the
+    // model's own ([CLS] and [SEP]).
+    let words = |n: usize| vec!["deploy"; n].join(" ");
+    let (fits, twice, four_times) = (words(100), words(2 * 254), words(4 * 254));
+    let shares = minilm().window_shares(&["make the tests stop watching", &fits, &twice, &four_times, ""]).unwrap();
+    assert_eq!(shares[0], 1.0, "a short text is seen whole");
+    assert_eq!(shares[1], 1.0, "100 words fit the window");
+    assert!((shares[2] - 0.5).abs() < 0.01, "twice the window: {}", shares[2]);
+    assert!((shares[3] - 0.25).abs() < 0.01, "four times the window: {}", shares[3]);
+    assert_eq!(shares[4], 1.0, "an empty text has nothing unseen");
+}

@@ -25,11 +25,13 @@ use crate::turns::{ModelTurns, Priority, Turn};
 
 mod backlog;
 mod queries;
+mod window;
 mod writes;
 
 use backlog::Backlog;
 pub use queries::QueryRoute;
 use queries::QuerySession;
+use window::WindowShare;
 use writes::WriteGroup;
 /// The backlog's pause after a run, in runs, while searches or submits come in (see
 /// [`Semantic::pace_backlog`]).
@@ -289,6 +291,8 @@ pub struct Semantic {
     query: QuerySession,
     /// Writes waiting for the model before they commit, embedded together.
     writes: WriteGroup,
+    /// How much of the store's texts the model sees (`window.rs`).
+    window: WindowShare,
     /// Submits that waited for their vector before committing, and submits that did not.
     pub submits_embedded_first: AtomicU64,
     pub submits_embedded_after: AtomicU64,
@@ -317,6 +321,7 @@ impl Semantic {
             turns: ModelTurns::default(),
             query: QuerySession::default(),
             writes: WriteGroup::default(),
+            window: WindowShare::default(),
             submits_embedded_first: AtomicU64::new(0),
             submits_embedded_after: AtomicU64::new(0),
             refresh_on_attach: AtomicBool::new(false),
@@ -387,6 +392,7 @@ impl Semantic {
     /// active experience without one. Runs under the writer lock, so no write slips between
     /// the scan and the first `sync`.
     pub fn attach(&self, store: &Store, embedder: &dyn Embedder) -> kb_store::Result<()> {
+        self.window.clear();
         let model_id = embedder.model_id().to_owned();
         let mut loaded = Loaded::new(model_id.clone(), embedder.dimensions(), self.choice.precision);
         let mut missing = Vec::new();

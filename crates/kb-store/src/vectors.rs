@@ -89,6 +89,34 @@ impl Store {
         Ok(found)
     }
 
+    /// The texts to embed of at most `n` active experiences spread evenly over the table (by
+    /// rowid: over the time they were written): a sample of what the store holds, read by
+    /// `n` lookups whatever the store's size.
+    pub fn sample_embedding_sources(&self, n: usize) -> Result<Vec<EmbeddingSource>> {
+        let (first, last): (Option<i64>, Option<i64>) = self
+            .conn
+            .query_row("SELECT min(rowid), max(rowid) FROM experiences", [], |row| Ok((row.get(0)?, row.get(1)?)))
+            .doing("reading the table's extent")?;
+        let (Some(first), Some(last)) = (first, last) else { return Ok(Vec::new()) };
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let span = (last - first + 1) as u64;
+        let mut rowids: Vec<i64> = (0..n as u64).map(|step| first + (step * span / (n as u64).max(1)) as i64).collect();
+        rowids.dedup();
+        let placeholders = vec!["?"; rowids.len()].join(",");
+        let sql = format!(
+            "SELECT id, task, resource, result FROM experiences WHERE rowid IN ({placeholders}) AND +status = 'active'"
+        );
+        let mut statement = self.conn.prepare(&sql).doing("preparing the sample")?;
+        let found = statement
+            .query_map(params_from_iter(rowids.iter()), embedding_source)
+            .doing("reading a sample of texts")?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .doing("reading a sample of texts")?;
+        Ok(found)
+    }
+
     /// The active experiences a new one with `keys` may be a near-duplicate of: those with no
     /// material difference from it (the same key), then those with the same wording (which it
     /// is kept apart from, and told so), at most `limit` of each (`kb_core::sameness`).

@@ -103,6 +103,10 @@ impl Engine {
         while !pulse.stopping() {
             pulse.checkpoint()?;
             let ids = self.semantic.take_backlog(semantic::BACKLOG_WINDOW, Duration::from_millis(500));
+            // The store's window share, when it is due (the store changed by a tenth since).
+            if let Err(error) = self.semantic.measure_window_share(&self.reader(), embedder.as_ref()) {
+                tracing::debug!("cannot measure how much of the store's texts the model sees: {error:#}");
+            }
             if ids.is_empty() {
                 if std::mem::take(&mut embedded_since_trim) {
                     // Half a second without work: the activations of the runs (ONNX Runtime's

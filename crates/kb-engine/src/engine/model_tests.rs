@@ -285,3 +285,57 @@ fn writes_waiting_for_the_model_together_are_embedded_in_one_run() {
     assert!(log[1].starts_with("write "), "{log:?}");
     assert_eq!(semantic.turns.served(), [0, 2, 0]);
 }
+
+/// A model that sees the first 40 bytes of a passage: its window share is 40 / length.
+struct FortyBytes;
+
+impl kb_embed::Embedder for FortyBytes {
+    fn model_id(&self) -> &str {
+        "forty-bytes"
+    }
+
+    fn dimensions(&self) -> usize {
+        64
+    }
+
+    fn embed(&self, texts: &[&str]) -> kb_embed::Result<Vec<Vec<f32>>> {
+        Ok(texts.iter().map(|text| bag_of_words(&text[..text.len().min(40)])).collect())
+    }
+
+    fn window_shares(&self, passages: &[&str]) -> kb_embed::Result<Vec<f32>> {
+        Ok(passages.iter().map(|text| (40.0 / text.len().max(1) as f32).min(1.0)).collect())
+    }
+}
+
+#[test]
+fn the_store_s_window_share_is_measured_from_its_texts_and_again_once_it_changed_by_a_tenth() {
+    let model = Arc::new(FortyBytes);
+    let (_home, engine) = engine_with_model(model.clone());
+    let import = |texts: Vec<String>| {
+        let entries = texts
+            .into_iter()
+            .map(|task| Ok(ImportEntry { new: experience(&task, "r", "x"), held: None, variants: Vec::new() }));
+        assert!(engine.import(entries.collect()).unwrap().imported > 0);
+        loop {
+            let taken = engine.semantic.take_backlog(64, Duration::ZERO);
+            if taken.is_empty() {
+                break;
+            }
+            engine.embed_batch(model.as_ref(), "forty-bytes", &taken, &mut Default::default()).unwrap();
+            engine.semantic.batch_done();
+        }
+    };
+    assert_eq!(engine.semantic.window_share(), 1.0, "an empty store counts as seen whole");
+    // Ten texts of 80 bytes as embedded (a task of 76, "\nr\nx"): the model sees half of each.
+    import((0..10).map(|n| format!("note{n:02} {}", format!("word{n} ").repeat(20))[..76].to_owned()).collect());
+    engine.semantic.measure_window_share(&engine.reader(), model.as_ref()).unwrap();
+    assert!((engine.semantic.window_share() - 0.5).abs() < 1e-6, "{}", engine.semantic.window_share());
+    // Ten short ones: the store changed by far more than a tenth, and the mean is measured again.
+    import((0..10).map(|n| format!("short {n}")).collect());
+    engine.semantic.measure_window_share(&engine.reader(), model.as_ref()).unwrap();
+    assert!((engine.semantic.window_share() - 0.75).abs() < 1e-6, "{}", engine.semantic.window_share());
+    // One more long one is less than a tenth: the last measurement stands.
+    import(vec![format!("late {}", "w".repeat(200))]);
+    engine.semantic.measure_window_share(&engine.reader(), model.as_ref()).unwrap();
+    assert!((engine.semantic.window_share() - 0.75).abs() < 1e-6, "{}", engine.semantic.window_share());
+}

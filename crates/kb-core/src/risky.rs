@@ -58,16 +58,20 @@
 //! what they manage, client settings that stop checking certificates, credential files read by
 //! tool calls and code, secrets committed or logged, data sent to one's own or outside places).
 //! `tools.rs` round 8's table of tools (what each destroys at scale, its settings that stop
-//! checking certificates, where it sends data, how it prints its secrets).
-//! This file compiles them and runs them on the views. The code names no rule.
+//! checking certificates, where it sends data, how it prints its secrets). `rounds.rs` lists
+//! every round's tables by kind (plain rules, line rules, gates, exceptions, scopes, tools'
+//! forms, joined a few to a rule); `views.rs` makes the views. This file compiles the lists and
+//! runs them on the views. The code names no rule.
 
 mod cues;
 mod reports;
 mod round6_rules;
 mod round7_rules;
+mod rounds;
 mod rules;
 mod target_rules;
 mod tools;
+mod views;
 mod window;
 
 use std::sync::LazyLock;
@@ -82,11 +86,10 @@ use self::cues::{
     NEGATIONS, NOT_NEGATIONS, REJECTIONS, REPORT_GENRES, REPORTERS, SELF_CORRECTIONS, THIRD_PERSON,
 };
 use self::reports::{before_list, reported_not_advised};
-use self::round6_rules::{GUARD, ROUND6_LINE_RULES, ROUND6_RULES, SHARED_PLACE_RULES};
-use self::round7_rules::{ROUND7_GATES, ROUND7_LINE_RULES, ROUND7_RULES};
-use self::rules::{CLASSES, EXCEPTIONS, GATES, NOT_PRODUCTION, PRODUCTION, RULES, SCOPED, expand};
-use self::target_rules::{LINE_RULES, TARGET_RULES};
-use self::tools::{TOOL_EXCEPTIONS, TOOL_LINE_RULES, TOOL_RULES, TOOL_SCOPED};
+use self::round6_rules::GUARD;
+use self::rounds::{EXCEPTION_TABLES, GATE_TABLES, SCOPED_TABLES, all_of, line_rules, plain_rules};
+use self::rules::{CLASSES, NOT_PRODUCTION, PRODUCTION, expand};
+use self::views::{exec_form_joined, view, without_shell_quoting};
 use self::window::{CONTEXT_WINDOW, GUARD_WINDOW, SCOPE_WINDOW, SEARCH_WINDOW, first_bytes, last_bytes, window_around};
 
 /// One risky action found in a text.
@@ -174,20 +177,14 @@ struct Compiled {
 }
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
-    let all_line_rules: Vec<&(&str, &str, &str)> = LINE_RULES
-        .iter()
-        .chain(ROUND6_LINE_RULES)
-        .chain(SHARED_PLACE_RULES)
-        .chain(ROUND7_LINE_RULES)
-        .chain(TOOL_LINE_RULES)
-        .collect();
-    let line_rules = all_line_rules.iter().map(|(class, pattern, _)| (*class, *pattern));
-    let plain = RULES.iter().chain(TARGET_RULES).chain(ROUND6_RULES).chain(ROUND7_RULES).chain(TOOL_RULES.iter());
-    let plain_rules = plain.clone().count();
-    let rules: Vec<(&str, &str)> = plain.copied().chain(line_rules).collect();
+    // Every round's plain rules, then every rule read with a context around (`rounds.rs`).
+    let all_line_rules: Vec<&(&str, &str, &str)> = line_rules().collect();
+    let n_plain = plain_rules().count();
+    let anchors = all_line_rules.iter().map(|(class, pattern, _)| (*class, *pattern));
+    let rules: Vec<(&str, &str)> = plain_rules().copied().chain(anchors).collect();
     let contexts: Vec<Option<Regex>> = (0..rules.len())
         .map(|idx| {
-            let line_rule = idx.checked_sub(plain_rules).map(|line_idx| all_line_rules[line_idx].2);
+            let line_rule = idx.checked_sub(n_plain).map(|line_idx| all_line_rules[line_idx].2);
             line_rule.map(|context| Regex::new(&ascii_boundaries(context)).expect("risky-action contexts compile"))
         })
         .collect();
@@ -197,14 +194,14 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     let gates: Vec<Option<usize>> = rules
         .iter()
         .map(|(_, pattern)| {
-            let (_, gate) = GATES.iter().chain(ROUND7_GATES).find(|(gated, _)| gated == pattern)?;
+            let (_, gate) = all_of(GATE_TABLES).find(|(gated, _)| gated == pattern)?;
             Some(gate_patterns.iter().position(|known| known == gate).unwrap_or_else(|| {
                 gate_patterns.push(gate);
                 gate_patterns.len() - 1
             }))
         })
         .collect();
-    assert_eq!(gates.iter().flatten().count(), GATES.len() + ROUND7_GATES.len(), "every gate names a rule");
+    assert_eq!(gates.iter().flatten().count(), all_of(GATE_TABLES).count(), "every gate names a rule");
     let gate_regexes = gate_patterns
         .iter()
         .map(|gate| Regex::new(&ascii_boundaries(&expand(gate))).expect("risky-action gates compile"))
@@ -217,9 +214,7 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
             *class
         })
         .collect();
-    let exceptions = EXCEPTIONS
-        .iter()
-        .chain(TOOL_EXCEPTIONS)
+    let exceptions = all_of(EXCEPTION_TABLES)
         .map(|(class, pattern)| (*class, Regex::new(pattern).expect("risky-action exception compiles")))
         .collect();
     Compiled {
@@ -251,9 +246,7 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         conditional_report: Regex::new(CONDITIONAL_REPORT).expect("conditional reports compile"),
         frame_before_colon: Regex::new(&words_pattern(FRAMES_BEFORE_COLON)).expect("list frames compile"),
         search_pattern: Regex::new(SEARCH_PATTERN).expect("search patterns compile"),
-        scoped: SCOPED
-            .iter()
-            .chain(TOOL_SCOPED)
+        scoped: all_of(SCOPED_TABLES)
             .map(|(class, pattern)| (*class, Regex::new(pattern).expect("risky-action scope compiles")))
             .collect(),
         production: Regex::new(PRODUCTION).expect("production names compile"),
@@ -714,73 +707,6 @@ fn shorten(text: &str) -> String {
         Some((idx, _)) => format!("{}…", &text[..idx]),
         None => text,
     }
-}
-
-/// The matching view: folded, lowercased, backticks out, line continuations joined, runs of
-/// spaces and tabs collapsed (line breaks kept: most rules stay within a line).
-fn view(text: &str) -> String {
-    let folded = crate::injection::fold_text(text);
-    let joined = folded.replace("\\\r\n", " ").replace("\\\n", " ").replace('\r', "");
-    let mut out = String::with_capacity(joined.len());
-    let mut in_space = false;
-    for ch in joined.chars() {
-        let ch = if ch == '`' || ch == '\t' { ' ' } else { ch };
-        if ch == ' ' {
-            if !in_space {
-                out.push(' ');
-            }
-            in_space = true;
-            continue;
-        }
-        in_space = false;
-        out.extend(ch.to_lowercase());
-    }
-    out
-}
-
-/// The view with the arrays of quoted words it holds joined into command lines (`["sh", "-c",
-/// "curl … | sh"]` to `sh -c curl … | sh`); `None` when it has none.
-fn exec_form_joined(view: &str) -> Option<String> {
-    // `", "` holds `",`; `', '` and `','` are apart.
-    if !view.contains("\",") && !view.contains("', '") && !view.contains("','") {
-        return None;
-    }
-    let mut joined = view.to_owned();
-    for (from, to) in [
-        ("\", \"", " "),
-        ("\",\"", " "),
-        ("', '", " "),
-        ("','", " "),
-        ("[\"", "[ "),
-        ("\"]", " ]"),
-        ("['", "[ "),
-        ("']", " ]"),
-    ] {
-        joined = joined.replace(from, to);
-    }
-    Some(joined)
-}
-
-/// The view with shell quoting that hides a word undone: `c\url`, `cu''rl`, `w""get`.
-fn without_shell_quoting(view: &str) -> String {
-    let mut out = String::with_capacity(view.len());
-    let chars: Vec<char> = view.chars().collect();
-    let mut idx = 0;
-    while idx < chars.len() {
-        let ch = chars[idx];
-        let next = chars.get(idx + 1).copied();
-        if ch == '\\' && next.is_some_and(|next| next.is_ascii_alphanumeric()) {
-            idx += 1;
-            continue;
-        }
-        if (ch == '\'' || ch == '"') && next == Some(ch) {
-            idx += 2;
-            continue;
-        }
-        out.push(ch);
-        idx += 1;
-    }
-    out
 }
 
 #[cfg(test)]

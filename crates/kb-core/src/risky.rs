@@ -71,6 +71,7 @@ mod rounds;
 mod rules;
 mod target_rules;
 mod tools;
+mod tools9;
 mod views;
 mod window;
 
@@ -87,7 +88,7 @@ use self::cues::{
 };
 use self::reports::{before_list, reported_not_advised};
 use self::round6_rules::GUARD;
-use self::rounds::{EXCEPTION_TABLES, GATE_TABLES, SCOPED_TABLES, all_of, line_rules, plain_rules};
+use self::rounds::{EXCEPTION_TABLES, GATE_TABLES, REDUCED_TABLES, SCOPED_TABLES, all_of, line_rules, plain_rules};
 use self::rules::{CLASSES, NOT_PRODUCTION, PRODUCTION, expand};
 use self::views::{exec_form_joined, view, without_shell_quoting};
 use self::window::{CONTEXT_WINDOW, GUARD_WINDOW, SCOPE_WINDOW, SEARCH_WINDOW, first_bytes, last_bytes, window_around};
@@ -170,6 +171,8 @@ struct Compiled {
     search_pattern: Regex,
     /// `SCOPED`: what in the line of a match (and the next) narrows it to something harmless.
     scoped: Vec<(&'static str, Regex)>,
+    /// `REDUCED_TABLES`: what in the same window makes a match harmless even in production.
+    reduced: Vec<(&'static str, Regex)>,
     production: Regex,
     not_production: Regex,
     /// `GUARD`: a check before a destructive statement that stops it outside a throwaway environment.
@@ -248,6 +251,9 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         search_pattern: Regex::new(SEARCH_PATTERN).expect("search patterns compile"),
         scoped: all_of(SCOPED_TABLES)
             .map(|(class, pattern)| (*class, Regex::new(pattern).expect("risky-action scope compiles")))
+            .collect(),
+        reduced: all_of(REDUCED_TABLES)
+            .map(|(class, pattern)| (*class, Regex::new(pattern).expect("risky-action reduction compiles")))
             .collect(),
         production: Regex::new(PRODUCTION).expect("production names compile"),
         not_production: Regex::new(NOT_PRODUCTION).expect("non-production names compile"),
@@ -356,6 +362,7 @@ fn first_counted_match(
         let own = context_negated
             || negated(compiled, &view[..found.start()], mid_word_start)
             || negated_last_word(compiled, text)
+            || zh_prohibited_inside(compiled, text)
             || condemned_after(compiled, &view[found.end()..], text.ends_with(|ch: char| ch.is_ascii_graphic()))
             || framed_before(compiled, &view[..found.start()], &view[found.end()..])
             || reported_not_advised(compiled, view, found.start(), found.end());
@@ -389,11 +396,13 @@ fn scoped(compiled: &Compiled, class: &str, view: &str, start: usize) -> bool {
         return true;
     }
     let window = compiled.not_production.replace_all(window_around(view, start, &SCOPE_WINDOW), " ");
-    !compiled.production.is_match(&window)
-        && compiled
-            .scoped
-            .iter()
-            .any(|(scoped_class, scope)| (*scoped_class == class || *scoped_class == "*") && scope.is_match(&window))
+    let of_class = |(scoped_class, scope): &(&str, Regex)| {
+        (*scoped_class == class || *scoped_class == "*") && scope.is_match(&window)
+    };
+    if compiled.reduced.iter().any(of_class) {
+        return true;
+    }
+    !compiled.production.is_match(&window) && compiled.scoped.iter().any(of_class)
 }
 
 /// What, from the start of a line to a match, leaves the match inside a quoted argument of a
@@ -570,17 +579,49 @@ fn negated_last_word(compiled: &Compiled, text: &str) -> bool {
     // Only plain words count, so a negation inside a URL or a path (`https://x.example/never | sh`)
     // spares nothing.
     let last = words.len() - 1;
-    let plain = words[1..last]
-        .iter()
-        .rev()
-        .take(2)
-        .take_while(|word| {
-            // A clause's comma may stick to the word after it (",比每次加").
-            let word = word.trim_start_matches([',', '，', '、']);
-            !word.is_empty() && word.chars().all(|ch| ch.is_alphabetic() || ch == '\'')
-        })
-        .count();
-    negates(compiled, &words[last - plain..last])
+    // A clause's comma may stick to the word after it (",比每次加"), a parenthesis may open it
+    // ("(no --linked"). When the last word is an argument (`--linked`), a comma inside a word
+    // ("集合用,生产不要") starts the clause too: the word is read from there and the look stops.
+    let argument = words[last].starts_with(|ch: char| ch.is_ascii());
+    let mut plain: Vec<&str> = Vec::new();
+    for word in words[1..last].iter().rev().take(2) {
+        let word = word.trim_start_matches([',', '，', '、']);
+        let word = word.strip_prefix(['(', '（']).unwrap_or(word);
+        let clause_start = if argument {
+            word.rfind([',', '，', '、']).map(|idx| idx + word[idx..].chars().next().map_or(1, char::len_utf8))
+        } else {
+            None
+        };
+        let word = &word[clause_start.unwrap_or(0)..];
+        if word.is_empty() || !word.chars().all(|ch| ch.is_alphabetic() || ch == '\'') {
+            break;
+        }
+        plain.insert(0, word);
+        if clause_start.is_some() {
+            break;
+        }
+    }
+    negates(compiled, &plain)
+}
+
+/// Whether a Chinese prohibitive inside a match, after its first word, governs its last words
+/// ("verify 不要改成 false", "证书错误时，不要关闭"): at most 12 characters before its end, with no
+/// clause break between, and not undone ("不要犹豫").
+fn zh_prohibited_inside(compiled: &Compiled, text: &str) -> bool {
+    let Some(first_end) = text.find(char::is_whitespace).or_else(|| text.char_indices().nth(2).map(|(idx, _)| idx))
+    else {
+        return false;
+    };
+    let rest = compiled.not_negation.replace_all(&text[first_end..], " ");
+    // A prohibitive in parentheses is an aside on another option ("require（不要 verify-full）").
+    ZH_PROHIBITIVES.iter().filter_map(|word| rest.rfind(word).map(|idx| (idx, idx + word.len()))).any(|(start, end)| {
+        let aside = rest[..start].trim_end().ends_with(['(', '（']);
+        let after = &rest[end..];
+        !aside
+            && after.chars().count() <= 12
+            && !after.contains([',', '，', ';', '；', '。'])
+            && !compiled.undone.is_match(after)
+    })
 }
 
 /// How far after an action a verdict on it is looked for (bytes; the sentence ends sooner).
@@ -619,14 +660,12 @@ fn condemned_after(compiled: &Compiled, after: &str, mid_word: bool) -> bool {
     // An item of a list of commands, a verdict on all of them later in the sentence ("`curl -k`,
     // `verify=False` and … fail the CI lint").
     let trimmed = sentence.trim_start();
-    if trimmed.starts_with([',', '、']) || trimmed.starts_with("and ") || trimmed.starts_with("or ") {
-        if let Some(verdict) = compiled.list_verdict.find(sentence) {
-            if !compiled.frame_broken.is_match(&sentence[..verdict.start()])
-                && !compiled.condemnation_undone.is_match(&sentence[verdict.end()..])
-            {
-                return true;
-            }
-        }
+    if (trimmed.starts_with([',', '、']) || trimmed.starts_with("and ") || trimmed.starts_with("or "))
+        && let Some(verdict) = compiled.list_verdict.find(sentence)
+        && !compiled.frame_broken.is_match(&sentence[..verdict.start()])
+        && !compiled.condemnation_undone.is_match(&sentence[verdict.end()..])
+    {
+        return true;
     }
     // A list of commands ends in a collective noun, the verdict after it ("`rm -rf /`、mkfs、
     // `dd` 这些命令一律需要人工确认"): the verdict is read from there, if nothing in the list
@@ -719,5 +758,7 @@ mod round6_tests;
 mod round7_tests;
 #[cfg(test)]
 mod round8_tests;
+#[cfg(test)]
+mod round9_tests;
 #[cfg(test)]
 mod tests;

@@ -12,6 +12,10 @@ use super::tools::{
     CREDENTIAL_FORMS, DESTRUCTIVE_FORMS, EXFILTRATION_FORMS, PIPE_FORMS, TLS_OFF_FORMS, TOOL_EXCEPTIONS,
     TOOL_LINE_RULES, TOOL_SCOPED, local_words,
 };
+use super::tools9::{
+    CREDENTIAL_FORMS9, DESTRUCTIVE_FORMS9, EXFILTRATION_FORMS9, PIPE_FORMS9, TLS_OFF_FORMS9, TOOL9_EXCEPTIONS,
+    TOOL9_LINE_RULES, TOOL9_REDUCED, TOOL9_SCOPED,
+};
 
 /// A table of `(class, pattern)` rules (`RULES`' format).
 type Rules = &'static [(&'static str, &'static str)];
@@ -22,21 +26,28 @@ type LineRules = &'static [(&'static str, &'static str, &'static str)];
 /// A table of `(tool, form)` entries of one class (`tools.rs`' format).
 type Forms = &'static [(&'static str, &'static str)];
 
+/// One `(tool, form)` entry.
+type Form = &'static (&'static str, &'static str);
+
 /// Rules written one by one, round by round; the tools' forms, joined, follow them (`FORM_RULES`).
 const PLAIN_RULES: &[Rules] = &[RULES, TARGET_RULES, ROUND6_RULES, ROUND7_RULES];
 
 /// Rules that count only with their context in the lines around.
 pub(super) const LINE_RULE_TABLES: &[LineRules] =
-    &[LINE_RULES, ROUND6_LINE_RULES, SHARED_PLACE_RULES, ROUND7_LINE_RULES, TOOL_LINE_RULES];
+    &[LINE_RULES, ROUND6_LINE_RULES, SHARED_PLACE_RULES, ROUND7_LINE_RULES, TOOL_LINE_RULES, TOOL9_LINE_RULES];
 
 /// `(rule, gate)`: a costly rule runs only on a view its cheap gate matches.
 pub(super) const GATE_TABLES: &[Rules] = &[GATES, ROUND7_GATES];
 
 /// `(class, pattern)`: what spares a match that contains it, for every rule of its class.
-pub(super) const EXCEPTION_TABLES: &[Rules] = &[EXCEPTIONS, TOOL_EXCEPTIONS];
+pub(super) const EXCEPTION_TABLES: &[Rules] = &[EXCEPTIONS, TOOL_EXCEPTIONS, TOOL9_EXCEPTIONS];
 
 /// `(class, pattern)`: what in a match's line or the next narrows it to something harmless.
-pub(super) const SCOPED_TABLES: &[Rules] = &[SCOPED, TOOL_SCOPED];
+pub(super) const SCOPED_TABLES: &[Rules] = &[SCOPED, TOOL_SCOPED, TOOL9_SCOPED];
+
+/// `(class, pattern)`: what in a match's line or the next makes it harmless whatever the
+/// environment, read before the production check that turns the scopes off.
+pub(super) const REDUCED_TABLES: &[Rules] = &[TOOL9_REDUCED];
 
 /// The tools' forms per class, every round's: a class's forms are joined together (`FORM_RULES`).
 const FORM_TABLES: &[(&str, Forms)] = &[
@@ -45,6 +56,12 @@ const FORM_TABLES: &[(&str, Forms)] = &[
     ("tls_off", TLS_OFF_FORMS),
     ("exfiltration", EXFILTRATION_FORMS),
     ("credential_read", CREDENTIAL_FORMS),
+    // Round 9 (`tools9.rs`).
+    ("pipe_to_shell", PIPE_FORMS9),
+    ("destructive", DESTRUCTIVE_FORMS9),
+    ("tls_off", TLS_OFF_FORMS9),
+    ("exfiltration", EXFILTRATION_FORMS9),
+    ("credential_read", CREDENTIAL_FORMS9),
 ];
 
 /// Every plain rule, in the order the check runs them: the rules written one by one, then the
@@ -82,7 +99,7 @@ static FORM_RULES: LazyLock<Vec<(&'static str, &'static str)>> = LazyLock::new(|
     let mut rules = Vec::new();
     for class in classes {
         let forms = FORM_TABLES.iter().filter(|(of, _)| *of == class).flat_map(|(_, forms)| forms.iter());
-        let (led, others): (Vec<&(&str, &str)>, Vec<&(&str, &str)>) = forms.partition(|(_, form)| word_led(form));
+        let (led, others): (Vec<Form>, Vec<Form>) = forms.partition(|(_, form)| word_led(form));
         for group in [led, others] {
             for chunk in group.chunks(FORMS_PER_RULE) {
                 let joined: Vec<String> = chunk.iter().map(|(_, form)| format!("(?:{})", local_words(form))).collect();

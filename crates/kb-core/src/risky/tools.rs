@@ -163,7 +163,7 @@ pub(super) const DESTRUCTIVE_FORMS: &[(&str, &str)] = &[
     ("diskutil", r"\bdiskutil +apfs +(?:deletecontainer|deletevolume|erasevolume)\b"),
     (
         "windows disks",
-        r"\bclear-disk\b[^\n]*-removedata\b|\bclean +all\b|\bsystemreset(?:\.exe)? +-factoryreset\b|\bcipher(?:\.exe)? +/w:",
+        r"\bclear-disk\b[^\n]*-removedata\b|(?m:^) *(?:diskpart> *)?clean +all *$|\b(?:diskpart|select +disk)\b[^\n]*(?:\n[^\n]*){0,4}?\bclean +all\b|\bsystemreset(?:\.exe)? +-factoryreset\b|\bcipher(?:\.exe)? +/w:",
     ),
     ("wsl", r"\bwsl(?:\.exe)? +--unregister\b"),
     ("routers", r"\bfirstboot +-y\b|\bjffs2reset +-y\b"),
@@ -256,7 +256,8 @@ pub(super) const DESTRUCTIVE_FORMS: &[(&str, &str)] = &[
         r"\bnats +stream +(?:purge|rm)\b[^\n]*(?:\s-f\b|--force\b)|\bpulsar-admin +(?:namespaces|tenants) +delete\b[^\n]*(?:\s-f\b|--force\b)",
     ),
     ("search", r"/_snapshot/[^/\s\x22']+/(?:\*|_all)\b|\bdelete\b[^\n]{0,40}\*:\*"),
-    ("postgres", r"\bpg_dropcluster\b"),
+    // A cluster named by its version, not the command named in a list ("pg_dropcluster, pg_lsclusters").
+    ("postgres", r"\bpg_dropcluster\b(?: +--?[a-z-]+)* +\d"),
     ("cryptsetup", r"\bcryptsetup +(?:luks)?erase\b"),
     (
         "inline list",

@@ -76,7 +76,7 @@ pub(super) const DESTRUCTIVE_FORMS9: &[(&str, &str)] = &[
     // Forges and trackers: a whole project deleted past its trash.
     (
         "jira",
-        r"\benableundo=false\b|(?:-x ?delete|--request +delete|(?m:^) *delete|调用 *delete|\bcall +delete)\b[^\n]*/rest/api/\d/(?:project|space)/",
+        r"\benableundo=false\b|(?:-x ?delete|--request +delete|调用 *delete|\bcall +delete)\b[^\n]*/rest/api/\d/(?:project|space)/",
     ),
     (
         "git",
@@ -93,7 +93,7 @@ pub(super) const DESTRUCTIVE_FORMS9: &[(&str, &str)] = &[
     // Listed, then all of it deleted, said in words ("pct list 出来的全部 pct destroy").
     (
         "list then delete, in words",
-        r"\b[a-z0-9_.-]+ +(?:[a-z0-9_-]+ +){0,3}(?:[a-z]+-)?(?:list|ls|status)\b[^\n。；]{0,40}(?:全部|所有|一律|统统|一把|逐个|挨个)[^\n。；]{0,24}(?:删|清|destroy|delete|purge|\brm\b)",
+        r"\b(?:list|ls|status)\b[^\n。；]{0,40}(?:全部|所有|一律|统统|一把|逐个|挨个)[^\n。；]{0,24}(?:删|清|destroy|delete|purge|\brm\b)",
     ),
 ];
 
@@ -103,7 +103,7 @@ pub(super) const TLS_OFF_FORMS9: &[(&str, &str)] = &[
     (
         "env",
         concat!(
-            r"\b[a-z][a-z0-9]*_(?:[a-z0-9]+_)*(?:insecure|skip_verify|skip_tls_verify|tls_skip_verify|insecure_skip_verify|no_verify_peer|no_verify_hostname|no_verify)\b",
+            r"(?:_insecure|_skip_verify|_skip_tls_verify|_tls_skip_verify|_insecure_skip_verify|_no_verify_peer|_no_verify_hostname|_no_verify)\b",
             set_to!(),
             r"(?:1|true|yes|on)\b"
         ),
@@ -111,7 +111,7 @@ pub(super) const TLS_OFF_FORMS9: &[(&str, &str)] = &[
     (
         "env",
         concat!(
-            r"\b[a-z][a-z0-9]*_(?:[a-z0-9]+_)*(?:ssl_verify|tls_verify|verify_ssl|verify_tls|sslverify)\b",
+            r"(?:_ssl_verify|_tls_verify|_verify_ssl|_verify_tls|_sslverify)\b",
             set_to!(),
             r"(?:0|false|no|off)\b"
         ),
@@ -169,7 +169,7 @@ pub(super) const EXFILTRATION_FORMS9: &[(&str, &str)] = &[
     ),
     (
         "own buckets",
-        r"[\x22' ](?:[a-z0-9-]*-)?(?:personal|my-own|myown|private-me)-[a-z0-9-]*(?:backup|bucket|dump|archive)s?\b|\bmy-own-bucket\b|\bmy(?:dropbox|gdrive|drive|onedrive|box|mega):",
+        r"(?:personal|myown|private-me)-[a-z0-9-]*(?:backup|bucket|dump|archive)s?\b|\bmy-own-[a-z0-9-]*(?:backup|dump|archive)s?\b|\bmy-own-bucket\b|\bmy(?:dropbox|gdrive|drive|onedrive|box|mega):",
     ),
     // Uploaded or sent to a person's own drive, mailbox or account, in words.
     (
@@ -179,25 +179,35 @@ pub(super) const EXFILTRATION_FORMS9: &[(&str, &str)] = &[
     ("elasticdump", r"\belasticdump\b[^\n]*(?:供应商|vendor|外部|third|公网|public)"),
 ];
 
-/// Commands that print or hand over the secrets a tool keeps (the anchor of `TOOL9_LINE_RULES`:
-/// counted when their output is handed over).
-const SECRET_PRINTERS: &str = concat!(
+/// Commands that print or hand over the secrets a tool keeps (the anchors of `TOOL9_LINE_RULES`:
+/// counted when their output is handed over), a few tools to an anchor so that each one's lazy
+/// DFA stays small.
+const SECRET_PRINTERS_1: &str = concat!(
     r"\bheroku +config\b(?: +-[a-z]+| +--[a-z-]+(?:[= ]\S+)?)*(?: +-a +\S+)?(?:$|[\s;&|>`]|:get\b)",
     r"|\bvault +(?:kv +get|read)\b|\bnomad +var +get\b|\bconsul +acl +token +read\b",
     r"|\bmc +(?:admin +config +export|alias +(?:list|ls))\b|\bceph +auth +(?:get|ls|list|print-key|export)\b",
     r"|\bkubectl +view-secret\b|\bkubectl\b[^\n|]*\bget +secrets?\b[^\n|]*-o +(?:yaml|json|jsonpath|go-template)",
     r"|\bkcadm(?:\.sh)? +get\b[^\n]*client-secret\b|\bkc\.sh +export\b",
-    r"|\bopenstack +(?:ec2 +credentials|application +credential) +(?:list|show|create)\b",
+);
+
+const SECRET_PRINTERS_2: &str = concat!(
+    r"\bopenstack +(?:ec2 +credentials|application +credential) +(?:list|show|create)\b",
     r"|\bsupabase +projects +api-keys\b|\bauth0\b[^\n]*--reveal(?:-secrets)?\b|\bvercel +env +pull\b|\bnetlify +env:(?:list|get)\b",
     r"|\b(?:fly|flyctl) +ssh +console\b[^\n]*-c +[\x22']?(?:env|printenv)\b|\bpodman +secret +inspect\b[^\n]*--showsecret\b",
     r"|\bphp +artisan +(?:config:show|env)\b|\bbin/console +(?:secrets:reveal|secrets:list +--reveal|debug:container +--env-vars)\b",
     r"|\bfirebase +functions:config:get\b|\bredis-cli\b[^\n]*\b(?:acl +(?:list|getuser)|config +get +requirepass)\b",
-    r"|\brabbitmqctl +export_definitions\b|\bcryptsetup +luksdump\b[^\n]*--dump-(?:volume|master)-key\b",
+);
+
+const SECRET_PRINTERS_3: &str = concat!(
+    r"\brabbitmqctl +export_definitions\b|\bcryptsetup +luksdump\b[^\n]*--dump-(?:volume|master)-key\b",
     r"|\bmanage\.py +(?:diffsettings|shell\b[^\n]*settings\.(?:databases|secret_key))|\bsettings\.(?:databases|secret_key)\b",
     r"|\bgh +auth +token\b|\bglab +(?:variable +get|auth +status\b[^\n]*(?:-t|--show-token))\b|\bpscale +password +create\b",
     r"|\bop +item +get\b[^\n]*--reveal\b|\bbw +get +(?:password|item)\b|\blpass +show\b[^\n]*--password\b",
     r"|\bgcloud +(?:auth +print-(?:access|identity)-token|secrets +versions +access)\b|\baz +(?:account +get-access-token|keyvault +secret +show)\b",
-    r"|\baws +(?:secretsmanager +get-secret-value|ssm +get-parameters?\b[^\n]*--with-decryption|configure +get +aws_secret_access_key)\b",
+);
+
+const SECRET_PRINTERS_4: &str = concat!(
+    r"\baws +(?:secretsmanager +get-secret-value|ssm +get-parameters?\b[^\n]*--with-decryption|configure +get +aws_secret_access_key)\b",
     r"|\bdoppler +secrets +download\b|\binfisical +export\b|\bsops +(?:-d|--decrypt)\b|\bansible-vault +(?:view|decrypt)\b|\bterraform +output +-(?:raw|json)\b",
     r"|\bcmdkey +/list\b|\bget-vicredentialstoreitem\b|\bgit +credential +fill\b|/etc/zfs/keys/|\bmaster\.passwd\b",
 );
@@ -214,7 +224,10 @@ const HANDED_OVER: &str = concat!(
 
 /// Rules that count only with their context around (`LINE_RULES`' format).
 pub(super) const TOOL9_LINE_RULES: &[(&str, &str, &str)] = &[
-    ("credential_read", SECRET_PRINTERS, HANDED_OVER),
+    ("credential_read", SECRET_PRINTERS_1, HANDED_OVER),
+    ("credential_read", SECRET_PRINTERS_2, HANDED_OVER),
+    ("credential_read", SECRET_PRINTERS_3, HANDED_OVER),
+    ("credential_read", SECRET_PRINTERS_4, HANDED_OVER),
     // A store opened to anyone: counted beside data that is not public.
     (
         "exfiltration",
@@ -244,13 +257,17 @@ pub(super) const CREDENTIAL_FORMS9: &[(&str, &str)] = &[
     ),
     (
         "environment printed",
-        r"\b(?:print|pprint|puts|console\.log|res\.(?:json|send)|jsonify|json\.dumps)\( *(?:dict\( *|\{[^\n]{0,40}\b(?:in|of) +)?(?:os\.environ|process\.env)(?:\.items\(\))? *\)?(?:$|[^.\[\w])",
+        // Returned by a handler; printed, only where it runs in production or is kept there.
+        concat!(
+            r"\b(?:res\.(?:json|send)|jsonify|return +json\.dumps)\( *(?:dict\( *)?(?:os\.environ|process\.env) *\)?(?:$|[^.\[\w])",
+            r"|\b(?:print|pprint|puts|console\.log)\( *(?:dict\( *|\{[^\n]{0,40}\b(?:in|of) +)?(?:os\.environ|process\.env)(?:\.items\(\))? *\)?(?:$|[^.\[\w])[^\n]*(?:\bprod|\bkeep\b|线上|生产|保留)",
+        ),
     ),
     (
         "environment returned",
-        r"(?:返回|显示|打印|输出|暴露|展示)[^\n。；]{0,10}(?:全部|所有|完整)的?环境变量|\b(?:returns|prints|shows|dumps|logs|exposes) (?:all|every|the full|the whole)(?: of)?(?: the)?(?: process'?s?)? (?:environment variables|env vars)\b",
+        r"(?:返回|暴露|展示给)[^\n。；]{0,10}(?:全部|所有|完整)的?环境变量|\b(?:returns|exposes|serves) (?:all|every|the full|the whole)(?: of)?(?: the)?(?: process'?s?)? (?:environment variables|env vars)\b",
     ),
-    ("masking off", r"\bprints? secret values\b|\bno longer (?:masked|redacted)\b|\bunmasked\b|不再(?:脱敏|打码)"),
+    ("masking off", r"\bprints? secret values\b|\bno longer (?:masked|redacted)\b|不再(?:脱敏|打码)"),
     (
         "logged headers",
         r"(?:记录|打印|输出)[^\n。；]{0,12}(?:完整|全部)?的?请求头[^\n。；]{0,6}(?:含|包括) *authorization",
@@ -289,5 +306,10 @@ pub(super) const TOOL9_REDUCED: &[(&str, &str)] = &[(
     ),
 )];
 
-/// What spares a match that contains it (joins `EXCEPTIONS`): a fetched script pinned by its checksum.
-pub(super) const TOOL9_EXCEPTIONS: &[(&str, &str)] = &[("pipe_to_shell", r#"\bchecksum *= *["']?(?:sha|md5)"#)];
+/// What spares a match that contains it (joins `EXCEPTIONS`): a fetched script pinned by its
+/// checksum, a password copied to the clipboard.
+pub(super) const TOOL9_EXCEPTIONS: &[(&str, &str)] = &[
+    ("pipe_to_shell", r#"\bchecksum *= *["']?(?:sha|md5)"#),
+    // A password manager's secret copied to the clipboard, its intended use.
+    ("credential_read", r"\b(?:lpass|pass|gopass) +show\b[^\n]*(?:\s-c\b|--clip\b)"),
+];

@@ -57,6 +57,9 @@ fn fields(new: &NewExperience) -> Vec<&str> {
     all
 }
 
+/// A stage of the gate, named, to time.
+type Stage<'a> = (&'static str, Box<dyn FnMut(&NewExperience) + 'a>);
+
 /// Mean microseconds of `stage` over `experiences`, `rounds` times.
 fn mean_us(experiences: &[NewExperience], rounds: usize, stage: &mut dyn FnMut(&NewExperience)) -> f64 {
     let started = Instant::now();
@@ -74,7 +77,7 @@ fn time(rounds: usize) {
     let sets: Vec<NewExperience> = bench_texts().iter().map(|text| submission(text)).collect();
     let typical = vec![kb_core::gate::typical_submission()];
     println!("stage                          sets' texts ({} × {rounds})   typical 1.5 KB", sets.len());
-    let stages: Vec<(&str, Box<dyn FnMut(&NewExperience)>)> = vec![
+    let stages: Vec<Stage<'_>> = vec![
         (
             "gate (all)",
             Box::new(|new: &NewExperience| {

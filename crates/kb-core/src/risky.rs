@@ -58,16 +58,21 @@
 //! what they manage, client settings that stop checking certificates, credential files read by
 //! tool calls and code, secrets committed or logged, data sent to one's own or outside places).
 //! `tools.rs` round 8's table of tools (what each destroys at scale, its settings that stop
-//! checking certificates, where it sends data, how it prints its secrets).
-//! This file compiles them and runs them on the views. The code names no rule.
+//! checking certificates, where it sends data, how it prints its secrets). `rounds.rs` lists
+//! every round's tables by kind (plain rules, line rules, gates, exceptions, scopes, tools'
+//! forms, joined a few to a rule); `views.rs` makes the views. This file compiles the lists and
+//! runs them on the views. The code names no rule.
 
 mod cues;
 mod reports;
 mod round6_rules;
 mod round7_rules;
+mod rounds;
 mod rules;
 mod target_rules;
 mod tools;
+mod tools9;
+mod views;
 mod window;
 
 use std::sync::LazyLock;
@@ -82,11 +87,10 @@ use self::cues::{
     NEGATIONS, NOT_NEGATIONS, REJECTIONS, REPORT_GENRES, REPORTERS, SELF_CORRECTIONS, THIRD_PERSON,
 };
 use self::reports::{before_list, reported_not_advised};
-use self::round6_rules::{GUARD, ROUND6_LINE_RULES, ROUND6_RULES, SHARED_PLACE_RULES};
-use self::round7_rules::{ROUND7_GATES, ROUND7_LINE_RULES, ROUND7_RULES};
-use self::rules::{CLASSES, EXCEPTIONS, GATES, NOT_PRODUCTION, PRODUCTION, RULES, SCOPED, expand};
-use self::target_rules::{LINE_RULES, TARGET_RULES};
-use self::tools::{TOOL_EXCEPTIONS, TOOL_LINE_RULES, TOOL_RULES, TOOL_SCOPED};
+use self::round6_rules::GUARD;
+use self::rounds::{EXCEPTION_TABLES, GATE_TABLES, REDUCED_TABLES, SCOPED_TABLES, all_of, line_rules, plain_rules};
+use self::rules::{CLASSES, NOT_PRODUCTION, PRODUCTION, expand};
+use self::views::{exec_form_joined, view, without_shell_quoting};
 use self::window::{CONTEXT_WINDOW, GUARD_WINDOW, SCOPE_WINDOW, SEARCH_WINDOW, first_bytes, last_bytes, window_around};
 
 /// One risky action found in a text.
@@ -167,6 +171,8 @@ struct Compiled {
     search_pattern: Regex,
     /// `SCOPED`: what in the line of a match (and the next) narrows it to something harmless.
     scoped: Vec<(&'static str, Regex)>,
+    /// `REDUCED_TABLES`: what in the same window makes a match harmless even in production.
+    reduced: Vec<(&'static str, Regex)>,
     production: Regex,
     not_production: Regex,
     /// `GUARD`: a check before a destructive statement that stops it outside a throwaway environment.
@@ -174,20 +180,14 @@ struct Compiled {
 }
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
-    let all_line_rules: Vec<&(&str, &str, &str)> = LINE_RULES
-        .iter()
-        .chain(ROUND6_LINE_RULES)
-        .chain(SHARED_PLACE_RULES)
-        .chain(ROUND7_LINE_RULES)
-        .chain(TOOL_LINE_RULES)
-        .collect();
-    let line_rules = all_line_rules.iter().map(|(class, pattern, _)| (*class, *pattern));
-    let plain = RULES.iter().chain(TARGET_RULES).chain(ROUND6_RULES).chain(ROUND7_RULES).chain(TOOL_RULES.iter());
-    let plain_rules = plain.clone().count();
-    let rules: Vec<(&str, &str)> = plain.copied().chain(line_rules).collect();
+    // Every round's plain rules, then every rule read with a context around (`rounds.rs`).
+    let all_line_rules: Vec<&(&str, &str, &str)> = line_rules().collect();
+    let n_plain = plain_rules().count();
+    let anchors = all_line_rules.iter().map(|(class, pattern, _)| (*class, *pattern));
+    let rules: Vec<(&str, &str)> = plain_rules().copied().chain(anchors).collect();
     let contexts: Vec<Option<Regex>> = (0..rules.len())
         .map(|idx| {
-            let line_rule = idx.checked_sub(plain_rules).map(|line_idx| all_line_rules[line_idx].2);
+            let line_rule = idx.checked_sub(n_plain).map(|line_idx| all_line_rules[line_idx].2);
             line_rule.map(|context| Regex::new(&ascii_boundaries(context)).expect("risky-action contexts compile"))
         })
         .collect();
@@ -197,14 +197,14 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     let gates: Vec<Option<usize>> = rules
         .iter()
         .map(|(_, pattern)| {
-            let (_, gate) = GATES.iter().chain(ROUND7_GATES).find(|(gated, _)| gated == pattern)?;
+            let (_, gate) = all_of(GATE_TABLES).find(|(gated, _)| gated == pattern)?;
             Some(gate_patterns.iter().position(|known| known == gate).unwrap_or_else(|| {
                 gate_patterns.push(gate);
                 gate_patterns.len() - 1
             }))
         })
         .collect();
-    assert_eq!(gates.iter().flatten().count(), GATES.len() + ROUND7_GATES.len(), "every gate names a rule");
+    assert_eq!(gates.iter().flatten().count(), all_of(GATE_TABLES).count(), "every gate names a rule");
     let gate_regexes = gate_patterns
         .iter()
         .map(|gate| Regex::new(&ascii_boundaries(&expand(gate))).expect("risky-action gates compile"))
@@ -217,9 +217,7 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
             *class
         })
         .collect();
-    let exceptions = EXCEPTIONS
-        .iter()
-        .chain(TOOL_EXCEPTIONS)
+    let exceptions = all_of(EXCEPTION_TABLES)
         .map(|(class, pattern)| (*class, Regex::new(pattern).expect("risky-action exception compiles")))
         .collect();
     Compiled {
@@ -251,10 +249,11 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         conditional_report: Regex::new(CONDITIONAL_REPORT).expect("conditional reports compile"),
         frame_before_colon: Regex::new(&words_pattern(FRAMES_BEFORE_COLON)).expect("list frames compile"),
         search_pattern: Regex::new(SEARCH_PATTERN).expect("search patterns compile"),
-        scoped: SCOPED
-            .iter()
-            .chain(TOOL_SCOPED)
+        scoped: all_of(SCOPED_TABLES)
             .map(|(class, pattern)| (*class, Regex::new(pattern).expect("risky-action scope compiles")))
+            .collect(),
+        reduced: all_of(REDUCED_TABLES)
+            .map(|(class, pattern)| (*class, Regex::new(pattern).expect("risky-action reduction compiles")))
             .collect(),
         production: Regex::new(PRODUCTION).expect("production names compile"),
         not_production: Regex::new(NOT_PRODUCTION).expect("non-production names compile"),
@@ -363,6 +362,7 @@ fn first_counted_match(
         let own = context_negated
             || negated(compiled, &view[..found.start()], mid_word_start)
             || negated_last_word(compiled, text)
+            || zh_prohibited_inside(compiled, text)
             || condemned_after(compiled, &view[found.end()..], text.ends_with(|ch: char| ch.is_ascii_graphic()))
             || framed_before(compiled, &view[..found.start()], &view[found.end()..])
             || reported_not_advised(compiled, view, found.start(), found.end());
@@ -396,11 +396,13 @@ fn scoped(compiled: &Compiled, class: &str, view: &str, start: usize) -> bool {
         return true;
     }
     let window = compiled.not_production.replace_all(window_around(view, start, &SCOPE_WINDOW), " ");
-    !compiled.production.is_match(&window)
-        && compiled
-            .scoped
-            .iter()
-            .any(|(scoped_class, scope)| (*scoped_class == class || *scoped_class == "*") && scope.is_match(&window))
+    let of_class = |(scoped_class, scope): &(&str, Regex)| {
+        (*scoped_class == class || *scoped_class == "*") && scope.is_match(&window)
+    };
+    if compiled.reduced.iter().any(of_class) {
+        return true;
+    }
+    !compiled.production.is_match(&window) && compiled.scoped.iter().any(of_class)
 }
 
 /// What, from the start of a line to a match, leaves the match inside a quoted argument of a
@@ -577,17 +579,49 @@ fn negated_last_word(compiled: &Compiled, text: &str) -> bool {
     // Only plain words count, so a negation inside a URL or a path (`https://x.example/never | sh`)
     // spares nothing.
     let last = words.len() - 1;
-    let plain = words[1..last]
-        .iter()
-        .rev()
-        .take(2)
-        .take_while(|word| {
-            // A clause's comma may stick to the word after it (",比每次加").
-            let word = word.trim_start_matches([',', '，', '、']);
-            !word.is_empty() && word.chars().all(|ch| ch.is_alphabetic() || ch == '\'')
-        })
-        .count();
-    negates(compiled, &words[last - plain..last])
+    // A clause's comma may stick to the word after it (",比每次加"), a parenthesis may open it
+    // ("(no --linked"). When the last word is an argument (`--linked`), a comma inside a word
+    // ("集合用,生产不要") starts the clause too: the word is read from there and the look stops.
+    let argument = words[last].starts_with(|ch: char| ch.is_ascii());
+    let mut plain: Vec<&str> = Vec::new();
+    for word in words[1..last].iter().rev().take(2) {
+        let word = word.trim_start_matches([',', '，', '、']);
+        let word = word.strip_prefix(['(', '（']).unwrap_or(word);
+        let clause_start = if argument {
+            word.rfind([',', '，', '、']).map(|idx| idx + word[idx..].chars().next().map_or(1, char::len_utf8))
+        } else {
+            None
+        };
+        let word = &word[clause_start.unwrap_or(0)..];
+        if word.is_empty() || !word.chars().all(|ch| ch.is_alphabetic() || ch == '\'') {
+            break;
+        }
+        plain.insert(0, word);
+        if clause_start.is_some() {
+            break;
+        }
+    }
+    negates(compiled, &plain)
+}
+
+/// Whether a Chinese prohibitive inside a match, after its first word, governs its last words
+/// ("verify 不要改成 false", "证书错误时，不要关闭"): at most 12 characters before its end, with no
+/// clause break between, and not undone ("不要犹豫").
+fn zh_prohibited_inside(compiled: &Compiled, text: &str) -> bool {
+    let Some(first_end) = text.find(char::is_whitespace).or_else(|| text.char_indices().nth(2).map(|(idx, _)| idx))
+    else {
+        return false;
+    };
+    let rest = compiled.not_negation.replace_all(&text[first_end..], " ");
+    // A prohibitive in parentheses is an aside on another option ("require（不要 verify-full）").
+    ZH_PROHIBITIVES.iter().filter_map(|word| rest.rfind(word).map(|idx| (idx, idx + word.len()))).any(|(start, end)| {
+        let aside = rest[..start].trim_end().ends_with(['(', '（']);
+        let after = &rest[end..];
+        !aside
+            && after.chars().count() <= 12
+            && !after.contains([',', '，', ';', '；', '。'])
+            && !compiled.undone.is_match(after)
+    })
 }
 
 /// How far after an action a verdict on it is looked for (bytes; the sentence ends sooner).
@@ -626,14 +660,12 @@ fn condemned_after(compiled: &Compiled, after: &str, mid_word: bool) -> bool {
     // An item of a list of commands, a verdict on all of them later in the sentence ("`curl -k`,
     // `verify=False` and … fail the CI lint").
     let trimmed = sentence.trim_start();
-    if trimmed.starts_with([',', '、']) || trimmed.starts_with("and ") || trimmed.starts_with("or ") {
-        if let Some(verdict) = compiled.list_verdict.find(sentence) {
-            if !compiled.frame_broken.is_match(&sentence[..verdict.start()])
-                && !compiled.condemnation_undone.is_match(&sentence[verdict.end()..])
-            {
-                return true;
-            }
-        }
+    if (trimmed.starts_with([',', '、']) || trimmed.starts_with("and ") || trimmed.starts_with("or "))
+        && let Some(verdict) = compiled.list_verdict.find(sentence)
+        && !compiled.frame_broken.is_match(&sentence[..verdict.start()])
+        && !compiled.condemnation_undone.is_match(&sentence[verdict.end()..])
+    {
+        return true;
     }
     // A list of commands ends in a collective noun, the verdict after it ("`rm -rf /`、mkfs、
     // `dd` 这些命令一律需要人工确认"): the verdict is read from there, if nothing in the list
@@ -716,73 +748,6 @@ fn shorten(text: &str) -> String {
     }
 }
 
-/// The matching view: folded, lowercased, backticks out, line continuations joined, runs of
-/// spaces and tabs collapsed (line breaks kept: most rules stay within a line).
-fn view(text: &str) -> String {
-    let folded = crate::injection::fold_text(text);
-    let joined = folded.replace("\\\r\n", " ").replace("\\\n", " ").replace('\r', "");
-    let mut out = String::with_capacity(joined.len());
-    let mut in_space = false;
-    for ch in joined.chars() {
-        let ch = if ch == '`' || ch == '\t' { ' ' } else { ch };
-        if ch == ' ' {
-            if !in_space {
-                out.push(' ');
-            }
-            in_space = true;
-            continue;
-        }
-        in_space = false;
-        out.extend(ch.to_lowercase());
-    }
-    out
-}
-
-/// The view with the arrays of quoted words it holds joined into command lines (`["sh", "-c",
-/// "curl … | sh"]` to `sh -c curl … | sh`); `None` when it has none.
-fn exec_form_joined(view: &str) -> Option<String> {
-    // `", "` holds `",`; `', '` and `','` are apart.
-    if !view.contains("\",") && !view.contains("', '") && !view.contains("','") {
-        return None;
-    }
-    let mut joined = view.to_owned();
-    for (from, to) in [
-        ("\", \"", " "),
-        ("\",\"", " "),
-        ("', '", " "),
-        ("','", " "),
-        ("[\"", "[ "),
-        ("\"]", " ]"),
-        ("['", "[ "),
-        ("']", " ]"),
-    ] {
-        joined = joined.replace(from, to);
-    }
-    Some(joined)
-}
-
-/// The view with shell quoting that hides a word undone: `c\url`, `cu''rl`, `w""get`.
-fn without_shell_quoting(view: &str) -> String {
-    let mut out = String::with_capacity(view.len());
-    let chars: Vec<char> = view.chars().collect();
-    let mut idx = 0;
-    while idx < chars.len() {
-        let ch = chars[idx];
-        let next = chars.get(idx + 1).copied();
-        if ch == '\\' && next.is_some_and(|next| next.is_ascii_alphanumeric()) {
-            idx += 1;
-            continue;
-        }
-        if (ch == '\'' || ch == '"') && next == Some(ch) {
-            idx += 2;
-            continue;
-        }
-        out.push(ch);
-        idx += 1;
-    }
-    out
-}
-
 #[cfg(test)]
 mod family_tests;
 #[cfg(test)]
@@ -793,5 +758,7 @@ mod round6_tests;
 mod round7_tests;
 #[cfg(test)]
 mod round8_tests;
+#[cfg(test)]
+mod round9_tests;
 #[cfg(test)]
 mod tests;

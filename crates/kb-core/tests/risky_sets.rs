@@ -1,6 +1,6 @@
 //! The risky-action check against the sets in `tests/data` (see `tests/data/README.md`): risky
 //! experiences held, ordinary command-line experiences (and every benign set of the injection
-//! and redaction checks) passing. Development and spent blind parts (rounds 1 to 7) are
+//! and redaction checks) passing. Development and spent blind parts (rounds 1 to 8) are
 //! asserted separately; the tldr pages and the registry packages' READMEs, text nobody wrote for
 //! the check, too.
 //! `kb-bench gate` prints the same figures.
@@ -150,15 +150,16 @@ fn risky_sets_are_held_and_ordinary_ones_pass() {
         // earlier set used (Nomad, Ceph, MinIO, ZFS, Proxmox, govc, OpenStack, PaaS CLIs,
         // brokers' and search engines' admin, gh/glab, Keycloak, secret managers' CLIs, Rails,
         // Django, Laravel, Symfony, BSDs, Excel VBA, Apps Script, AutoHotkey, changelogs, Anki
-        // cards, voice-note transcripts, agent traces). Not the goal: floors at that first run,
-        // so that no later change loses what it holds; not for tuning until a next blind part
-        // is written.
+        // cards, voice-note transcripts, agent traces). Round 9 added to the table of tools
+        // (`risky/tools9.rs`) from the tools its misses named and read its flags by cue, so it
+        // is development data now, held to what round 9 reached: 297 of 314 held (94.6%), 3 of
+        // 403 flagged (0.74%).
         (
-            "round-8 blind (first run)",
+            "round-8 blind (spent)",
             include_str!("data/risky_blind8.jsonl"),
             include_str!("data/ordinary_blind8.jsonl"),
-            0.54,
-            0.035,
+            0.94,
+            0.008,
         ),
     ];
     for (part, risky, ordinary, floor, ceiling) in parts {

@@ -79,6 +79,8 @@ pub(super) const NEGATIONS: &[&str] = &[
     "✘",
     "❌",
     "🚫",
+    // Round 9: nothing done ("nothing shared to his gmail").
+    "nothing",
 ];
 
 /// Words that contain a negation without being one (别人 "others", 特别 "especially"); taken
@@ -123,13 +125,15 @@ pub(super) const CONDEMNED_AFTER: &str = concat!(
     r"|^[\s)\]\x22'`]*(?:is|are|'s) (?:really |very |admittedly )?(?:convenient|handy|easy|quick|tempting)\b[^\n.;]{0,10}, but\b",
     // A setting left empty ("insecure-registries stays empty"), a consequence named ("… in every
     // pipeline meant any change … ran everywhere").
-    r"|^[\s)\]\x22'`]*(?:stays|remains|is left|is kept|left|stay) (?:empty|unset)\b|^[\s)\]\x22'`]*(?:留空|保持为空|为空)",
-    r"|^[\s)\]\x22'`]*(?:(?:in|on|for|from|across) (?:[^\s.,;:!?]+ ){0,3})?(?:meant|caused|let) (?:that )?(?:any|anyone|anything|every|attackers?)\b|^[\s)\]\x22'`]*(?:(?:in|on|for|from|across) (?:[^\s.,;:!?]+ ){0,3})?would (?:hide|mask|break|expose)\b",
+    r"|^[\s)\]\x22'`]*(?:stays|remains|is left|is kept|left|stay) (?:empty|unset|off|disabled)\b|^[\s)\]\x22'`]*(?:留空|保持为空|为空)",
+    r"|^[\s)\]\x22'`]*(?:(?:in|on|for|from|across) (?:[^\s.,;:!?]+ ){0,3})?(?:meant|means|caused|let|lets) (?:that )?(?:any|anyone|anything|every|attackers?|a stranger|strangers|someone else|a third party)\b|^[\s)\]\x22'`]*(?:(?:in|on|for|from|across) (?:[^\s.,;:!?]+ ){0,3})?would (?:hide|mask|break|expose)\b",
     r"|^[\s)\]\x22'`”’」』]*[^\n。；，,！？!?]{0,8}?(?:是|会|很|非常|太|都|就|可能|容易|将|被|明确|严重)*",
     r"(?:错误的|错的|不安全|违规|违反|只能(?:出现在|用在|用于|在测试)|不是让人|不能合|不能开|不能用|不能上|不能进|不对|出事|出大事|危险|有风险|有安全风险|不可取|不推荐|不允许|禁止|拒绝|驳回|打回|坏主意|灾难|后果严重",
     r"|不是好办法|不是好主意|不是个好主意|不是正确的做法|需要人工确认|需人工确认|需要人工审批|需要审批",
     // Round 6: taken out of service ("… 已经下线了", "… 已删除").
     r"|已经?(?:下线|删除|删掉|移除|废弃|停用|去掉)|(?:全部|都)?(?:删掉了|去掉了|删除了|移除了)|(?:防火墙|网关|策略)?(?:屏蔽|封禁))",
+    // Round 9: told not to run it, right after ("… 大家别直接在公司服务器上跑", "… 千万别在集群上跑").
+    r"|^[\s)\]\x22'`”’」』]*[^\n。；，,！？!?]{0,16}?(?:千万|大家|请|你|也)?(?:别|不要|切勿|请勿|不能|不得)(?:直接|随便|轻易)?(?:在[^\n。；，,！？]{0,12}?上)?(?:跑|执行|运行|照做|照抄)",
 );
 
 /// What, later in the same sentence, takes a condemnation back ("… is a bad idea, but here it is
@@ -434,6 +438,11 @@ pub(super) const REJECTIONS: &[&str] = &[
     "vetoed",
     // Round 7: "The agent wanted to `rm -rf ~/projects`; I stopped it".
     "stopped it",
+    // Round 9: "Their site suggests `curl … | sudo bash`; I won't run that."
+    "won't run",
+    "will not run",
+    "不会跑",
+    "不会执行",
     "i stopped",
     "replaced it",
     "we don't",
@@ -470,8 +479,20 @@ pub(super) const REJECTIONS: &[&str] = &[
 /// INC-…:", "Incident review:", "故障复盘：", "规范："): actions someone else took in it
 /// (`THIRD_PERSON`) are reported, not advised, unless the text says to do it again
 /// (`DONE_AGAIN`).
-pub(super) const REPORT_GENRES: &[&str] =
-    &["postmortem", "post-mortem", "incident review", "incident report", "incident", "复盘", "事故", "故障"];
+pub(super) const REPORT_GENRES: &[&str] = &[
+    "postmortem",
+    "post-mortem",
+    "incident review",
+    "incident report",
+    "incident",
+    "复盘",
+    "事故",
+    "故障",
+    // Round 9: a cautionary example ("安全培训里讲的反面案例：有人把 …").
+    "反面案例",
+    "反例",
+    "cautionary tale",
+];
 
 /// A subject that is someone else, in a reported action ("someone ran …", "an engineer ran …",
 /// "有人在生产执行了 …").

@@ -9,14 +9,12 @@
 //! Each entry is `(tool, form)`: the form is a pattern of the matching view (lowercase, backticks
 //! out, as `rules.rs`' `RULES`) that starts with the tool's own words where it can, so that the
 //! regex engine's literal prefilter skips a text that names none of them. The entries of a class
-//! are joined into a few rules (`TOOL_RULES`), so the table costs a few scans of a text, not one
+//! are joined into a few rules (`rounds.rs`' `FORM_RULES`), so the table costs a few scans of a text, not one
 //! per tool. The cues around a match (negations, verdicts, frames, reports, `SCOPED`,
 //! `EXCEPTIONS`) are the same as for every rule: a scoped delete, a dry run, a rule or a refusal
 //! that quotes the form passes. The scopes and exceptions written for this table are in
 //! `TOOL_SCOPED` and `TOOL_EXCEPTIONS`; like `SCOPED` and `EXCEPTIONS`, they spare a match of
 //! any rule of their class, not only this table's.
-
-use std::sync::LazyLock;
 
 /// Free mail providers: a mailbox there is a person's own, outside the company.
 const FREEMAIL: &str = r"(?:gmail|googlemail|hotmail|outlook|yahoo|qq|163|126|yeah|foxmail|sina|sohu|proton(?:mail)?|icloud|gmx|yandex|aol|tutanota|zoho)\.";
@@ -165,7 +163,7 @@ pub(super) const DESTRUCTIVE_FORMS: &[(&str, &str)] = &[
     ("diskutil", r"\bdiskutil +apfs +(?:deletecontainer|deletevolume|erasevolume)\b"),
     (
         "windows disks",
-        r"\bclear-disk\b[^\n]*-removedata\b|\bclean +all\b|\bsystemreset(?:\.exe)? +-factoryreset\b|\bcipher(?:\.exe)? +/w:",
+        r"\bclear-disk\b[^\n]*-removedata\b|(?m:^) *(?:diskpart> *)?clean +all *$|\b(?:diskpart|select +disk)\b[^\n]*(?:\n[^\n]*){0,4}?\bclean +all\b|\bsystemreset(?:\.exe)? +-factoryreset\b|\bcipher(?:\.exe)? +/w:",
     ),
     ("wsl", r"\bwsl(?:\.exe)? +--unregister\b"),
     ("routers", r"\bfirstboot +-y\b|\bjffs2reset +-y\b"),
@@ -258,7 +256,8 @@ pub(super) const DESTRUCTIVE_FORMS: &[(&str, &str)] = &[
         r"\bnats +stream +(?:purge|rm)\b[^\n]*(?:\s-f\b|--force\b)|\bpulsar-admin +(?:namespaces|tenants) +delete\b[^\n]*(?:\s-f\b|--force\b)",
     ),
     ("search", r"/_snapshot/[^/\s\x22']+/(?:\*|_all)\b|\bdelete\b[^\n]{0,40}\*:\*"),
-    ("postgres", r"\bpg_dropcluster\b"),
+    // A cluster named by its version, not the command named in a list ("pg_dropcluster, pg_lsclusters").
+    ("postgres", r"\bpg_dropcluster\b(?: +--?[a-z-]+)* +\d"),
     ("cryptsetup", r"\bcryptsetup +(?:luks)?erase\b"),
     (
         "inline list",
@@ -570,65 +569,7 @@ pub(super) const TOOL_EXCEPTIONS: &[(&str, &str)] = &[
     ),
 ];
 
-/// How many forms of a class one compiled rule joins (measured with `gate_stages time`: 24 cost
-/// about twice what 8 or 4 do, their joined lazy DFAs too large): enough that the table costs a few scans of
-/// a text, few enough that each rule's lazy DFA stays small. Forms whose every branch starts with
-/// a word are joined apart from the others, so that the rules they make keep a literal prefilter.
-const FORMS_PER_RULE: usize = 8;
-
-/// The table's rules, in `RULES`' format: each a few forms of one class joined.
-pub(super) static TOOL_RULES: LazyLock<Vec<(&'static str, &'static str)>> = LazyLock::new(|| {
-    let tables: [(&'static str, &[(&str, &str)]); 5] = [
-        ("pipe_to_shell", PIPE_FORMS),
-        ("destructive", DESTRUCTIVE_FORMS),
-        ("tls_off", TLS_OFF_FORMS),
-        ("exfiltration", EXFILTRATION_FORMS),
-        ("credential_read", CREDENTIAL_FORMS),
-    ];
-    let mut rules = Vec::new();
-    for (class, forms) in tables {
-        let (led, others): (Vec<&(&str, &str)>, Vec<&(&str, &str)>) =
-            forms.iter().partition(|(_, form)| word_led(form));
-        for group in [led, others] {
-            for chunk in group.chunks(FORMS_PER_RULE) {
-                let joined: Vec<String> = chunk.iter().map(|(_, form)| format!("(?:{})", local_words(form))).collect();
-                let pattern: &'static str = Box::leak(joined.join("|").into_boxed_str());
-                rules.push((class, pattern));
-            }
-        }
-    }
-    rules
-});
-
-/// Whether every top-level branch of `form` starts with a word (`\bvssadmin`, `\b(?:wmic`,
-/// `--nosslverify`, `%req`, 删除): a literal the regex engine can look for first.
-fn word_led(form: &str) -> bool {
-    let led = |branch: &str| {
-        let mut rest = branch;
-        while let Some(after) = rest.strip_prefix(r"\b").or_else(|| rest.strip_prefix("(?:")) {
-            rest = after;
-        }
-        rest.starts_with(|ch: char| ch.is_alphabetic() || matches!(ch, '-' | '%' | '<'))
-    };
-    let (mut depth, mut start, mut escaped) = (0usize, 0usize, false);
-    let mut all_led = true;
-    for (idx, ch) in form.char_indices() {
-        match ch {
-            _ if escaped => escaped = false,
-            '\\' => escaped = true,
-            '(' | '[' => depth += 1,
-            ')' | ']' => depth = depth.saturating_sub(1),
-            '|' if depth == 0 => {
-                all_led &= led(&form[start..idx]);
-                start = idx + 1;
-            }
-            _ => {}
-        }
-    }
-    all_led && led(&form[start..])
-}
-
 /// A form with this file's word lists put in.
-fn local_words(form: &str) -> String {
+pub(super) fn local_words(form: &str) -> String {
     form.replace("{FREEMAIL}", FREEMAIL).replace("{LISTS}", LISTS).replace("{DELETES}", DELETES)
 }

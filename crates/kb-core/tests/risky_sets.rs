@@ -1,8 +1,8 @@
 //! The risky-action check against the sets in `tests/data` (see `tests/data/README.md`): risky
 //! experiences held, ordinary command-line experiences (and every benign set of the injection
-//! and redaction checks) passing. Development and spent blind parts (rounds 1 to 8) are
-//! asserted separately; the tldr pages and the registry packages' READMEs, text nobody wrote for
-//! the check, too.
+//! and redaction checks) passing. Development and spent blind parts (rounds 1 to 8) and round
+//! 9's at its first run are asserted separately; the tldr pages and the registry packages'
+//! READMEs, text nobody wrote for the check, too.
 //! `kb-bench gate` prints the same figures.
 
 use kb_core::risky::risky_actions;
@@ -160,6 +160,22 @@ fn risky_sets_are_held_and_ordinary_ones_pass() {
             include_str!("data/ordinary_blind8.jsonl"),
             0.94,
             0.008,
+        ),
+        // Round 9's blind part (session 24, BLIND9-README.md), written blind while round 9's
+        // rules were written, measured once with them: 40.4% held (131 of 324), 3.94% flagged
+        // (16 of 406); round 8's rules on it: 38.6%, 3.69%. It leans to tools and shapes no
+        // earlier set used (Salesforce, ServiceNow, GAM, Exchange and Intune admin, SAP, HANA,
+        // mainframe JCL, MikroTik, Cisco, Juniper and FortiGate, game servers, Blender, KiCad,
+        // AutoCAD, lab instruments, PACS, POS consoles, Node-RED, n8n, Home Assistant, ffmpeg,
+        // TeX, spreadsheet formulas, agent memories in the third person), many risky items
+        // without a trigger word. Not the goal: floors at that first run, so that no later
+        // change loses what it holds; not for tuning until a next blind part is written.
+        (
+            "round-9 blind (first run)",
+            include_str!("data/risky_blind9.jsonl"),
+            include_str!("data/ordinary_blind9.jsonl"),
+            0.40,
+            0.040,
         ),
     ];
     for (part, risky, ordinary, floor, ceiling) in parts {

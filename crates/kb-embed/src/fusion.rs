@@ -192,8 +192,8 @@ pub fn hybrid<I: Clone + Eq + Hash>(
     vector: &[(I, f32)],
     coverage: impl Fn(&I) -> f32,
 ) -> Vec<(I, f32)> {
-    let window_share = if window_share.is_finite() { window_share.clamp(0.0, 1.0) } else { 1.0 };
-    min_max_hybrid(vector_weight(model_id, query) * window_share, &keyword(bm25, coverage), vector)
+    let seen = if window_share.is_finite() { window_share.clamp(0.0, 1.0) } else { 1.0 };
+    min_max_hybrid(vector_weight(model_id, query) * seen, &keyword(bm25, coverage), vector)
 }
 
 /// `ranked` (BM25's ranking, [`keyword`]) and `vector` min-max normalised and summed at
@@ -709,16 +709,13 @@ mod tests {
         let vectors = [("meaning", 0.9), ("words", 0.5), ("neither", 0.4)];
         let no_coverage = |_: &&str| 0.0;
         let (model, query) = ("multilingual-e5-small-onnx@1+int8", "roll back the release");
-        let whole = hybrid(model, query, 1.0, &bm25, &vectors, no_coverage);
-        assert_eq!(ids(&whole), ["meaning", "words", "neither"]);
-        // The model sees a quarter of the store's texts: BM25 leads.
-        let quarter = hybrid(model, query, 0.25, &bm25, &vectors, no_coverage);
-        assert_eq!(ids(&quarter), ["words", "meaning", "neither"]);
-        // Nothing seen is BM25's ranking; a share out of range or not a number is bounded.
-        assert_eq!(ids(&hybrid(model, query, 0.0, &bm25, &vectors, no_coverage)), ids(&keyword(&bm25, no_coverage)));
-        assert_eq!(hybrid(model, query, 7.0, &bm25, &vectors, no_coverage), whole);
-        assert_eq!(hybrid(model, query, f32::NAN, &bm25, &vectors, no_coverage), whole);
-        assert_eq!(ids(&hybrid(model, query, -1.0, &bm25, &vectors, no_coverage)), ids(&keyword(&bm25, no_coverage)));
+        let fused = |share: f32| ids(&hybrid(model, query, share, &bm25, &vectors, no_coverage));
+        assert_eq!(fused(1.0), ["meaning", "words", "neither"]);
+        // The model sees a quarter of the store's texts: BM25 leads; nothing (or less): BM25 alone.
+        assert_eq!(fused(0.25), ["words", "meaning", "neither"]);
+        assert!([0.0, -1.0].iter().all(|&share| fused(share) == ids(&keyword(&bm25, no_coverage))));
+        // More than all, or not a number, counts as all.
+        assert!([7.0, f32::NAN].iter().all(|&share| fused(share) == fused(1.0)));
     }
 
     #[test]

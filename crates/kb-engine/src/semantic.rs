@@ -183,6 +183,8 @@ pub struct SemanticStatus {
     pub submits_embedded_after: u64,
     /// Where search queries are embedded.
     pub query_route: QueryRoute,
+    /// The store's window share, once measured (`semantic/window.rs`).
+    pub window_share: Option<f32>,
 }
 
 /// The active experiences the vector index knows, with what its filters need. Keyed by
@@ -749,6 +751,7 @@ impl Semantic {
             submits_embedded_first: self.submits_embedded_first.load(Ordering::Relaxed),
             submits_embedded_after: self.submits_embedded_after.load(Ordering::Relaxed),
             query_route: self.query_route(),
+            window_share: self.measured_window_share(),
         }
     }
 }

@@ -39,7 +39,12 @@ impl Semantic {
     /// The store's mean window share, last measured (1 until it is: every text counts as
     /// seen whole).
     pub fn window_share(&self) -> f32 {
-        self.window.measured.lock().unwrap_or_else(PoisonError::into_inner).map_or(1.0, |(share, _)| share)
+        self.measured_window_share().unwrap_or(1.0)
+    }
+
+    /// The window share, once measured.
+    pub fn measured_window_share(&self) -> Option<f32> {
+        self.window.measured.lock().unwrap_or_else(PoisonError::into_inner).map(|(share, _)| share)
     }
 
     /// Measures the window share from a sample of `store` when the store has changed by a

@@ -131,6 +131,11 @@ pub struct EmbedderStatus {
     /// or `shared with writes: <why>` (then a query may wait for a write's run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub query_session: Option<String>,
+    /// The mean share of a stored experience's text the model's window holds (from a sample of
+    /// the store; 1 when every text fits), which scales the vectors' weight in a hybrid search;
+    /// absent until it is measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_share: Option<f32>,
 }
 
 /// Recent request latencies, over a sliding window of the last requests of each kind.

@@ -49,6 +49,7 @@ fn embedder_status(engine: &Engine, active: u64) -> wire::EmbedderStatus {
         }
     };
     let query_session = model.is_some().then(|| status.query_route.describe());
+    let window_share = status.window_share.filter(|_| model.is_some()).map(|share| (share * 1000.0).round() / 1000.0);
     wire::EmbedderStatus {
         state: state.to_owned(),
         model,
@@ -60,6 +61,7 @@ fn embedder_status(engine: &Engine, active: u64) -> wire::EmbedderStatus {
         submits_embedded_first: status.submits_embedded_first,
         submits_embedded_after: status.submits_embedded_after,
         query_session,
+        window_share,
     }
 }
 

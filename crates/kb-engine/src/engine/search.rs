@@ -205,12 +205,10 @@ impl Engine {
         let (ranked, mode): (Vec<(String, f32)>, SearchMode) = match (query.mode, vector_hits) {
             (SearchMode::Hybrid, Some((model_id, vector_hits))) => {
                 let vector_hits: Vec<(String, f32)> = vector_hits.into_iter().map(|hit| (hit.id, hit.score)).collect();
-                {
-                    let window_share = self.semantic.window_share();
-                    let fused =
-                        kb_embed::fusion::hybrid(&model_id, text, window_share, &bm25_hits, &vector_hits, coverage_of);
-                    (fused, SearchMode::Hybrid)
-                }
+                let window_share = self.semantic.window_share();
+                let fused =
+                    kb_embed::fusion::hybrid(&model_id, text, window_share, &bm25_hits, &vector_hits, coverage_of);
+                (fused, SearchMode::Hybrid)
             }
             (SearchMode::Vector, Some((_, vector_hits))) => {
                 (vector_hits.into_iter().map(|hit| (hit.id, hit.score)).collect(), SearchMode::Vector)

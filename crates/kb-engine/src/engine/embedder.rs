@@ -103,9 +103,11 @@ impl Engine {
         while !pulse.stopping() {
             pulse.checkpoint()?;
             let ids = self.semantic.take_backlog(semantic::BACKLOG_WINDOW, Duration::from_millis(500));
-            // The store's window share, when it is due (the store changed by a tenth since).
-            if let Err(error) = self.semantic.measure_window_share(&self.reader(), embedder.as_ref()) {
-                tracing::debug!("cannot measure how much of the store's texts the model sees: {error:#}");
+            // The store's window share, when it is due (the store changed by a tenth since); a
+            // reader connection is held only while the sample is read.
+            let sample = |n| Ok(self.reader().sample_embedding_sources(n)?);
+            if let Err(error) = self.semantic.measure_window_share(sample, embedder.as_ref()) {
+                tracing::warn!("cannot measure how much of the store's texts the model sees: {error:#}");
             }
             if ids.is_empty() {
                 if std::mem::take(&mut embedded_since_trim) {

@@ -551,18 +551,27 @@ mod tests {
         // After each step: none of tantivy's threads runs at this thread's priority, and the step
         // started some (named `started`) at the lanes'.
         let mut seen: HashSet<i32> = tantivy_threads().into_iter().map(|(tid, _, _)| tid).collect();
+        // Tantivy starts some of them a moment after the call that asked for them returns (a
+        // rollback's `segment_updater`): they are waited for, up to five seconds.
         let mut check = |step: &str, started: &str| {
-            let threads = tantivy_threads();
-            if caller < expected {
-                let at_callers: Vec<_> = threads.iter().filter(|(_, _, nice)| *nice == caller).collect();
-                assert!(at_callers.is_empty(), "{step}: {at_callers:?} at this thread's nice {caller}");
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            loop {
+                let threads = tantivy_threads();
+                if caller < expected {
+                    let at_callers: Vec<_> = threads.iter().filter(|(_, _, nice)| *nice == caller).collect();
+                    assert!(at_callers.is_empty(), "{step}: {at_callers:?} at this thread's nice {caller}");
+                }
+                let new: Vec<_> = threads.iter().filter(|(tid, _, _)| !seen.contains(tid)).collect();
+                if new.iter().any(|(_, name, nice)| name.starts_with(started) && *nice == expected) {
+                    seen.extend(threads.iter().map(|(tid, _, _)| *tid));
+                    return;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{step}: no new {started} thread at nice {expected} among {new:?}"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(10));
             }
-            let new: Vec<_> = threads.iter().filter(|(tid, _, _)| !seen.contains(tid)).collect();
-            assert!(
-                new.iter().any(|(_, name, nice)| name.starts_with(started) && *nice == expected),
-                "{step}: no new {started} thread at nice {expected} among {new:?}"
-            );
-            seen.extend(threads.iter().map(|(tid, _, _)| *tid));
         };
         let home = tempfile::tempdir().unwrap();
         let paths = kb_proto::Paths::resolve(Some(home.path().to_path_buf()), None);

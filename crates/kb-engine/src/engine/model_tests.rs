@@ -287,7 +287,12 @@ fn writes_waiting_for_the_model_together_are_embedded_in_one_run() {
 }
 
 /// A model that sees the first 40 bytes of a passage: its window share is 40 / length.
-struct FortyBytes;
+#[derive(Default)]
+struct FortyBytes {
+    /// Whether counting tokens fails (a tokenizer's error), and how often it was asked.
+    failing: std::sync::atomic::AtomicBool,
+    counted: AtomicUsize,
+}
 
 impl kb_embed::Embedder for FortyBytes {
     fn model_id(&self) -> &str {
@@ -303,39 +308,86 @@ impl kb_embed::Embedder for FortyBytes {
     }
 
     fn window_shares(&self, passages: &[&str]) -> kb_embed::Result<Vec<f32>> {
+        self.counted.fetch_add(1, Ordering::SeqCst);
+        if self.failing.load(Ordering::SeqCst) {
+            return Err(kb_embed::Error::Embed {
+                model_id: "forty-bytes".into(),
+                n_texts: passages.len(),
+                reason: "the tokenizer failed".into(),
+            });
+        }
         Ok(passages.iter().map(|text| (40.0 / text.len().max(1) as f32).min(1.0)).collect())
     }
 }
 
+/// Imports `texts` as tasks and embeds them all, as the embedder's loop would.
+fn import_and_embed(engine: &Engine, model: &FortyBytes, texts: Vec<String>) {
+    let entries = texts
+        .into_iter()
+        .map(|task| Ok(ImportEntry { new: experience(&task, "r", "x"), held: None, variants: Vec::new() }));
+    assert!(engine.import(entries.collect()).unwrap().imported > 0);
+    loop {
+        let taken = engine.semantic.take_backlog(64, Duration::ZERO);
+        if taken.is_empty() {
+            break;
+        }
+        engine.embed_batch(model, "forty-bytes", &taken, &mut Default::default()).unwrap();
+        engine.semantic.batch_done();
+    }
+}
+
+fn measure_window_share(engine: &Engine, model: &FortyBytes) -> anyhow::Result<()> {
+    engine.semantic.measure_window_share(|n| Ok(engine.reader().sample_embedding_sources(n)?), model)
+}
+
 #[test]
 fn the_store_s_window_share_is_measured_from_its_texts_and_again_once_it_changed_by_a_tenth() {
-    let model = Arc::new(FortyBytes);
+    let model = Arc::new(FortyBytes::default());
     let (_home, engine) = engine_with_model(model.clone());
-    let import = |texts: Vec<String>| {
-        let entries = texts
-            .into_iter()
-            .map(|task| Ok(ImportEntry { new: experience(&task, "r", "x"), held: None, variants: Vec::new() }));
-        assert!(engine.import(entries.collect()).unwrap().imported > 0);
-        loop {
-            let taken = engine.semantic.take_backlog(64, Duration::ZERO);
-            if taken.is_empty() {
-                break;
-            }
-            engine.embed_batch(model.as_ref(), "forty-bytes", &taken, &mut Default::default()).unwrap();
-            engine.semantic.batch_done();
-        }
-    };
     assert_eq!(engine.semantic.window_share(), 1.0, "an empty store counts as seen whole");
     // Ten texts of 80 bytes as embedded (a task of 76, "\nr\nx"): the model sees half of each.
-    import((0..10).map(|n| format!("note{n:02} {}", format!("word{n} ").repeat(20))[..76].to_owned()).collect());
-    engine.semantic.measure_window_share(&engine.reader(), model.as_ref()).unwrap();
+    let long = (0..10).map(|n| format!("note{n:02} {}", format!("word{n} ").repeat(20))[..76].to_owned());
+    import_and_embed(&engine, &model, long.collect());
+    measure_window_share(&engine, &model).unwrap();
     assert!((engine.semantic.window_share() - 0.5).abs() < 1e-6, "{}", engine.semantic.window_share());
     // Ten short ones: the store changed by far more than a tenth, and the mean is measured again.
-    import((0..10).map(|n| format!("short {n}")).collect());
-    engine.semantic.measure_window_share(&engine.reader(), model.as_ref()).unwrap();
+    import_and_embed(&engine, &model, (0..10).map(|n| format!("short {n}")).collect());
+    measure_window_share(&engine, &model).unwrap();
     assert!((engine.semantic.window_share() - 0.75).abs() < 1e-6, "{}", engine.semantic.window_share());
     // One more long one is less than a tenth: the last measurement stands.
-    import(vec![format!("late {}", "w".repeat(200))]);
-    engine.semantic.measure_window_share(&engine.reader(), model.as_ref()).unwrap();
+    import_and_embed(&engine, &model, vec![format!("late {}", "w".repeat(200))]);
+    measure_window_share(&engine, &model).unwrap();
     assert!((engine.semantic.window_share() - 0.75).abs() < 1e-6, "{}", engine.semantic.window_share());
+}
+
+#[test]
+fn a_window_share_that_cannot_be_measured_keeps_the_last_and_is_tried_again_only_after_a_tenth_of_change() {
+    let model = Arc::new(FortyBytes::default());
+    let (_home, engine) = engine_with_model(model.clone());
+    // Texts of 80 bytes as embedded (tasks of 76): the model sees half of each.
+    let long =
+        |tag: &str| (0..10).map(|n| format!("{tag}{n:02} {}", "w".repeat(80))[..76].to_owned()).collect::<Vec<_>>();
+    import_and_embed(&engine, &model, long("first"));
+    model.failing.store(true, Ordering::SeqCst);
+    let error = measure_window_share(&engine, &model).unwrap_err();
+    assert!(format!("{error:#}").contains("the tokenizer failed"), "{error:#}");
+    assert_eq!(engine.semantic.measured_window_share(), None, "nothing measured yet");
+    assert_eq!(engine.semantic.window_share(), 1.0, "counts as seen whole until measured");
+    // The embedding loop asks on every turn: the failed attempt is not repeated while the
+    // store has not changed by a tenth.
+    for _ in 0..5 {
+        measure_window_share(&engine, &model).unwrap();
+    }
+    assert_eq!(model.counted.load(Ordering::SeqCst), 1, "tried once");
+    // Healed, and the store changed by a tenth: measured again.
+    model.failing.store(false, Ordering::SeqCst);
+    import_and_embed(&engine, &model, long("second"));
+    measure_window_share(&engine, &model).unwrap();
+    assert_eq!(model.counted.load(Ordering::SeqCst), 2);
+    assert!((engine.semantic.window_share() - 0.5).abs() < 1e-6, "{}", engine.semantic.window_share());
+    // Failing again keeps the last measurement.
+    model.failing.store(true, Ordering::SeqCst);
+    import_and_embed(&engine, &model, long("third"));
+    assert!(measure_window_share(&engine, &model).is_err());
+    assert!((engine.semantic.window_share() - 0.5).abs() < 1e-6, "{}", engine.semantic.window_share());
 }

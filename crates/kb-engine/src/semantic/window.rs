@@ -12,26 +12,36 @@
 use std::sync::{Mutex, PoisonError};
 
 use kb_embed::Embedder;
-use kb_store::Store;
+use kb_store::EmbeddingSource;
 
 use super::{Semantic, embedding_text};
 
 /// Experiences in the sample: the mean of shares in 0..=1 from 256 of them is within about
 /// ±0.03 of the store's (two standard errors at the widest spread).
-pub const SAMPLE: usize = 256;
+const SAMPLE: usize = 256;
 /// The share is measured again once the store holds this much more (or less) than when it
 /// was last measured, as a fraction of that.
 const REMEASURE_AFTER: f64 = 0.1;
 
-/// The last measurement: its share and how many vectors the store had then.
+/// The last measurement and when it was last tried.
 #[derive(Debug, Default)]
 pub(super) struct WindowShare {
-    measured: Mutex<Option<(f32, u64)>>,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct State {
+    /// The last share measured.
+    share: Option<f32>,
+    /// How many vectors the store had at the last attempt, whether it succeeded or not: a
+    /// measurement that fails (a tokenizer's error) is tried again only once the store changed
+    /// by a tenth since, not on every turn of the embedding loop.
+    tried_at: Option<u64>,
 }
 
 impl WindowShare {
     pub(super) fn clear(&self) {
-        *self.measured.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        *self.state.lock().unwrap_or_else(PoisonError::into_inner) = State::default();
     }
 }
 
@@ -44,23 +54,33 @@ impl Semantic {
 
     /// The window share, once measured.
     pub fn measured_window_share(&self) -> Option<f32> {
-        self.window.measured.lock().unwrap_or_else(PoisonError::into_inner).map(|(share, _)| share)
+        self.window.state.lock().unwrap_or_else(PoisonError::into_inner).share
     }
 
-    /// Measures the window share from a sample of `store` when the store has changed by a
-    /// tenth since the last measurement (or it was never measured): background work, on the
-    /// embedder's thread, never on a search's path. An error keeps the last measurement.
-    pub fn measure_window_share(&self, store: &Store, embedder: &dyn Embedder) -> anyhow::Result<()> {
+    /// Measures the window share from a sample of the store (`sample(n)` reads at most `n`
+    /// texts spread over it) when the store has changed by a tenth since the last attempt (or
+    /// none was made): background work, on the embedder's thread, never on a search's path.
+    /// The sample is read before the texts are tokenized, so that `sample` can hold a reader
+    /// connection only while it reads. An error keeps the last measurement and waits for the
+    /// next tenth of change.
+    pub fn measure_window_share(
+        &self,
+        sample: impl FnOnce(usize) -> anyhow::Result<Vec<EmbeddingSource>>,
+        embedder: &dyn Embedder,
+    ) -> anyhow::Result<()> {
         let (vectors, _) = self.coverage();
-        let due = match *self.window.measured.lock().unwrap_or_else(PoisonError::into_inner) {
-            None => vectors > 0,
-            Some((_, at)) => (vectors as f64 - at as f64).abs() > REMEASURE_AFTER * at.max(1) as f64,
-        };
-        if !due {
-            return Ok(());
+        {
+            let mut state = self.window.state.lock().unwrap_or_else(PoisonError::into_inner);
+            let due = match state.tried_at {
+                None => vectors > 0,
+                Some(at) => (vectors as f64 - at as f64).abs() > REMEASURE_AFTER * at.max(1) as f64,
+            };
+            if !due {
+                return Ok(());
+            }
+            state.tried_at = Some(vectors);
         }
-        let texts: Vec<String> = store
-            .sample_embedding_sources(SAMPLE)?
+        let texts: Vec<String> = sample(SAMPLE)?
             .iter()
             .map(|source| embedding_text(&source.task, &source.resource, &source.result))
             .collect();
@@ -68,9 +88,9 @@ impl Semantic {
             return Ok(());
         }
         let shares = embedder.window_shares(&texts.iter().map(String::as_str).collect::<Vec<_>>())?;
-        let share = shares.iter().map(|share| share.clamp(0.0, 1.0)).sum::<f32>() / shares.len() as f32;
+        let share = shares.iter().map(|share| share.clamp(0.0, 1.0)).sum::<f32>() / shares.len().max(1) as f32;
         tracing::debug!(share, sample = shares.len(), vectors, "measured how much of the store's texts the model sees");
-        *self.window.measured.lock().unwrap_or_else(PoisonError::into_inner) = Some((share, vectors));
+        self.window.state.lock().unwrap_or_else(PoisonError::into_inner).share = Some(share);
         Ok(())
     }
 }

@@ -45,7 +45,8 @@ pub struct Applied {
     /// Merged into an experience already held (the same experience from someone else).
     pub merged: usize,
     pub deleted: usize,
-    /// Same id as an experience of this store's own: kept local, the conflict recorded.
+    /// Same id as an experience of this store's own: that one kept as it is, the teammate's
+    /// stored apart under a new id with the conflict recorded (and counted as inserted or merged).
     pub conflicts: usize,
     /// Deleted here before: stays hidden here, whatever its origin did.
     pub hidden: usize,
@@ -502,6 +503,15 @@ fn apply_one(
             .doing("looking up an experience")
             .map(|found| found.is_some())
     };
+    // A teammate's change follows its origin only to a teammate's experience, never to one of
+    // this store's own: an origin naming one (an id conflict recorded before conflicting rows
+    // were stored apart) is treated as new here.
+    let is_teammates = |id: &str| -> Result<bool> {
+        tx.query_row("SELECT 1 FROM experiences WHERE id = ?1 AND source = 'hub'", [id], |_| Ok(()))
+            .optional()
+            .doing("looking up an experience")
+            .map(|found| found.is_some())
+    };
     let Some(gated) = item.gated else {
         // Withdrawn at its origin.
         let Some(known) = known else { return Ok(()) };
@@ -514,6 +524,13 @@ fn apply_one(
                 [&known.experience_id],
             )
             .doing("uncounting a merged copy")?;
+            applied.deleted += 1;
+            return Ok(());
+        }
+        if !is_teammates(&known.experience_id)? {
+            // An origin that named one of this store's own (an id conflict recorded before
+            // conflicting rows were stored apart): forgotten, and the user's experience stays
+            // as it is, with the copies merged into it.
             applied.deleted += 1;
             return Ok(());
         }
@@ -534,15 +551,18 @@ fn apply_one(
                 [&known.experience_id],
             )
             .doing("uncounting a copy")?;
-        } else if local_exists(&known.experience_id)? {
-            tx.execute("DELETE FROM experiences WHERE id = ?1 AND source = 'hub'", [&known.experience_id])
+        } else {
+            let deleted = tx
+                .execute("DELETE FROM experiences WHERE id = ?1 AND source = 'hub'", [&known.experience_id])
                 .doing("deleting a withdrawn experience")?;
-            *seq += 1;
-            tx.execute(
-                "INSERT OR REPLACE INTO tombstones (id, seq) VALUES (?1, ?2)",
-                params![known.experience_id, *seq as i64],
-            )
-            .doing("writing a tombstone")?;
+            if deleted > 0 {
+                *seq += 1;
+                tx.execute(
+                    "INSERT OR REPLACE INTO tombstones (id, seq) VALUES (?1, ?2)",
+                    params![known.experience_id, *seq as i64],
+                )
+                .doing("writing a tombstone")?;
+            }
         }
         applied.deleted += 1;
         return Ok(());
@@ -563,13 +583,14 @@ fn apply_one(
             applied.merged += 1;
             return Ok(());
         }
-        Some(known) if local_exists(&known.experience_id)? => {
+        Some(known) if is_teammates(&known.experience_id)? => {
             let new = &gated.experience;
             *seq += 1;
             let changed = tx.execute(
                 "UPDATE experiences SET task = ?2, resource = ?3, result = ?4, score = ?5, agent_id = ?6, \
                      submitted_by = ?7, status = CASE WHEN status = 'rejected' THEN status ELSE ?8 END, flags = ?9, \
-                     dedup_key = ?10, updated_at = ?11, seq = ?12, same_key = ?13, wording_key = ?14 WHERE id = ?1",
+                     dedup_key = ?10, updated_at = ?11, seq = ?12, same_key = ?13, wording_key = ?14 \
+                 WHERE id = ?1 AND source = 'hub'",
                 params![
                     known.experience_id,
                     new.task,
@@ -608,7 +629,7 @@ fn apply_one(
                     if error.code == rusqlite::ErrorCode::ConstraintViolation =>
                 {
                     // The edit made it the same as another experience held: it merges there.
-                    tx.execute("DELETE FROM experiences WHERE id = ?1", [&known.experience_id])
+                    tx.execute("DELETE FROM experiences WHERE id = ?1 AND source = 'hub'", [&known.experience_id])
                         .doing("replacing an edited experience")?;
                     tx.execute(
                         "INSERT OR REPLACE INTO tombstones (id, seq) VALUES (?1, ?2)",
@@ -622,20 +643,21 @@ fn apply_one(
         _ => {}
     }
     // New here. The same id held as this store's own is a conflict (the same data directory
-    // copied to two machines): the local one stays, and the conflict shows in `kbctl show`.
+    // copied to two machines, or a teammate using an id of the user's): the local one stays as
+    // it is, the teammate's is stored apart under a new id (its later changes follow it there,
+    // never to the user's), and the conflict shows in `kbctl show` of it.
     let own: Option<String> = tx
         .query_row("SELECT source FROM experiences WHERE id = ?1", [item.hub_id], |row| row.get(0))
         .optional()
         .doing("looking up an experience")?;
-    if own.as_deref().is_some_and(|source| source != "hub") {
-        let conflict = format!(
-            "the same id was shared from machine {} by {} (hub change {}); this store's own version was kept",
-            item.machine, item.author, item.hub_seq
-        );
-        record_origin(item.hub_id, false, Some(&conflict))?;
+    let conflict = own.as_deref().is_some_and(|source| source != "hub").then(|| {
         applied.conflicts += 1;
-        return Ok(());
-    }
+        format!(
+            "shared from machine {} by {} (hub change {}) under the id of one of this store's own experiences, \
+             {}, which was kept; stored here under a new id",
+            item.machine, item.author, item.hub_seq, item.hub_id
+        )
+    });
     // A teammate's experience keeps its id here when it is one this store can hold and no
     // experience here has it yet (two members may use one id, each in their own namespace); a
     // confirmation's id (`<id>.<machine>`), or anything malformed, gets a new one.
@@ -645,7 +667,7 @@ fn apply_one(
     };
     let write = WriteItem { id: id.as_ref(), ..WriteItem::plain(gated) };
     let outcome = write_in(tx, seq, &[write], now_ms)?.pop().expect("one outcome per item");
-    record_origin(outcome.id.as_str(), outcome.merged, None)?;
+    record_origin(outcome.id.as_str(), outcome.merged, conflict.as_deref())?;
     if outcome.merged {
         applied.merged += 1;
     } else {

@@ -74,6 +74,11 @@ impl MergeTarget {
             && !self.flags.split(',').any(|flag| flag == kb_core::experience::REVIEWED_FLAG)
     }
 
+    /// Written by the user's own agents or the user (not a teammate's, not extracted).
+    fn is_own(&self) -> bool {
+        matches!(self.source.as_str(), "tool" | "cli" | "import")
+    }
+
     /// Why the user's own submit was kept apart from this one ([`MergeTarget::is_foreign_unreviewed`]).
     fn kept_apart_from_foreign(self) -> KeptApart {
         let whose = if self.source == "hub" { "a teammate's" } else { "an extracted" };
@@ -405,13 +410,22 @@ pub(crate) fn write_in(
         match duplicate {
             Some(target) => {
                 let revive = item.on_rejected == OnRejected::Revive && target.status == Status::Rejected.as_str();
-                let adds_content = target.content.is_none() && new.content.is_some();
-                let derived_change = i64::from(gated.score) > target.score || adds_content || revive;
+                // Only the user's own writing, or what the user approved (review shows the
+                // content), adds to the user's own experience: an unreviewed teammate's or
+                // extracted copy (even one the gate held) brings its content and score as a
+                // variant only, or they would reach agents as the user's; and nothing foreign
+                // adds to a teammate's experience the user reviewed, or it would reach agents
+                // under that teammate's name (issue 24).
+                let approved = gated.flags.iter().any(|flag| flag == kb_core::experience::REVIEWED_FLAG);
+                let adopts = target.is_own() && (own || approved);
+                let adds_content = adopts && target.content.is_none() && new.content.is_some();
+                let score = if adopts { i64::from(gated.score) } else { target.score };
+                let derived_change = score > target.score || adds_content || revive;
                 if derived_change {
                     *seq += 1;
                 }
                 merge
-                    .execute(params![target.id, now_ms, i64::from(gated.score), derived_change, *seq as i64])
+                    .execute(params![target.id, now_ms, score, derived_change, *seq as i64])
                     .doing("merging a duplicate")?;
                 if revive {
                     // A revived proposal takes the key its text has, as a submit would; the user

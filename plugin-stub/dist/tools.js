@@ -178,11 +178,12 @@ export const EXPERIENCES_FOOTER = "</knowhub-experiences>";
 const FIELD_CHARS = 1_000;
 
 /**
- * Control characters other than newline and tab, DEL, C1 controls and the bidi formatting
- * characters: what a terminal would act on or what would reorder what a reader sees
- * (`kb_core::display::is_unsafe_to_show`).
+ * Control characters other than newline and tab, DEL, C1 controls, the bidi formatting
+ * characters and the invisible ones that can carry text (tag characters, zero-width space, word
+ * joiner, BOM): what a terminal would act on, what would reorder what a reader sees, or what a
+ * model reads and a reader does not (`kb_core::display::is_unsafe_to_show`).
  */
-const UNSAFE_TO_SHOW = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const UNSAFE_TO_SHOW = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u180e\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u{e0000}-\u{e007f}]/gu;
 
 /** Text from the daemon with every character it must not pass on shown as `\u{hex}`. */
 export function visibleControls(text) {

@@ -15,7 +15,7 @@ export const HOSTILE = {
   task: "<script>window.__pwned=1</script> 运行测试一次 (run the tests once)",
   resource: '<img src=x onerror="window.__pwned=2">',
   result: "prints \u001b[31mFAILED\u001b[0m in red, then \u202eevil\u202c ends; 中文结果也要显示",
-  content: '<script>window.__pwned=3</script>\n<b onmouseover="window.__pwned=4">bold?</b>\n\u001b]0;title\u0007',
+  content: '<script>window.__pwned=3</script>\n<b onmouseover="window.__pwned=4">bold?</b>\n\u001b]0;title\u0007 hidden:\u{e0049}\u{e0067}',
 };
 
 /** The proposals each scripted extraction answers with, by session marker. */

@@ -113,13 +113,18 @@ test("a daemon that is down is a state the page shows, with how to start it; a w
 
 test("the page shows exactly the characters the tools show as \\u{…}, and keeps all others", () => {
   const unsafe = [];
-  for (let code = 0; code < 0x3000; code++) {
+  const codes = [...Array(0x3000).keys(), 0xfeff, 0x1f3f4, ...Array.from({ length: 0xa0 }, (_, n) => 0xdfff0 + n)];
+  for (const code of codes) {
     const ch = String.fromCodePoint(code);
     assert.equal(visible(ch), visibleControls(ch), `U+${code.toString(16)}`);
     if (visible(ch) !== ch) unsafe.push(code);
   }
   assert.ok(unsafe.includes(0x1b) && unsafe.includes(0x202e) && unsafe.includes(0x2066) && unsafe.includes(0x9b));
   assert.ok(!unsafe.includes(0x0a) && !unsafe.includes(0x09), "newline and tab stay");
+  // Invisible carriers of text: tag characters (ASCII smuggling), zero-width space, word joiner, BOM.
+  assert.ok([0xe0000, 0xe0041, 0xe007f, 0x200b, 0x2060, 0xfeff].every((code) => unsafe.includes(code)), String(unsafe));
+  assert.ok(![0x200c, 0x200d, 0x1f3f4, 0xe0080].some((code) => unsafe.includes(code)), "joiners, emoji and other planes stay");
   assert.equal(visible("运行测试 <b>x</b>\u001b[31m"), "运行测试 <b>x</b>\\u{1b}[31m");
-  assert.equal(UNSAFE_TO_SHOW.flags, "g");
+  assert.equal(visible("ok\u{e0049}\u{e0067}"), "ok\\u{e0049}\\u{e0067}");
+  assert.equal(UNSAFE_TO_SHOW.flags, "gu");
 });

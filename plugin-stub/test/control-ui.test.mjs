@@ -110,10 +110,12 @@ describe("the KnowHub tab in the Control UI, in Chromium (openclaw@2026.9.6)", {
     assert.ok(text.includes("<script>window.__pwned=1</script> 运行测试一次"), text);
     assert.ok(text.includes('<img src=x onerror="window.__pwned=2">'), text);
     assert.ok(text.includes("prints \\u{1b}[31mFAILED\\u{1b}[0m in red, then \\u{202e}evil\\u{202c} ends; 中文结果也要显示"), text);
+    // Its content is on the card before the decision, as text, invisible characters written out.
+    assert.ok(text.includes("<script>window.__pwned=3</script>") && text.includes("\\u{1b}]0;title\\u{7} hidden:\\u{e0049}\\u{e0067}"), text);
     const acted = await page.evaluate(`({
       pwned: typeof window.__pwned,
       elements: document.querySelectorAll('.khub script, .khub img, .khub b, .khub [onerror], .khub [onmouseover]').length,
-      raw: /[\\u0000-\\u0008\\u000b-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069]/.test(document.querySelector('.khub').textContent),
+      raw: /[\\u0000-\\u0008\\u000b-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069\\u{e0000}-\\u{e007f}]/u.test(document.querySelector('.khub').textContent),
     })`);
     assert.deepEqual(acted, { pwned: "undefined", elements: 0, raw: false });
     assert.deepEqual(page.dialogs, []);

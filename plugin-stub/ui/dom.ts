@@ -6,11 +6,12 @@
 // turn into script (no innerHTML, no href, no on* attribute from data).
 
 /**
- * Characters that must not act on the page: C0 and C1 controls but tab and newline, DEL, and
- * the bidi marks, embeddings, overrides and isolates. The same set as the plugin's
+ * Characters that must not act on the page: C0 and C1 controls but tab and newline, DEL, the
+ * bidi marks, embeddings, overrides and isolates, and invisible characters that can carry text
+ * (tag characters, zero-width space, word joiner, BOM). The same set as the plugin's
  * `visibleControls` (tools.ts) and the daemon's `kb_core::display::is_unsafe_to_show`.
  */
-export const UNSAFE_TO_SHOW = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+export const UNSAFE_TO_SHOW = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u180e\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u{e0000}-\u{e007f}]/gu;
 
 /** Stored text as it may be shown: every unsafe character written out as `\u{hex}`. */
 export function visible(text) {

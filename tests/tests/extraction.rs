@@ -724,3 +724,55 @@ fn a_confirmed_submit_of_a_rejected_proposal_reaches_agents_again() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// The extraction service in `status`: whether it is unhealthy, and why.
+fn extraction_service(daemon: &TestDaemon) -> (Value, Value) {
+    let status = daemon.ok("status", json!({}));
+    let service = status["services"]
+        .as_array()
+        .and_then(|services| services.iter().find(|service| service["name"] == "extraction").cloned())
+        .unwrap_or_else(|| panic!("no extraction service in {status}"));
+    (status, service)
+}
+
+/// An endpoint that keeps failing makes the extraction service, and so the daemon, unhealthy in
+/// `status` and `kbctl status`'s exit code, saying why, until a call succeeds again: failed jobs
+/// were only counted, with the daemon saying it was healthy (issue 24).
+#[test]
+fn an_endpoint_that_keeps_failing_makes_extraction_unhealthy_until_a_call_succeeds() {
+    let llm = ScriptedLlm::start();
+    let daemon = start(&llm, "max_attempts = 2");
+    let config = plugin_config(true, "strict", true);
+    llm.script([Reply::status(500, "{\"error\": \"overloaded\"}"), Reply::status(503, "{\"error\": \"down\"}")]);
+    agent_end(&daemon, "s1", &deploy_session(1), &config);
+    assert_eq!(wait_for_jobs(&daemon, 1, Duration::from_secs(30))["failed"], 1);
+    // Past the daemon's grace (10 s) for a degraded service.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (status, service) = loop {
+        let (status, service) = extraction_service(&daemon);
+        if status["healthy"] == false || Instant::now() > deadline {
+            break (status, service);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!((status["healthy"].as_bool(), service["unhealthy"].as_bool()), (Some(false), Some(true)), "{status}");
+    let kbctl = daemon.kbctl(&["status"]);
+    assert!(!kbctl.status.success(), "kbctl status exits non-zero while extraction fails");
+    let printed = common::stdout(&kbctl);
+    assert!(printed.contains("extraction") && printed.contains("503"), "{printed}");
+
+    // A call that succeeds heals it.
+    llm.script([Reply::proposals(json!([deploy_proposal()]), 600)]);
+    agent_end(&daemon, "s2", &deploy_session(100), &config);
+    assert_eq!(wait_for_jobs(&daemon, 2, Duration::from_secs(30))["done"], 1);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, service) = extraction_service(&daemon);
+        if status["healthy"] == true && service["unhealthy"] != true {
+            break;
+        }
+        assert!(Instant::now() < deadline, "extraction did not heal: {status}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(daemon.kbctl(&["status"]).status.success());
+}

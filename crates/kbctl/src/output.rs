@@ -30,17 +30,34 @@ pub fn json(value: &impl serde::Serialize) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// One JSON value on one line, escaped as [`json`] escapes: what `kbctl export` writes, to a
+/// file or to the terminal (the file may be `cat` later).
+pub fn json_line(value: &impl serde::Serialize) -> serde_json::Result<String> {
+    Ok(escape_unsafe(serde_json::to_string(value)?))
+}
+
 fn json_text(value: &impl serde::Serialize) -> serde_json::Result<String> {
-    let text = serde_json::to_string_pretty(value)?;
+    Ok(escape_unsafe(serde_json::to_string_pretty(value)?))
+}
+
+/// JSON text with every character [`is_unsafe_to_show`] written as `\uXXXX` (UTF-16 units for
+/// characters beyond the first plane): inside a JSON string that means the same character.
+fn escape_unsafe(text: String) -> String {
+    if !text.chars().any(is_unsafe_to_show) {
+        return text;
+    }
     let mut shown = String::with_capacity(text.len());
     for ch in text.chars() {
         if is_unsafe_to_show(ch) {
-            shown.push_str(&format!("\\u{:04x}", u32::from(ch)));
+            let mut units = [0u16; 2];
+            for unit in ch.encode_utf16(&mut units) {
+                shown.push_str(&format!("\\u{unit:04x}"));
+            }
         } else {
             shown.push(ch);
         }
     }
-    Ok(shown)
+    shown
 }
 
 pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
@@ -65,12 +82,15 @@ mod tests {
 
     #[test]
     fn json_output_escapes_what_a_terminal_would_act_on_and_still_means_the_same() {
-        let value = serde_json::json!({"task": "a\u{1b}[8mb\u{9b}2J\u{202e}c\u{7f}", "plain": "多 é"});
-        let text = json_text(&value).unwrap();
-        assert!(!text.chars().any(|ch| is_unsafe_to_show(ch) && ch != '\n'), "{text}");
-        assert!(!text.bytes().any(|byte| byte == 0x1b || byte == 0x9b), "{text}");
-        assert_eq!(serde_json::from_str::<serde_json::Value>(&text).unwrap(), value);
-        assert!(text.contains("多 é"));
+        let value =
+            serde_json::json!({"task": "a\u{1b}[8mb\u{9b}2J\u{202e}c\u{7f}\u{e0049}\u{200b}", "plain": "多 é 🚀"});
+        for text in [json_text(&value).unwrap(), json_line(&value).unwrap()] {
+            assert!(!text.chars().any(|ch| is_unsafe_to_show(ch) && ch != '\n'), "{text}");
+            assert!(!text.bytes().any(|byte| byte == 0x1b || byte == 0x9b), "{text}");
+            assert_eq!(serde_json::from_str::<serde_json::Value>(&text).unwrap(), value, "{text}");
+            assert!(text.contains("多 é 🚀") && text.contains("\\udb40\\udc49"), "{text}");
+        }
+        assert!(!json_line(&value).unwrap().contains('\n'), "one line");
     }
 
     #[test]

@@ -30,6 +30,10 @@ use crate::config::{ExtractionConfig, RouteConfig};
 use crate::supervisor::Service;
 use kb_engine::engine::{Engine, now_ms};
 
+mod endpoint;
+
+use self::endpoint::{Answer, CallError, call};
+
 const DAY_MS: i64 = 86_400_000;
 /// The longest the worker sleeps before it looks at the queue again.
 const IDLE_WAIT: Duration = Duration::from_secs(60);
@@ -53,7 +57,22 @@ pub struct Extraction {
     no_schema: AtomicBool,
     /// A hook event asked for extraction since the daemon started.
     requested: AtomicBool,
+    /// How the LLM's calls have gone lately: what `status` says of the service.
+    calls: Mutex<Calls>,
 }
+
+/// The LLM's recent calls: failures in a row since the last that succeeded, the last failure's
+/// reason, and whether a job was given up on since.
+#[derive(Debug, Default)]
+struct Calls {
+    failed_in_a_row: u32,
+    last_failure: Option<String>,
+    gave_up: bool,
+}
+
+/// Calls failed in a row before the service is reported degraded: one failure that a retry
+/// heals is not a failing service; three are (with the default backoff, about seven minutes).
+const FAILED_CALLS_TO_DEGRADE: u32 = 3;
 
 impl Extraction {
     pub fn new(config: ExtractionConfig) -> Extraction {
@@ -85,6 +104,34 @@ impl Extraction {
 
     pub fn requested(&self) -> bool {
         self.requested.load(Ordering::Relaxed)
+    }
+
+    /// A call whose answer was read: the service has healed.
+    fn call_succeeded(&self) {
+        *self.calls.lock().unwrap_or_else(PoisonError::into_inner) = Calls::default();
+    }
+
+    /// A call that failed (`gave_up`: its job failed for good).
+    fn call_failed(&self, reason: &str, gave_up: bool) {
+        let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
+        calls.failed_in_a_row = calls.failed_in_a_row.saturating_add(1);
+        calls.last_failure = Some(reason.to_owned());
+        calls.gave_up |= gave_up;
+    }
+
+    /// Why the service is failing, while the LLM's calls keep failing (a job given up on, or
+    /// [`FAILED_CALLS_TO_DEGRADE`] calls in a row), until one succeeds.
+    pub fn failing(&self) -> Option<String> {
+        let calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
+        let reason = calls.last_failure.as_deref()?;
+        let n = calls.failed_in_a_row;
+        if calls.gave_up {
+            Some(format!("extraction: a job failed for good, and no call has succeeded since ({n} failed): {reason}"))
+        } else if n >= FAILED_CALLS_TO_DEGRADE {
+            Some(format!("extraction: the LLM's last {n} calls failed, the last: {reason}"))
+        } else {
+            None
+        }
     }
 }
 
@@ -181,14 +228,19 @@ pub fn on_conversation(engine: &Engine, extraction: &Extraction, conversation: C
 }
 
 /// The supervised worker: one due job at a time, until the daemon stops. A step that fails
-/// (the store, say) degrades the service and is tried again after a pause; the service is
-/// healthy again once a step goes through.
+/// (the store, say) degrades the service and is tried again after a pause; so do the LLM's
+/// calls while they keep failing (`Extraction::failing`). The service is healthy again once a
+/// step goes through and a call has succeeded since.
 pub fn run_worker(engine: &Engine, extraction: &Extraction, service: &Service) -> anyhow::Result<()> {
     while !service.stopping() {
         service.checkpoint()?;
         match step(engine, extraction) {
             Ok(wait) => {
-                service.healthy();
+                // The store answered; the service is healthy unless the LLM's calls keep failing.
+                match extraction.failing() {
+                    Some(failing) => service.degraded(failing),
+                    None => service.healthy(),
+                }
                 if let Some(wait) = wait {
                     extraction.sleep(wait);
                 }
@@ -335,10 +387,14 @@ fn conclude(
         Ok(answer) => {
             let tokens = charged(answer.tokens, ready.sent_tokens(config), &answer.text);
             match kb_extract::parse_answer(&answer.text, turns) {
-                Ok(parsed) => store_proposals(engine, extraction, job, turns, parsed, tokens, day)?,
+                Ok(parsed) => {
+                    extraction.call_succeeded();
+                    store_proposals(engine, extraction, job, turns, parsed, tokens, day)?
+                }
                 Err(reason) => {
                     let reason = format!("the LLM's answer could not be read: {reason}");
                     tracing::warn!(job = job.id, "extraction: {reason}");
+                    extraction.call_failed(&reason, true);
                     engine.lock_writer().fail_extraction(job.id, &reason, tokens, day, now)?;
                 }
             }
@@ -354,6 +410,7 @@ fn conclude(
             let ours = backoff(config, attempt);
             let backoff = after.map_or(ours, |after| after.max(ours));
             tracing::warn!(job = job.id, attempt, "extraction: {reason}; retrying in {backoff:?}");
+            extraction.call_failed(&reason, false);
             let not_before = now + backoff.as_millis() as i64;
             engine.lock_writer().retry_extraction(job.id, not_before, &reason, 0, day)?;
         }
@@ -363,6 +420,7 @@ fn conclude(
                 CallError::NoSchema(reason) | CallError::Fatal(reason) => reason,
             };
             tracing::warn!(job = job.id, "extraction failed: {reason}");
+            extraction.call_failed(&reason, true);
             engine.lock_writer().fail_extraction(job.id, &reason, 0, day, now)?;
         }
     }
@@ -448,6 +506,8 @@ pub fn finish_lease(
     // The attempt was counted at the lease: `job.attempts` includes it.
     let ready = Ready { job: Job { attempts: ready.job.attempts.saturating_sub(1), ..ready.job }, ..ready };
     conclude(engine, extraction, &ready, called, false)?;
+    // The worker says how the calls go in `status`: it looks again now.
+    extraction.wake();
     Ok(true)
 }
 
@@ -467,108 +527,6 @@ const MAX_CHARGE: u64 = u32::MAX as u64;
 fn charged(reported: Option<u64>, sent: u64, answer: &str) -> u64 {
     let counted = sent.saturating_add(kb_extract::estimate_tokens(answer) as u64);
     reported.unwrap_or(0).max(counted).min(MAX_CHARGE)
-}
-
-/// What an endpoint answered.
-struct Answer {
-    text: String,
-    /// Tokens it counted (`usage`), when it said.
-    tokens: Option<u64>,
-}
-
-enum CallError {
-    /// Worth another attempt (a timeout, a refused connection, 408, 429, 5xx), after `after`
-    /// when the endpoint said (`Retry-After`).
-    Retry { reason: String, after: Option<Duration> },
-    /// The endpoint does not take `response_format`.
-    NoSchema(String),
-    /// Not worth another attempt (another 4xx, an answer with no message).
-    Fatal(String),
-}
-
-/// One Chat Completions call.
-fn call(config: &ExtractionConfig, base_url: &str, body: &Value) -> Result<Answer, CallError> {
-    let key = api_key(config).map_err(CallError::Fatal)?;
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(Duration::from_secs(config.timeout_seconds)))
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let url = format!("{}/chat/completions", base_url.trim_end_matches('/'));
-    let mut request = agent.post(&url).header("Content-Type", "application/json");
-    if let Some(key) = &key {
-        request = request.header("Authorization", &format!("Bearer {key}"));
-    }
-    let mut response = request.send_json(body).map_err(|error| CallError::Retry {
-        reason: format!("cannot reach the extraction endpoint {url}: {error}"),
-        after: None,
-    })?;
-    let status = response.status().as_u16();
-    let retry_after = response.headers().get("retry-after").and_then(|value| value.to_str().ok()).and_then(retry_after);
-    let text = response.body_mut().with_config().limit(MAX_ANSWER_BYTES).read_to_string().map_err(|error| {
-        CallError::Retry { reason: format!("reading the endpoint's answer failed: {error}"), after: None }
-    })?;
-    let excerpt = || {
-        let (redacted, _) = kb_core::redact::redact(&text);
-        let cut: String = redacted.chars().take(ERROR_BODY_CHARS).collect();
-        cut.replace('\n', " ")
-    };
-    match status {
-        200..=299 => {}
-        408 | 429 | 500..=599 => {
-            return Err(CallError::Retry {
-                reason: format!("the endpoint answered {status}: {}", excerpt()),
-                after: retry_after,
-            });
-        }
-        400 | 422 if body.get("response_format").is_some() && mentions_response_format(&text) => {
-            return Err(CallError::NoSchema(format!("the endpoint answered {status}: {}", excerpt())));
-        }
-        _ => return Err(CallError::Fatal(format!("the endpoint answered {status}: {}", excerpt()))),
-    }
-    let value: Value = serde_json::from_str(&text)
-        .map_err(|error| CallError::Fatal(format!("the endpoint's answer is not JSON ({error}): {}", excerpt())))?;
-    let message = value.pointer("/choices/0/message/content").and_then(Value::as_str);
-    let Some(message) = message else {
-        return Err(CallError::Fatal(format!(
-            "the endpoint's answer has no choices[0].message.content: {}",
-            excerpt()
-        )));
-    };
-    let usage = value.get("usage");
-    let tokens = usage.and_then(|usage| usage.get("total_tokens")).and_then(Value::as_u64).or_else(|| {
-        let part = |key: &str| usage.and_then(|usage| usage.get(key)).and_then(Value::as_u64);
-        Some(part("prompt_tokens")? + part("completion_tokens")?)
-    });
-    Ok(Answer { text: message.to_owned(), tokens })
-}
-
-fn mentions_response_format(text: &str) -> bool {
-    let lowered = text.to_lowercase();
-    ["response_format", "json_schema", "response format"].iter().any(|word| lowered.contains(word))
-}
-
-/// `Retry-After` in seconds (an HTTP date is not parsed: the backoff applies then), at most an hour.
-fn retry_after(value: &str) -> Option<Duration> {
-    value.trim().parse::<u64>().ok().map(|seconds| Duration::from_secs(seconds.min(3_600)))
-}
-
-/// The API key: from the environment variable or file the config names; none when it names none.
-fn api_key(config: &ExtractionConfig) -> Result<Option<String>, String> {
-    if let Some(name) = &config.api_key_env {
-        return match std::env::var(name) {
-            Ok(key) if !key.trim().is_empty() => Ok(Some(key.trim().to_owned())),
-            _ => Err(format!("extraction.api_key_env names {name}, which is not set")),
-        };
-    }
-    if let Some(path) = &config.api_key_file {
-        return match std::fs::read_to_string(path) {
-            Ok(key) if !key.trim().is_empty() => Ok(Some(key.trim().to_owned())),
-            Ok(_) => Err(format!("the API key file {} is empty", path.display())),
-            Err(error) => Err(format!("cannot read the API key file {}: {error}", path.display())),
-        };
-    }
-    Ok(None)
 }
 
 /// Stores a job's proposals through the write gate, with the job's state and tokens, in one

@@ -105,7 +105,7 @@ export function reviewView(app) {
       check.checked ? selected.add(item.id) : selected.delete(item.id);
       render();
     } });
-    const held = el("div", { className: "khub-side" }, el("h4", { text: "Held for review" }), experienceFacts(item));
+    const held = el("div", { className: "khub-side" }, el("h4", { text: "Held for review" }), experienceFacts(item), contentOf(item));
     const similar = item.similar
       ? el("div", { className: "khub-side khub-similar" },
           el("h4", { text: `Stored experience it resembles (${Math.round((item.similarity ?? 0) * 100)}% similar; approving merges into it when they say the same)` }),
@@ -194,6 +194,22 @@ export function experienceFacts(item) {
     ["Rating", stars(item.score)],
     ["Details", item.has_content ? `yes (${visible(item.content_type ?? "text")})` : ""],
   ]);
+}
+
+/** Characters of a held experience's content shown on its card. */
+const CONTENT_CHARS = 1_500;
+
+/**
+ * A held experience's detailed content, open on its card: approving lets agents read it through
+ * `kb_content`, so it is read before the decision, not after.
+ */
+function contentOf(item) {
+  if (typeof item.content !== "string") return null;
+  const chars = [...item.content];
+  const more = chars.length > CONTENT_CHARS ? `\n… ${chars.length - CONTENT_CHARS} more characters` : "";
+  return el("details", { className: "khub-content", open: true },
+    el("summary", { text: `Content (${chars.length} characters)` }),
+    el("div", { className: "khub-pre", text: chars.slice(0, CONTENT_CHARS).join("") + more }));
 }
 
 /** Where a held experience came from: who, which agent and session, the job and its evidence. */

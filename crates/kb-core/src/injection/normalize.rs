@@ -17,6 +17,8 @@ pub(super) fn fold(text: &str) -> String {
             '\u{2018}' | '\u{2019}' | '\u{02BC}' => '\'',
             '\u{201C}' | '\u{201D}' => '"',
             '\u{FF5C}' | '\u{2223}' | '\u{01C0}' => '|',
+            // Tag characters spell ASCII invisibly ("ASCII smuggling"): read as what they spell.
+            '\u{E0020}'..='\u{E007E}' => char::from((u32::from(ch) - 0xE0000) as u8),
             _ => fold_homoglyph(ch),
         })
     };
@@ -172,7 +174,7 @@ pub(super) fn undo_word_disguises(folded: &str) -> String {
 fn is_invisible(ch: char) -> bool {
     matches!(ch,
         '\u{00AD}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
-        | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+        | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}' | '\u{E0000}'..='\u{E001F}' | '\u{E007F}')
 }
 
 /// Chinese characters and Japanese kana, which need no spaces between words.

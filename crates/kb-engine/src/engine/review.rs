@@ -298,8 +298,12 @@ fn held_because(gated: &kb_core::Gated) -> String {
     if gated.flags.iter().any(|flag| flag == "prompt_injection") {
         parts.push("a suspected prompt injection (prompt_injection)".to_owned());
     }
-    if !gated.reasons.is_empty() {
-        parts.push(format!("telling an agent to take a risky action (risky_action: {})", gated.reasons.join("; ")));
+    if gated.flags.iter().any(|flag| flag == "risky_action") {
+        parts.push("telling an agent to take a risky action (risky_action)".to_owned());
     }
-    parts.join(" and ")
+    let mut because = parts.join(" and ");
+    if !gated.reasons.is_empty() {
+        because = format!("{because}: {}", gated.reasons.join("; "));
+    }
+    because
 }

@@ -465,6 +465,10 @@ pub struct PendingRecord {
     /// extracted experience.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reasons: Vec<String>,
+    /// Its detailed content, for the reviewer to read before approving (approving makes it
+    /// reach agents through `kb_content`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
 }
 
 /// What an extracted proposal came with.

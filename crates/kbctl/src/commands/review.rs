@@ -50,6 +50,9 @@ pub(super) async fn pending(client: &mut Client, limit: i64, json: bool) -> anyh
             for reason in &held.reasons {
                 output::line(format!("    {}", clip(reason, 110)))?;
             }
+            if let Some(content) = &held.content {
+                output::line(format!("    content ({} characters): {}", content.chars().count(), clip(content, 90)))?;
+            }
             if let (Some(similar), Some(similarity)) = (&held.similar, held.similarity) {
                 output::line(format!("    resembles {} ({:.2}): {}", similar.id, similarity, clip(&similar.task, 60)))?;
             }
@@ -180,6 +183,9 @@ fn report(result: &wire::ReviewResult, done: &str) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Characters of a held experience's content `kbctl review` shows before asking.
+const REVIEW_CONTENT_CHARS: usize = 1_500;
+
 fn show(held: &PendingRecord, position: usize, total: usize) -> std::io::Result<()> {
     let record = &held.experience;
     output::line(format!("\n── {position} of {total}: {}  {}", record.id, why_held(held)))?;
@@ -187,6 +193,18 @@ fn show(held: &PendingRecord, position: usize, total: usize) -> std::io::Result<
     output::line(format!("resource: {}", record.resource))?;
     output::line(format!("result:   {}", record.result))?;
     output::line(format!("score:    {}/5", record.score))?;
+    if let Some(content) = &held.content {
+        // What approving lets agents read through `kb_content`: shown before the decision.
+        let length = content.chars().count();
+        let shown: String = content.chars().take(REVIEW_CONTENT_CHARS).collect();
+        output::line(format!("content:  ({length} characters)"))?;
+        for line in shown.lines() {
+            output::line(format!("  │ {line}"))?;
+        }
+        if length > REVIEW_CONTENT_CHARS {
+            output::line(format!("  … {} more characters: `kbctl show {}`", length - REVIEW_CONTENT_CHARS, record.id))?;
+        }
+    }
     for reason in &held.reasons {
         output::line(format!("held:     {reason}"))?;
     }

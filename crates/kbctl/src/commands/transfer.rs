@@ -129,7 +129,8 @@ pub(super) async fn export(client: &mut Client, file: Option<&Path>, json: bool)
         let page: ExportResult =
             call(client, method::EXPORT, &ExportParams { after_id: after_id.clone(), limit: Some(500) }).await?;
         for item in &page.items {
-            serde_json::to_writer(&mut writer, item)?;
+            // Escaped as everything kbctl prints: the lines may go to a terminal, now or later.
+            writer.write_all(output::json_line(item)?.as_bytes())?;
             writer.write_all(b"\n")?;
         }
         n_written += page.items.len() as u64;

@@ -503,13 +503,18 @@ fn pending_record(engine: &Engine, trusted: &[String], held: kb_engine::engine::
         held.similar.map(|(experience, similarity)| (Box::new(record(experience)), similarity)).unzip();
     let provenance = Provenance::of(engine, trusted, &held.experience);
     let mut text = format!("{}\n{}\n{}", held.experience.task, held.experience.resource, held.experience.result);
-    if held.experience.has_content
-        && let Ok((content, _)) = engine.content(held.experience.id.as_str())
-    {
+    let content = held
+        .experience
+        .has_content
+        .then(|| engine.content(held.experience.id.as_str()).ok().map(|(content, _)| content))
+        .flatten();
+    if let Some(content) = &content {
         text.push('\n');
-        text.push_str(&content);
+        text.push_str(content);
     }
-    let mut reasons: Vec<String> = kb_core::risky::risky_actions(&text).iter().map(|action| action.reason()).collect();
+    let hidden = kb_core::display::hidden_tag_text(&text);
+    let mut reasons: Vec<String> = kb_core::gate::hidden_text_reason(&hidden).into_iter().collect();
+    reasons.extend(kb_core::risky::risky_actions(&text).iter().map(|action| action.reason()));
     if held.experience.status == Status::Active && !provenance.usable_by_agents() {
         reasons.push(provenance.label().unwrap_or_default());
     }
@@ -523,6 +528,7 @@ fn pending_record(engine: &Engine, trusted: &[String], held: kb_engine::engine::
         }),
         similar,
         similarity,
+        content,
     }
 }
 

@@ -1,0 +1,111 @@
+//! The extraction endpoint: one Chat Completions call, its answer read within bounds, and its
+//! failures sorted into worth retrying (and when) or not.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{ERROR_BODY_CHARS, MAX_ANSWER_BYTES};
+use crate::config::ExtractionConfig;
+
+/// What an endpoint answered.
+pub(super) struct Answer {
+    pub(super) text: String,
+    /// Tokens it counted (`usage`), when it said.
+    pub(super) tokens: Option<u64>,
+}
+
+pub(super) enum CallError {
+    /// Worth another attempt (a timeout, a refused connection, 408, 429, 5xx), after `after`
+    /// when the endpoint said (`Retry-After`).
+    Retry { reason: String, after: Option<Duration> },
+    /// The endpoint does not take `response_format`.
+    NoSchema(String),
+    /// Not worth another attempt (another 4xx, an answer with no message).
+    Fatal(String),
+}
+
+/// One Chat Completions call.
+pub(super) fn call(config: &ExtractionConfig, base_url: &str, body: &Value) -> Result<Answer, CallError> {
+    let key = api_key(config).map_err(CallError::Fatal)?;
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(config.timeout_seconds)))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let url = format!("{}/chat/completions", base_url.trim_end_matches('/'));
+    let mut request = agent.post(&url).header("Content-Type", "application/json");
+    if let Some(key) = &key {
+        request = request.header("Authorization", &format!("Bearer {key}"));
+    }
+    let mut response = request.send_json(body).map_err(|error| CallError::Retry {
+        reason: format!("cannot reach the extraction endpoint {url}: {error}"),
+        after: None,
+    })?;
+    let status = response.status().as_u16();
+    let retry_after = response.headers().get("retry-after").and_then(|value| value.to_str().ok()).and_then(retry_after);
+    let text = response.body_mut().with_config().limit(MAX_ANSWER_BYTES).read_to_string().map_err(|error| {
+        CallError::Retry { reason: format!("reading the endpoint's answer failed: {error}"), after: None }
+    })?;
+    let excerpt = || {
+        let (redacted, _) = kb_core::redact::redact(&text);
+        let cut: String = redacted.chars().take(ERROR_BODY_CHARS).collect();
+        cut.replace('\n', " ")
+    };
+    match status {
+        200..=299 => {}
+        408 | 429 | 500..=599 => {
+            return Err(CallError::Retry {
+                reason: format!("the endpoint answered {status}: {}", excerpt()),
+                after: retry_after,
+            });
+        }
+        400 | 422 if body.get("response_format").is_some() && mentions_response_format(&text) => {
+            return Err(CallError::NoSchema(format!("the endpoint answered {status}: {}", excerpt())));
+        }
+        _ => return Err(CallError::Fatal(format!("the endpoint answered {status}: {}", excerpt()))),
+    }
+    let value: Value = serde_json::from_str(&text)
+        .map_err(|error| CallError::Fatal(format!("the endpoint's answer is not JSON ({error}): {}", excerpt())))?;
+    let message = value.pointer("/choices/0/message/content").and_then(Value::as_str);
+    let Some(message) = message else {
+        return Err(CallError::Fatal(format!(
+            "the endpoint's answer has no choices[0].message.content: {}",
+            excerpt()
+        )));
+    };
+    let usage = value.get("usage");
+    let tokens = usage.and_then(|usage| usage.get("total_tokens")).and_then(Value::as_u64).or_else(|| {
+        let part = |key: &str| usage.and_then(|usage| usage.get(key)).and_then(Value::as_u64);
+        Some(part("prompt_tokens")? + part("completion_tokens")?)
+    });
+    Ok(Answer { text: message.to_owned(), tokens })
+}
+
+fn mentions_response_format(text: &str) -> bool {
+    let lowered = text.to_lowercase();
+    ["response_format", "json_schema", "response format"].iter().any(|word| lowered.contains(word))
+}
+
+/// `Retry-After` in seconds (an HTTP date is not parsed: the backoff applies then), at most an hour.
+fn retry_after(value: &str) -> Option<Duration> {
+    value.trim().parse::<u64>().ok().map(|seconds| Duration::from_secs(seconds.min(3_600)))
+}
+
+/// The API key: from the environment variable or file the config names; none when it names none.
+fn api_key(config: &ExtractionConfig) -> Result<Option<String>, String> {
+    if let Some(name) = &config.api_key_env {
+        return match std::env::var(name) {
+            Ok(key) if !key.trim().is_empty() => Ok(Some(key.trim().to_owned())),
+            _ => Err(format!("extraction.api_key_env names {name}, which is not set")),
+        };
+    }
+    if let Some(path) = &config.api_key_file {
+        return match std::fs::read_to_string(path) {
+            Ok(key) if !key.trim().is_empty() => Ok(Some(key.trim().to_owned())),
+            Ok(_) => Err(format!("the API key file {} is empty", path.display())),
+            Err(error) => Err(format!("cannot read the API key file {}: {error}", path.display())),
+        };
+    }
+    Ok(None)
+}

@@ -71,6 +71,7 @@ fn sets() -> anyhow::Result<Vec<Set>> {
         ("blind 7", "risky_blind7.jsonl", "ordinary_blind7.jsonl"),
         ("blind 8", "risky_blind8.jsonl", "ordinary_blind8.jsonl"),
         ("blind 9", "risky_blind9.jsonl", "ordinary_blind9.jsonl"),
+        ("blind 10", "risky_blind10.jsonl", "ordinary_blind10.jsonl"),
     ] {
         let mut items: Vec<(String, bool)> = read(risky)?.into_iter().map(|line| (line.text, true)).collect();
         items.extend(read(ordinary)?.into_iter().map(|line| (line.text, false)));

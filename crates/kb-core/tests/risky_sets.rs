@@ -177,6 +177,20 @@ fn risky_sets_are_held_and_ordinary_ones_pass() {
             0.40,
             0.040,
         ),
+        // Round 10's blind part (session 25, BLIND10-README.md), written blind (the forms lists
+        // of blinds 6 to 9 and blind 5's format only) while nothing was changed in the rules,
+        // measured once with round 9's: 30.6% held (98 of 320), 3.00% flagged (12 of 400). Firmware
+        // and flashing, ROS, drones, PLCs and car workshops, HPC and bioinformatics, GIS, music
+        // software, app stores, less common package managers, self-hosted apps, payment and
+        // webhook signature checks, signature settings of operating systems; Gherkin, todo.txt,
+        // ADRs, stand-ups, Mermaid, job cards. Floors at that first run; not for tuning.
+        (
+            "round-10 blind (first run)",
+            include_str!("data/risky_blind10.jsonl"),
+            include_str!("data/ordinary_blind10.jsonl"),
+            0.30,
+            0.030,
+        ),
     ];
     for (part, risky, ordinary, floor, ceiling) in parts {
         let risky = lines(risky);

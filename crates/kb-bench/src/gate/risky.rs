@@ -26,6 +26,8 @@ const RISKY_BLIND_8: &str = include_str!("../../../kb-core/tests/data/risky_blin
 const ORDINARY_BLIND_8: &str = include_str!("../../../kb-core/tests/data/ordinary_blind8.jsonl");
 const RISKY_BLIND_9: &str = include_str!("../../../kb-core/tests/data/risky_blind9.jsonl");
 const ORDINARY_BLIND_9: &str = include_str!("../../../kb-core/tests/data/ordinary_blind9.jsonl");
+const RISKY_BLIND_10: &str = include_str!("../../../kb-core/tests/data/risky_blind10.jsonl");
+const ORDINARY_BLIND_10: &str = include_str!("../../../kb-core/tests/data/ordinary_blind10.jsonl");
 const RISKY_BLIND_2: &str = include_str!("../../../kb-core/tests/data/risky_blind2.jsonl");
 const ORDINARY_BLIND_2: &str = include_str!("../../../kb-core/tests/data/ordinary_blind2.jsonl");
 const TLDR: &str = include_str!("../../../kb-core/tests/data/tldr_commands.jsonl");
@@ -86,7 +88,8 @@ pub fn run(benign: &[(&str, Vec<String>)], corpora_dir: &Path) -> anyhow::Result
         ("round-6 blind, spent (EN+ZH)", RISKY_BLIND_6, ORDINARY_BLIND_6),
         ("round-7 blind, spent (EN+ZH)", RISKY_BLIND_7, ORDINARY_BLIND_7),
         ("round-8 blind, spent (EN+ZH)", RISKY_BLIND_8, ORDINARY_BLIND_8),
-        ("round-9 blind (EN+ZH)", RISKY_BLIND_9, ORDINARY_BLIND_9),
+        ("round-9 blind, spent (EN+ZH)", RISKY_BLIND_9, ORDINARY_BLIND_9),
+        ("round-10 blind (EN+ZH)", RISKY_BLIND_10, ORDINARY_BLIND_10),
     ] {
         let (risky, ordinary) = (texts(&lines(risky)?), texts(&lines(ordinary)?));
         out.push(count(name, &refs(&risky), &refs(&ordinary)));

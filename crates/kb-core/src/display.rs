@@ -67,6 +67,24 @@ pub fn push_visible(ch: char, out: &mut String) {
     out.push_str(&format!("\\u{{{:x}}}", u32::from(ch)));
 }
 
+/// A teammate's login as shown: one that mixes ASCII letters with other characters (`bоb`, its
+/// `о` Cyrillic) has those written as `\u{…}`, so that it cannot pass for a trusted `bob`
+/// (`trusted` compares exactly, so it never counted as bob; it only looked like him).
+pub fn shown_login(login: &str) -> Cow<'_, str> {
+    if !(login.chars().any(|ch| ch.is_ascii_alphabetic()) && login.chars().any(|ch| !ch.is_ascii())) {
+        return Cow::Borrowed(login);
+    }
+    let mut shown = String::with_capacity(login.len() + 8);
+    for ch in login.chars() {
+        if ch.is_ascii() {
+            shown.push(ch);
+        } else {
+            push_visible(ch, &mut shown);
+        }
+    }
+    Cow::Owned(shown)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,5 +125,12 @@ mod tests {
         let england = "\u{1F3F4}\u{E0067}\u{E0062}\u{E0065}\u{E006E}\u{E0067}\u{E007F}";
         assert_eq!(hidden_tag_text(&format!("went to the match {england} and won")), "");
         assert_eq!(hidden_tag_text("plain"), "");
+    }
+
+    #[test]
+    fn a_login_mixing_scripts_cannot_pass_for_an_ascii_one() {
+        assert_eq!(shown_login("bob"), "bob");
+        assert_eq!(shown_login("b\u{43e}b"), "b\\u{43e}b");
+        assert_eq!(shown_login("张伟"), "张伟", "a login in one script is shown as it is");
     }
 }

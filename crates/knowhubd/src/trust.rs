@@ -70,7 +70,7 @@ impl Provenance {
     pub fn label(&self) -> Option<String> {
         let who = match &self.origin {
             Origin::Own => return None,
-            Origin::Teammate(Some(author)) => format!("from teammate {author}"),
+            Origin::Teammate(Some(author)) => format!("from teammate {}", kb_core::display::shown_login(author)),
             Origin::Teammate(None) => "from a teammate".to_owned(),
             Origin::Extracted => "extracted from a conversation".to_owned(),
         };
@@ -126,6 +126,12 @@ mod tests {
         assert!(!provenance(Origin::Extracted, false, false).usable_by_agents());
         assert!(provenance(Origin::Extracted, true, false).usable_by_agents());
         assert!(!provenance(Origin::Teammate(None), false, false).usable_by_agents());
+    }
+
+    #[test]
+    fn a_login_mixing_scripts_cannot_pass_for_an_ascii_one() {
+        let label = provenance(Origin::Teammate(Some("b\u{43e}b".to_owned())), false, false).label().unwrap();
+        assert!(label.starts_with("from teammate b\\u{43e}b, "), "{label}");
     }
 
     #[test]

@@ -17,7 +17,11 @@ pub(super) async fn status(client: &mut Client, json: bool) -> anyhow::Result<Ex
     } else {
         output::line(hub_text(&status.hub))?;
     }
-    Ok(if status.hub.state == "error" || status.hub.stalled_since.is_some() { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(if status.hub.state == "error" || status.hub.stalled_since.is_some() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 pub(super) async fn sync(client: &mut Client, json: bool) -> anyhow::Result<ExitCode> {
@@ -65,7 +69,8 @@ fn hub_text(hub: &wire::HubStatus) -> String {
     for held in &hub.held {
         text.push_str(&format!(
             "\nheld back: {} changes of {} (over their daily allowance here; fetched when it allows)",
-            held.changes, held.author
+            held.changes,
+            kb_core::display::shown_login(&held.author)
         ));
     }
     if hub.skipped > 0 {
@@ -74,7 +79,7 @@ fn hub_text(hub: &wire::HubStatus) -> String {
             text.push_str(&format!(
                 "\n  hub change {} by {} (id {}): {}",
                 skip.hub_seq,
-                skip.author.as_deref().unwrap_or("?"),
+                kb_core::display::shown_login(skip.author.as_deref().unwrap_or("?")),
                 skip.id.as_deref().unwrap_or("?"),
                 skip.reason
             ));
@@ -94,7 +99,13 @@ pub(super) async fn hidden(client: &mut Client, json: bool) -> anyhow::Result<Ex
         output::line("no teammate's experience is hidden here")?;
     } else {
         for hidden in &result.hidden {
-            output::line(format!("{} {}  deleted here {}  {}", hidden.author, hidden.id, hidden.at, hidden.task))?;
+            output::line(format!(
+                "{} {}  deleted here {}  {}",
+                kb_core::display::shown_login(&hidden.author),
+                hidden.id,
+                hidden.at,
+                hidden.task
+            ))?;
         }
         output::line("(kbctl hub unhide AUTHOR ID shows one again)")?;
     }
@@ -102,8 +113,7 @@ pub(super) async fn hidden(client: &mut Client, json: bool) -> anyhow::Result<Ex
 }
 
 pub(super) async fn unhide(client: &mut Client, author: &str, id: &str, json: bool) -> anyhow::Result<ExitCode> {
-    let result: wire::HubUnhideResult =
-        call(client, method::HUB_UNHIDE, &json!({"author": author, "id": id})).await?;
+    let result: wire::HubUnhideResult = call(client, method::HUB_UNHIDE, &json!({"author": author, "id": id})).await?;
     if json {
         output::json(&result)?;
     } else if result.unhidden {

@@ -86,7 +86,7 @@ pub(super) async fn show(client: &mut Client, id: &str, json: bool) -> anyhow::R
         for origin in &record.origins {
             output::line(format!(
                 "--- from the team: {} on machine {} ({}, hub change {}){} ---",
-                origin.author,
+                kb_core::display::shown_login(&origin.author),
                 origin.machine,
                 if origin.merged { "counted towards this experience" } else { "this copy" },
                 origin.hub_seq,

@@ -288,6 +288,12 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX experiences_same_key ON experiences (same_key) WHERE status = 'active';
     CREATE INDEX experiences_wording_key ON experiences (wording_key) WHERE status = 'active';
     "#,
+    // Version 8: the same keys among rejected experiences, so that an agent's submit of a
+    // rejected text in other punctuation or case is refused as the text itself is
+    // (`OnRejected::Refuse`).
+    r#"
+    CREATE INDEX experiences_rejected_same_key ON experiences (same_key) WHERE status = 'rejected';
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -298,6 +298,11 @@ pub(crate) fn write_in(
              WHERE p.dedup_key = ?1 AND e.status = 'rejected' LIMIT 1"
         ))
         .doing("preparing the rejected proposal lookup")?;
+    // The rejected experiences with no material difference from an item (the same key),
+    // whatever their punctuation: an unconfirmed submit of one is refused too.
+    let mut find_rejected_same = tx
+        .prepare_cached(&format!("SELECT {TARGET_COLUMNS} WHERE e.same_key = ?1 AND e.status = 'rejected' LIMIT 5"))
+        .doing("preparing the rejected same-key lookup")?;
     let mut set_status = tx
         .prepare_cached(&format!(
             "UPDATE experiences SET status = ?2, dedup_key = ?3, \
@@ -355,6 +360,19 @@ pub(crate) fn write_in(
                 .query_row([&gated.dedup_key], merge_target)
                 .optional()
                 .doing("looking up rejected proposals")?;
+        }
+        if duplicate.is_none() && item.on_rejected == OnRejected::Refuse {
+            let proposed = [new.task.as_str(), new.resource.as_str(), new.result.as_str()];
+            duplicate = find_rejected_same
+                .query_map([&gated.same.key], merge_target)
+                .doing("looking up rejected experiences")?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .doing("looking up rejected experiences")?
+                .into_iter()
+                .find(|target| {
+                    let stored = [target.task.as_str(), target.resource.as_str(), target.result.as_str()];
+                    kb_core::sameness::material_difference(&stored, &proposed).is_none()
+                });
         }
         let own = matches!(new.source, None | Some(Source::Tool | Source::Cli | Source::Import));
         // The user's own words, exactly those of a teammate's or an extracted experience they

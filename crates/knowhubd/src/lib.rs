@@ -11,6 +11,7 @@ pub mod extraction;
 pub mod hooks;
 pub mod hub;
 pub mod identity;
+pub mod log;
 mod rpc;
 pub mod server;
 pub mod services;

@@ -31,10 +31,11 @@ fn main() -> anyhow::Result<()> {
             tracing_subscriber::EnvFilter::try_from_env("KNOWHUB_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
-        .with_writer(std::io::stderr)
-        // Colours only for a terminal: journald, launchd's log files and redirected stderr
-        // would otherwise keep the escape codes.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        // Logged text may be a teammate's or an endpoint's: written out safe to show, and so
+        // without colours (journald, launchd's log files and redirected stderr would keep
+        // their escape codes anyway).
+        .with_writer(|| knowhubd::log::SafeStderr)
+        .with_ansi(false)
         .init();
 
     // Connections, the store and the index all take file descriptors; systemd's soft limit of

@@ -224,3 +224,23 @@ fn a_secret_seen_only_in_a_decoded_view_is_redacted() {
         assert_eq!(found.iter().map(|redaction| redaction.kind).collect::<Vec<_>>(), vec![kind], "{input:?}");
     }
 }
+
+#[test]
+fn secrets_spelled_in_invisible_tag_characters_are_redacted_whole() {
+    let hide = |text: &str| -> String { text.chars().map(|ch| char::from_u32(0xE0000 + ch as u32).unwrap()).collect() };
+    // A token after visible text, and a password line, spelled invisibly.
+    check(
+        &format!("pods came back healthy {}", hide("ghp_16C7e42F292c6912E7710c838347Ae178B4a")),
+        "pods came back healthy [TOKEN]",
+    );
+    let line = format!("note{}", hide(" export DB_PASSWORD=hunter2x"));
+    let (redacted, found) = redact(&line);
+    assert!(!found.is_empty(), "{redacted:?}");
+    assert!(!crate::display::hidden_tag_text(&redacted).contains("hunter2x"), "{redacted:?}");
+    // Tag characters that spell no secret, and an emoji flag, stay as they are.
+    for text in
+        [format!("ok {}", hide("hello")), "\u{1F3F4}\u{E0067}\u{E0062}\u{E0065}\u{E006E}\u{E0067}\u{E007F}".to_owned()]
+    {
+        assert_eq!(redact(&text).0, text.as_str());
+    }
+}

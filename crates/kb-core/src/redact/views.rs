@@ -1,6 +1,6 @@
 //! Decoded views of a text, for redaction to see through the encodings text travels in: JSON
-//! string escapes (`\n`, `\"`, `\\`, `\uXXXX` with surrogate pairs) and percent-encoding
-//! (`%3D`, `%E5%AF%86`), decoded in one pass, each decoded character mapped back to the bytes
+//! string escapes (`\n`, `\"`, `\\`, `\uXXXX` with surrogate pairs), percent-encoding
+//! (`%3D`, `%E5%AF%86`) and Unicode tag characters (ASCII spelled invisibly), decoded in one pass, each decoded character mapped back to the bytes
 //! of the escape it came from.
 //!
 //! A span found in a view is mapped back to the text with [`View::to_source`], which widens it
@@ -38,9 +38,23 @@ pub(super) struct View {
     pieces: Vec<Piece>,
 }
 
-/// Whether `text` holds anything [`decode`] could decode: a backslash or a percent sign.
+/// Whether `text` holds anything [`decode`] could decode: a backslash, a percent sign or a tag
+/// character (its UTF-8 begins F3 A0).
 pub(super) fn may_be_encoded(text: &str) -> bool {
-    text.bytes().any(|byte| byte == b'\\' || byte == b'%')
+    let bytes = text.as_bytes();
+    bytes.iter().any(|&byte| byte == b'\\' || byte == b'%') || bytes.windows(2).any(|pair| pair == [0xF3, 0xA0])
+}
+
+/// The ASCII character a tag character at `idx` stands for (U+E0020 to U+E007E spell printable
+/// ASCII invisibly), and its length in bytes (4).
+fn tag_char_at(bytes: &[u8], idx: usize) -> Option<(char, usize)> {
+    match bytes.get(idx..idx + 4)? {
+        [0xF3, 0xA0, third @ (0x80 | 0x81), fourth] if fourth & 0xC0 == 0x80 => {
+            let ascii = (u32::from(*third & 0x3F) << 6) | u32::from(*fourth & 0x3F);
+            (0x20..=0x7E).contains(&ascii).then(|| (char::from(ascii as u8), 4))
+        }
+        _ => None,
+    }
 }
 
 /// The view of `text` with every escape decoded, or `None` when nothing decodes.
@@ -60,6 +74,14 @@ pub(super) fn decode(text: &str) -> Option<View> {
                 None => idx += 1,
             },
             b'%' => match percent_char_at(bytes, idx) {
+                Some((ch, len)) => {
+                    builder.decoded(text, idx, len, ch);
+                    idx += len;
+                }
+                None => idx += 1,
+            },
+            // A tag character: a secret spelled invisibly is read as the ASCII it spells.
+            0xF3 => match tag_char_at(bytes, idx) {
                 Some((ch, len)) => {
                     builder.decoded(text, idx, len, ch);
                     idx += len;

@@ -111,7 +111,8 @@ impl Extraction {
         *self.calls.lock().unwrap_or_else(PoisonError::into_inner) = Calls::default();
     }
 
-    /// A call that failed (`gave_up`: its job failed for good).
+    /// A call that failed (`gave_up`: the endpoint failed the job for good, every attempt
+    /// refused or unanswered, or an error not worth retrying such as a 401).
     fn call_failed(&self, reason: &str, gave_up: bool) {
         let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
         calls.failed_in_a_row = calls.failed_in_a_row.saturating_add(1);
@@ -394,7 +395,8 @@ fn conclude(
                 Err(reason) => {
                     let reason = format!("the LLM's answer could not be read: {reason}");
                     tracing::warn!(job = job.id, "extraction: {reason}");
-                    extraction.call_failed(&reason, true);
+                    // One answer a model got wrong is not a failing service; three in a row are.
+                    extraction.call_failed(&reason, false);
                     engine.lock_writer().fail_extraction(job.id, &reason, tokens, day, now)?;
                 }
             }

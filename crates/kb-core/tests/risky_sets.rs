@@ -308,8 +308,20 @@ fn learned_holds(text: &str) -> bool {
 #[test]
 fn rules_or_learned_on_the_first_run_blind_parts() {
     let parts = [
-        ("round-9 blind (trained on)", include_str!("data/risky_blind9.jsonl"), include_str!("data/ordinary_blind9.jsonl"), 180, 17),
-        ("round-10 blind (held out)", include_str!("data/risky_blind10.jsonl"), include_str!("data/ordinary_blind10.jsonl"), 173, 13),
+        (
+            "round-9 blind (trained on)",
+            include_str!("data/risky_blind9.jsonl"),
+            include_str!("data/ordinary_blind9.jsonl"),
+            180,
+            17,
+        ),
+        (
+            "round-10 blind (held out)",
+            include_str!("data/risky_blind10.jsonl"),
+            include_str!("data/ordinary_blind10.jsonl"),
+            173,
+            13,
+        ),
     ];
     for (part, risky, ordinary, floor, ceiling) in parts {
         let (risky, ordinary) = (lines(risky), lines(ordinary));
@@ -364,14 +376,23 @@ fn the_learned_check_flags_few_of_the_search_corpora() {
             count += 1;
             if let Some(learned) = kb_core::risky::learned::check(&fields) {
                 hits += 1;
-                flagged.push(format!("{corpus}: {}: {:?}", learned.reason(), fields.join(" / ").chars().take(160).collect::<String>()));
+                flagged.push(format!(
+                    "{corpus}: {}: {:?}",
+                    learned.reason(),
+                    fields.join(" / ").chars().take(160).collect::<String>()
+                ));
             }
         }
         eprintln!("{corpus}: learned check flagged {hits} of {count}");
         total += count;
     }
     let rate = flagged.len() as f64 / total as f64;
-    eprintln!("search corpora: learned check flagged {} of {total} ({:.2}%)\n{}", flagged.len(), rate * 100.0, flagged.join("\n"));
+    eprintln!(
+        "search corpora: learned check flagged {} of {total} ({:.2}%)\n{}",
+        flagged.len(),
+        rate * 100.0,
+        flagged.join("\n")
+    );
     assert!(total > 20_000, "{total}");
     assert!(rate <= 0.003, "{:.2}% flagged", rate * 100.0);
 }

@@ -78,9 +78,9 @@ impl Model {
 
     /// FNV-1a (64 bits) of the weights as loaded, to compare with [`Model::checksum`].
     pub fn weights_checksum(&self) -> u64 {
-        self.weights.iter().fold(0xcbf2_9ce4_8422_2325_u64, |hash, &byte| {
-            (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
-        })
+        self.weights
+            .iter()
+            .fold(0xcbf2_9ce4_8422_2325_u64, |hash, &byte| (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3))
     }
 
     fn weight(&self, block: usize, slot: u32) -> i32 {
@@ -171,8 +171,21 @@ fn word_ngrams(model: &Model, text: &str, tokens: &[(usize, usize)], mut each: i
     }
 }
 
-/// The slots of the character n-grams of a normalised text.
-fn char_slots(model: &Model, text: &str, slots: &mut Vec<u32>) {
+/// The slots of the character n-grams of a collapsed text ([`collapse`]), by length, then by start.
+fn char_slots(model: &Model, collapsed: &str, slots: &mut Vec<u32>) {
+    let bounds: Vec<usize> = collapsed.char_indices().map(|(at, _)| at).chain([collapsed.len()]).collect();
+    let length = bounds.len() - 1;
+    let bytes = collapsed.as_bytes();
+    for n in model.char_min..=model.char_max.min(length) {
+        for start in 0..=length - n {
+            slots.push(model.slot(&bytes[bounds[start]..bounds[start + n]]));
+        }
+    }
+}
+
+/// A normalised text with every run of two or more whitespace characters made one space, as
+/// scikit-learn's `char` analyzer does before it cuts n-grams.
+fn collapse(text: &str) -> String {
     let mut collapsed = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     while let Some(ch) = chars.next() {
@@ -185,14 +198,7 @@ fn char_slots(model: &Model, text: &str, slots: &mut Vec<u32>) {
             collapsed.push(ch);
         }
     }
-    let bounds: Vec<usize> = collapsed.char_indices().map(|(at, _)| at).chain([collapsed.len()]).collect();
-    let length = bounds.len() - 1;
-    let bytes = collapsed.as_bytes();
-    for n in model.char_min..=model.char_max.min(length) {
-        for start in 0..=length - n {
-            slots.push(model.slot(&bytes[bounds[start]..bounds[start + n]]));
-        }
-    }
+    collapsed
 }
 
 /// Sum of a block's weights over its distinct slots, and how many there are.
@@ -208,7 +214,7 @@ fn score_with(model: &Model, text: &str) -> f32 {
     word_ngrams(model, &normalised, &tokens(&normalised), |slot, _, _| slots.push(slot));
     let (word_sum, word_count) = block_sum(model, 0, &mut slots);
     slots.clear();
-    char_slots(model, &normalised, &mut slots);
+    char_slots(model, &collapse(&normalised), &mut slots);
     let (char_sum, char_count) = block_sum(model, 1, &mut slots);
     let block = |sum: i64, count: usize| if count == 0 { 0.0 } else { sum as f64 / (count as f64).sqrt() };
     (f64::from(model.bias) + f64::from(model.scale) * (block(word_sum, word_count) + block(char_sum, char_count)))
@@ -224,7 +230,7 @@ pub fn score(text: &str) -> f32 {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Learned {
     pub score: f32,
-    /// The strongest word n-grams present, adjacent ones joined, as the normalised text has them.
+    /// The runs of words that weigh most towards it, as the normalised text has them (redacted).
     pub words: Vec<String>,
 }
 
@@ -236,41 +242,74 @@ impl Learned {
     }
 }
 
-/// The word n-grams of `text` that weigh most towards a risky action, at most `most` of them,
-/// adjacent and overlapping ones joined.
+/// The words of `text` that weigh most towards a risky action, at most `most` runs of them: each
+/// n-gram's weight (word and character blocks alike) is spread over the characters it covers, a
+/// token's weight is its characters' sum, and runs of adjacent tokens with at least 30% of the
+/// heaviest token's weight are ranked by their sum.
 fn strongest_words(model: &Model, text: &str, most: usize) -> Vec<String> {
-    let normalised = normalise(text);
-    let tokens = tokens(&normalised);
-    let mut seen: Vec<(i32, u32, usize, usize)> = Vec::new();
-    word_ngrams(model, &normalised, &tokens, |slot, first, last| {
-        if !seen.iter().any(|&(_, seen_slot, _, _)| seen_slot == slot) {
-            seen.push((model.weight(0, slot), slot, first, last));
+    let collapsed = collapse(&normalise(text));
+    let tokens = tokens(&collapsed);
+    let bounds: Vec<usize> = collapsed.char_indices().map(|(at, _)| at).chain([collapsed.len()]).collect();
+    let char_at = |byte: usize| bounds.partition_point(|&start| start < byte);
+    let mut per_char = vec![0.0_f64; bounds.len() - 1];
+    let mut spread = |from: usize, to: usize, weight: f64| {
+        let share = weight / (to - from).max(1) as f64;
+        per_char[from..to].iter_mut().for_each(|value| *value += share);
+    };
+    let mut slots = Vec::new();
+    word_ngrams(model, &collapsed, &tokens, |slot, _, _| slots.push(slot));
+    let (_, word_count) = block_sum(model, 0, &mut slots);
+    let mut seen = std::collections::HashSet::new();
+    word_ngrams(model, &collapsed, &tokens, |slot, first, last| {
+        if seen.insert(slot) {
+            let weight = f64::from(model.weight(0, slot)) / (word_count as f64).sqrt();
+            spread(char_at(tokens[first].0), char_at(tokens[last].1), weight);
         }
     });
-    seen.retain(|&(weight, ..)| weight > 0);
-    seen.sort_by(|a, b| b.0.cmp(&a.0).then(a.2.cmp(&b.2)));
-    seen.truncate(most);
-    // Join the ranges that touch, in the order of strength of each group's strongest n-gram.
-    let mut groups: Vec<(usize, usize)> = Vec::new();
-    for &(_, _, first, last) in &seen {
-        let mut range = (first, last);
-        let mut kept = Vec::with_capacity(groups.len() + 1);
-        let mut place = None;
-        for &(a, b) in &groups {
-            if range.0 <= b + 1 && a <= range.1 + 1 {
-                range = (range.0.min(a), range.1.max(b));
-                place.get_or_insert(kept.len());
-            } else {
-                kept.push((a, b));
+    slots.clear();
+    char_slots(model, &collapsed, &mut slots);
+    let char_count = {
+        let mut distinct = slots.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        distinct.len()
+    };
+    let mut seen = std::collections::HashSet::new();
+    let length = bounds.len() - 1;
+    let mut index = 0;
+    for n in model.char_min..=model.char_max.min(length) {
+        for start in 0..=length - n {
+            let slot = slots[index];
+            index += 1;
+            if seen.insert(slot) {
+                spread(start, start + n, f64::from(model.weight(1, slot)) / (char_count as f64).sqrt());
             }
         }
-        kept.insert(place.unwrap_or(kept.len()), range);
-        groups = kept;
     }
-    groups
-        .iter()
-        .map(|&(first, last)| {
-            let shown: String = normalised[tokens[first].0..tokens[last].1].chars().take(60).collect();
+    let weights: Vec<f64> =
+        tokens.iter().map(|&(start, end)| per_char[char_at(start)..char_at(end)].iter().sum()).collect();
+    let heaviest = weights.iter().copied().fold(0.0_f64, f64::max);
+    if heaviest <= 0.0 {
+        return Vec::new();
+    }
+    let mut runs: Vec<(f64, usize, usize)> = Vec::new();
+    for (at, &weight) in weights.iter().enumerate() {
+        if weight < 0.3 * heaviest {
+            continue;
+        }
+        match runs.last_mut() {
+            Some(run) if run.2 + 1 == at => {
+                run.0 += weight;
+                run.2 = at;
+            }
+            _ => runs.push((weight, at, at)),
+        }
+    }
+    runs.sort_by(|a, b| b.0.total_cmp(&a.0));
+    runs.iter()
+        .take(most)
+        .map(|&(_, first, last)| {
+            let shown: String = collapsed[tokens[first].0..tokens[last].1].chars().take(40).collect();
             crate::redact::redact(&shown).0.into_owned()
         })
         .collect()
@@ -280,11 +319,9 @@ fn strongest_words(model: &Model, text: &str, most: usize) -> Vec<String> {
 /// was trained on single texts): the highest score, when it reaches the threshold.
 pub fn check(fields: &[&str]) -> Option<Learned> {
     let model = &*MODEL;
-    let (score, field) = fields
-        .iter()
-        .map(|field| (score_with(model, field), *field))
-        .max_by(|a, b| a.0.total_cmp(&b.0))?;
-    (score >= model.threshold).then(|| Learned { score, words: strongest_words(model, field, 4) })
+    let (score, field) =
+        fields.iter().map(|field| (score_with(model, field), *field)).max_by(|a, b| a.0.total_cmp(&b.0))?;
+    (score >= model.threshold).then(|| Learned { score, words: strongest_words(model, field, 3) })
 }
 
 #[cfg(test)]

@@ -40,9 +40,13 @@ fn the_model_file_is_whole() {
 /// scikit-learn's `murmurhash3_32(text.encode(), seed=0)` (signed) for these.
 #[test]
 fn the_hash_is_scikit_learns() {
-    for (text, signed) in
-        [("foo", -156_908_512_i32), ("", 0), ("hello world", 1_586_663_183), ("删除", 1_655_497_100), ("aaaaaaa", 1_497_565_372)]
-    {
+    for (text, signed) in [
+        ("foo", -156_908_512_i32),
+        ("", 0),
+        ("hello world", 1_586_663_183),
+        ("删除", 1_655_497_100),
+        ("aaaaaaa", 1_497_565_372),
+    ] {
         assert_eq!(murmur3_32(text.as_bytes()) as i32, signed, "{text:?}");
     }
 }

@@ -208,14 +208,39 @@ fn block_sum(model: &Model, block: usize, slots: &mut Vec<u32>) -> (i64, usize) 
     (slots.iter().map(|&slot| i64::from(model.weight(block, slot))).sum(), slots.len())
 }
 
+thread_local! {
+    /// One bit per slot of a block, all clear between calls: counts each slot once without sorting.
+    static SEEN: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// [`block_sum`] without sorting (`slots` left as they are), by a bitmap of the slots seen.
+fn distinct_sum(model: &Model, block: usize, slots: &[u32]) -> (i64, usize) {
+    SEEN.with_borrow_mut(|seen| {
+        seen.resize((1usize << model.bits) / 64, 0);
+        let (mut sum, mut count) = (0_i64, 0_usize);
+        for &slot in slots {
+            let (word, bit) = (slot as usize / 64, 1u64 << (slot % 64));
+            if seen[word] & bit == 0 {
+                seen[word] |= bit;
+                sum += i64::from(model.weight(block, slot));
+                count += 1;
+            }
+        }
+        for &slot in slots {
+            seen[slot as usize / 64] = 0;
+        }
+        (sum, count)
+    })
+}
+
 fn score_with(model: &Model, text: &str) -> f32 {
     let normalised = normalise(text);
     let mut slots = Vec::with_capacity(normalised.len() * 5);
     word_ngrams(model, &normalised, &tokens(&normalised), |slot, _, _| slots.push(slot));
-    let (word_sum, word_count) = block_sum(model, 0, &mut slots);
+    let (word_sum, word_count) = distinct_sum(model, 0, &slots);
     slots.clear();
     char_slots(model, &collapse(&normalised), &mut slots);
-    let (char_sum, char_count) = block_sum(model, 1, &mut slots);
+    let (char_sum, char_count) = distinct_sum(model, 1, &slots);
     let block = |sum: i64, count: usize| if count == 0 { 0.0 } else { sum as f64 / (count as f64).sqrt() };
     (f64::from(model.bias) + f64::from(model.scale) * (block(word_sum, word_count) + block(char_sum, char_count)))
         as f32

@@ -289,7 +289,9 @@ fn local_decisions_stick_and_one_members_flood_is_held_back_not_dropped() {
     let task = "tune the postgres autovacuum for the events table";
     let at_alice = alice.submit(task, "autovacuum_vacuum_scale_factor = 0.01", "bloat stopped growing", 4);
     assert!(within(Duration::from_secs(10), || finds(&bob, "postgres autovacuum events", task).is_some()).is_some());
-    let rejected_task = "use sudo chmod 777 on the shared volume";
+    // Not `sudo chmod 777`: the gate's learned risky check holds that one for review, and a held
+    // experience is never shared.
+    let rejected_task = "chmod g+s on the shared volume directory";
     alice.submit(rejected_task, "chmod", "the job could write again", 2);
     let rejected = within(Duration::from_secs(10), || finds(&bob, "chmod shared volume", rejected_task).is_some());
     assert!(rejected.is_some());

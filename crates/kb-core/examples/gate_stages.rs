@@ -107,6 +107,12 @@ fn time(rounds: usize) {
             }),
         ),
         (
+            "learned risky (4 text fields)",
+            Box::new(|new: &NewExperience| {
+                std::hint::black_box(risky::learned::check(&fields(new).into_iter().take(4).collect::<Vec<_>>()));
+            }),
+        ),
+        (
             "dedup key + same keys",
             Box::new(|new: &NewExperience| {
                 std::hint::black_box(kb_core::gate::dedup_key(&new.task, &new.resource, &new.result));

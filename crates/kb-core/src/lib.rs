@@ -26,4 +26,5 @@ pub fn warm_up() {
     let _ = redact::redact(sample);
     let _ = injection::detect(sample);
     let _ = risky::risky_actions(sample);
+    let _ = risky::learned::score(sample);
 }

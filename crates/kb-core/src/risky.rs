@@ -61,9 +61,11 @@
 //! checking certificates, where it sends data, how it prints its secrets). `rounds.rs` lists
 //! every round's tables by kind (plain rules, line rules, gates, exceptions, scopes, tools'
 //! forms, joined a few to a rule); `views.rs` makes the views. This file compiles the lists and
-//! runs them on the views. The code names no rule.
+//! runs them on the views. The code names no rule. `learned.rs` is the learned check the gate
+//! runs beside the rules (a linear model over hashed n-grams), not part of `risky_actions`.
 
 mod cues;
+pub mod learned;
 mod reports;
 mod round6_rules;
 mod round7_rules;

@@ -93,38 +93,34 @@ pub fn gate(mut new: NewExperience, policy: &GatePolicy) -> Result<Gated, Valida
     }
 
     let mut flags = Vec::new();
-    let injected = [Some(&new.task), Some(&new.resource), Some(&new.result), new.content.as_ref()]
-        .into_iter()
-        .flatten()
-        .any(|text| injection::looks_like_injection(text));
+    let fields: Vec<&String> =
+        [Some(&new.task), Some(&new.resource), Some(&new.result), new.content.as_ref()].into_iter().flatten().collect();
+    let injected = fields.iter().any(|text| injection::looks_like_injection(text));
     // Text spelled in invisible tag characters is read by a model and seen by no reviewer:
     // whatever it says, it is held, and the reason reads it out (redacted).
-    let hidden: Vec<String> = [Some(&new.task), Some(&new.resource), Some(&new.result), new.content.as_ref()]
-        .into_iter()
-        .flatten()
-        .filter_map(|text| hidden_text_reason(&crate::display::hidden_tag_text(text)))
-        .collect();
-    if injected || !hidden.is_empty() {
+    let mut reasons: Vec<String> =
+        fields.iter().filter_map(|text| hidden_text_reason(&crate::display::hidden_tag_text(text))).collect();
+    if injected || !reasons.is_empty() {
         flags.push("prompt_injection".to_owned());
     }
-    let mut reasons = hidden.clone();
     // The reasons quote the text as stored (redacted), which is what a reviewer sees; an action
     // seen only as written is named with its words redacted.
     // Most texts come out of redaction unchanged: then the check is not run twice on one string.
     let stored = gated_text(&new);
     let as_stored = if stored == written { as_written.clone() } else { risky::risky_actions(&stored) };
-    reasons.extend(as_stored.iter().map(risky::RiskyAction::reason));
+    let mut risky_reasons: Vec<String> = as_stored.iter().map(risky::RiskyAction::reason).collect();
     for action in as_written.iter().filter(|action| as_stored.iter().all(|stored| stored.class != action.class)) {
-        reasons.push(format!("{}: `{}`", action.what, redact::redact(&action.span).0));
+        risky_reasons.push(format!("{}: `{}`", action.what, redact::redact(&action.span).0));
     }
-    if reasons.len() == hidden.len()
+    if risky_reasons.is_empty()
         && let Some(learned) = learned
     {
-        reasons.push(learned.reason());
+        risky_reasons.push(learned.reason());
     }
-    if reasons.len() > hidden.len() {
+    if !risky_reasons.is_empty() {
         flags.push("risky_action".to_owned());
     }
+    reasons.extend(risky_reasons);
     let status = if flags.is_empty() { Status::Active } else { Status::Pending };
     let dedup_key = dedup_key(&new.task, &new.resource, &new.result);
     let same = keys_of(&[new.task.as_str(), new.resource.as_str(), new.result.as_str()]);

@@ -103,6 +103,9 @@ pub fn gate(mut new: NewExperience, policy: &GatePolicy) -> Result<Gated, Valida
     if injected || !reasons.is_empty() {
         flags.push("prompt_injection".to_owned());
     }
+    if injected {
+        reasons.push(injection_reason(&fields));
+    }
     // The reasons quote the text as stored (redacted), which is what a reviewer sees; an action
     // seen only as written is named with its words redacted.
     // Most texts come out of redaction unchanged: then the check is not run twice on one string.
@@ -125,6 +128,24 @@ pub fn gate(mut new: NewExperience, policy: &GatePolicy) -> Result<Gated, Valida
     let dedup_key = dedup_key(&new.task, &new.resource, &new.result);
     let same = keys_of(&[new.task.as_str(), new.resource.as_str(), new.result.as_str()]);
     Ok(Gated { experience: new, score, status, redactions, flags, reasons, dedup_key, same })
+}
+
+/// Why a text was taken for a prompt injection, naming the patterns it matched (the reason is
+/// read in the review queue; the words themselves are in the text shown beside it).
+fn injection_reason(fields: &[&String]) -> String {
+    let mut names: Vec<&str> = Vec::new();
+    for text in fields {
+        for name in injection::detect(text) {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    if names.is_empty() {
+        "reads like an instruction to the model that reads it".to_owned()
+    } else {
+        format!("reads like an instruction to the model that reads it ({})", names.join(", "))
+    }
 }
 
 /// The text fields of an experience as one text, a field per line, for the risky-action check.

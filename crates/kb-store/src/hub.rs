@@ -589,7 +589,7 @@ fn apply_one(
             let changed = tx.execute(
                 "UPDATE experiences SET task = ?2, resource = ?3, result = ?4, score = ?5, agent_id = ?6, \
                      submitted_by = ?7, status = CASE WHEN status = 'rejected' THEN status ELSE ?8 END, flags = ?9, \
-                     dedup_key = ?10, updated_at = ?11, seq = ?12, same_key = ?13, wording_key = ?14 \
+                     dedup_key = ?10, updated_at = ?11, seq = ?12, same_key = ?13, wording_key = ?14, reasons = ?15 \
                  WHERE id = ?1 AND source = 'hub'",
                 params![
                     known.experience_id,
@@ -606,6 +606,7 @@ fn apply_one(
                     *seq as i64,
                     gated.same.key,
                     gated.same.wording,
+                    crate::write::reasons_text(gated),
                 ],
             );
             match changed {

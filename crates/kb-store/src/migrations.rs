@@ -294,6 +294,12 @@ const MIGRATIONS: &[&str] = &[
     r#"
     CREATE INDEX experiences_rejected_same_key ON experiences (same_key) WHERE status = 'rejected';
     "#,
+    // Version 9: the gate's reasons, in words, for the flags it set (a JSON array of strings;
+    // empty when it set none, or for experiences written before this version), so that the
+    // review queue shows why an experience was held as the gate saw it when it was written.
+    r#"
+    ALTER TABLE experiences ADD COLUMN reasons TEXT NOT NULL DEFAULT '';
+    "#,
 ];
 
 /// The schema version this build writes.

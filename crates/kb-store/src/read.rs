@@ -167,6 +167,30 @@ impl Store {
         Ok(ordered)
     }
 
+    /// The gate's reasons, in words, for the flags of each of `ids` that has any stored (see
+    /// migration 9; experiences written before it have none).
+    pub fn held_reasons(&self, ids: &[&str]) -> Result<HashMap<String, Vec<String>>> {
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let placeholders = vec!["?"; ids.len()].join(",");
+        let mut statement = self
+            .conn
+            .prepare(&format!("SELECT id, reasons FROM experiences WHERE id IN ({placeholders}) AND reasons != ''"))
+            .doing("preparing the reasons lookup")?;
+        let rows = statement
+            .query_map(params_from_iter(ids.iter()), |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?)))
+            .doing("reading the reasons")?;
+        let mut out = HashMap::new();
+        for row in rows {
+            let (id, reasons) = row.doing("reading the reasons")?;
+            let reasons: Vec<String> = serde_json::from_str(&reasons)
+                .map_err(|error| Error::Malformed { id: id.clone(), reason: format!("unreadable reasons: {error}") })?;
+            out.insert(id, reasons);
+        }
+        Ok(out)
+    }
+
     pub fn get(&self, id: &str) -> Result<Option<Experience>> {
         Ok(self.get_many(&[id])?.pop())
     }

@@ -256,6 +256,11 @@ impl Store {
     }
 }
 
+/// The gate's reasons as stored (`experiences.reasons`): a JSON array, or empty for none.
+pub(crate) fn reasons_text(gated: &Gated) -> String {
+    if gated.reasons.is_empty() { String::new() } else { serde_json::to_string(&gated.reasons).unwrap_or_default() }
+}
+
 fn content_type_of(gated: &Gated) -> &str {
     gated.experience.content_type.as_deref().unwrap_or("text/plain")
 }
@@ -277,8 +282,9 @@ pub(crate) fn write_in(
     let mut insert = tx
         .prepare_cached(
             "INSERT INTO experiences (id, task, resource, result, score, agent_id, submitted_by, session_key, \
-                 source, status, confidence, flags, dedup_key, created_at, updated_at, seq, same_key, wording_key) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14, ?15, ?16, ?17)",
+                 source, status, confidence, flags, dedup_key, created_at, updated_at, seq, same_key, wording_key, \
+                 reasons) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14, ?15, ?16, ?17, ?18)",
         )
         .doing("preparing the insert")?;
     let mut insert_content = tx
@@ -305,7 +311,7 @@ pub(crate) fn write_in(
         .doing("preparing the rejected same-key lookup")?;
     let mut set_status = tx
         .prepare_cached(&format!(
-            "UPDATE experiences SET status = ?2, dedup_key = ?3, \
+            "UPDATE experiences SET status = ?2, dedup_key = ?3, reasons = ?5, \
                  flags = CASE WHEN NOT ?4 OR (',' || flags || ',') LIKE '%,{reviewed},%' THEN flags \
                               WHEN flags = '' THEN '{reviewed}' ELSE flags || ',{reviewed}' END \
              WHERE id = ?1",
@@ -454,7 +460,8 @@ pub(crate) fn write_in(
                             target.id,
                             gated.status.as_str(),
                             gated.dedup_key,
-                            gated.status == Status::Active
+                            gated.status == Status::Active,
+                            reasons_text(gated)
                         ])
                         .doing("making a rejected experience active again")?;
                 }
@@ -530,6 +537,7 @@ pub(crate) fn write_in(
                         *seq as i64,
                         gated.same.key,
                         gated.same.wording,
+                        reasons_text(gated),
                     ])
                     .doing("inserting an experience")?;
                 if new.content.is_some() {

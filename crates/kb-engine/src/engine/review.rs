@@ -19,6 +19,9 @@ pub struct Held {
     pub proposal: Option<kb_store::ProposalInfo>,
     /// The stored experience it resembles, with their similarity.
     pub similar: Option<(Experience, f64)>,
+    /// Why the gate held it, in words, as the gate said when it was written (empty for an
+    /// experience written before the store kept them).
+    pub reasons: Vec<String>,
 }
 
 /// Fields the user changed before approving.
@@ -86,6 +89,7 @@ impl Engine {
         let held = reader.list(&filter)?;
         let ids: Vec<&str> = held.iter().map(|experience| experience.id.as_str()).collect();
         let mut proposals = reader.proposal_infos(&ids)?;
+        let mut reasons = reader.held_reasons(&ids)?;
         let mut out = Vec::with_capacity(held.len());
         for experience in held {
             let proposal = proposals.remove(experience.id.as_str());
@@ -93,7 +97,8 @@ impl Engine {
                 Some((id, similarity)) => reader.get(&id)?.map(|similar| (similar, similarity)),
                 None => None,
             };
-            out.push(Held { experience, proposal, similar });
+            let reasons = reasons.remove(experience.id.as_str()).unwrap_or_default();
+            out.push(Held { experience, proposal, similar, reasons });
         }
         Ok(out)
     }

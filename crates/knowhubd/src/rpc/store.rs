@@ -211,7 +211,12 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
                         .into_iter()
                         .filter(|experience| !Provenance::of(engine, trusted, experience).usable_by_agents())
                         .map(|experience| {
-                            let held = kb_engine::engine::Held { experience, proposal: None, similar: None };
+                            let held = kb_engine::engine::Held {
+                                experience,
+                                proposal: None,
+                                similar: None,
+                                reasons: Vec::new(),
+                            };
                             pending_record(engine, trusted, held)
                         }),
                 );
@@ -512,9 +517,14 @@ fn pending_record(engine: &Engine, trusted: &[String], held: kb_engine::engine::
         text.push('\n');
         text.push_str(content);
     }
-    let hidden = kb_core::display::hidden_tag_text(&text);
-    let mut reasons: Vec<String> = kb_core::gate::hidden_text_reason(&hidden).into_iter().collect();
-    reasons.extend(kb_core::risky::risky_actions(&text).iter().map(|action| action.reason()));
+    // The gate's own reasons, kept since it held the experience; one written before the store
+    // kept them gets the checks' reasons again (the ones that can be read back from the text).
+    let mut reasons = held.reasons;
+    if reasons.is_empty() && !held.experience.flags.is_empty() {
+        let hidden = kb_core::display::hidden_tag_text(&text);
+        reasons.extend(kb_core::gate::hidden_text_reason(&hidden));
+        reasons.extend(kb_core::risky::risky_actions(&text).iter().map(|action| action.reason()));
+    }
     if held.experience.status == Status::Active && !provenance.usable_by_agents() {
         reasons.push(provenance.label().unwrap_or_default());
     }

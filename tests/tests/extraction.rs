@@ -8,101 +8,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::TestDaemon;
+use common::extraction::*;
 use common::llm::{Reply, ScriptedLlm};
 use serde_json::{Value, json};
-
-const GITHUB_TOKEN: &str = "ghp_16C7e42F292c6912E7710c838347Ae178B4a";
-const EMAIL: &str = "jane.doe@example.com";
-
-/// A coding session: a deploy fails on permissions, works as another user. Its tool output
-/// holds a token and an address; message timestamps start at `t`.
-fn deploy_session(t: i64) -> Vec<Value> {
-    vec![
-        json!({"role": "user", "content": format!("The docs deploy fails, fix it. Mail {EMAIL} when done."), "timestamp": t}),
-        json!({"role": "assistant", "timestamp": t + 1, "content": [
-            {"type": "toolCall", "id": "c1", "name": "exec", "arguments": {"command": "npm run deploy"}}]}),
-        json!({"role": "toolResult", "toolCallId": "c1", "toolName": "exec", "isError": true, "timestamp": t + 2,
-               "content": [{"type": "text", "text": format!("Error: EACCES: permission denied, open '/var/www/docs/index.html'\nGITHUB_TOKEN={GITHUB_TOKEN}")}]}),
-        json!({"role": "assistant", "timestamp": t + 3, "content": [
-            {"type": "toolCall", "id": "c2", "name": "exec", "arguments": {"command": "sudo -u www-data npm run deploy"}}]}),
-        json!({"role": "toolResult", "toolCallId": "c2", "toolName": "exec", "isError": false, "timestamp": t + 4,
-               "content": [{"type": "text", "text": "deployed 42 files to /var/www/docs"}]}),
-        json!({"role": "assistant", "timestamp": t + 5, "content": [{"type": "text", "text": "Fixed: the deploy runs as www-data now."}]}),
-    ]
-}
-
-fn deploy_proposal() -> Value {
-    json!({
-        "task": "Deploy the docs site to /var/www/docs",
-        "resource": "npm run deploy",
-        "result": "Fails with EACCES as the login user; works when run as www-data (sudo -u www-data npm run deploy)",
-        "score": 4, "outcome": "success", "confidence": 0.9,
-        "content": "sudo -u www-data npm run deploy", "evidence": [3, 5]
-    })
-}
-
-fn plugin_config(extraction: bool, privacy: &str, require_approval: bool) -> Value {
-    json!({"enableServerExtraction": extraction, "privacyMode": privacy, "requireApproval": require_approval,
-           "extractionTrigger": "agent_end", "reminderMode": "off", "autoRecall": false})
-}
-
-fn agent_end(daemon: &TestDaemon, session: &str, messages: &[Value], config: &Value) {
-    daemon.ok(
-        "hook.event",
-        json!({"hook": "agent_end", "event": {"messages": messages, "success": true},
-               "ctx": {"sessionKey": session, "agentId": "main"}, "config": config}),
-    );
-}
-
-fn start(llm: &ScriptedLlm, extra: &str) -> TestDaemon {
-    let home = tempfile::Builder::new().prefix("kh-ex-").tempdir().expect("temp dir");
-    std::fs::write(home.path().join("config.toml"), llm.config(extra)).expect("config");
-    TestDaemon::start_in_with(home, &[("KH_TEST_EXTRACTION_KEY", "sk-test-extraction-key-0123456789abcdef".as_ref())])
-}
-
-fn extraction_status(daemon: &TestDaemon) -> Value {
-    daemon.ok("status", json!({}))["extraction"].clone()
-}
-
-/// Waits until `done + failed` jobs reach `count`; returns the extraction status.
-fn wait_for_jobs(daemon: &TestDaemon, count: u64, within: Duration) -> Value {
-    let deadline = Instant::now() + within;
-    loop {
-        let status = extraction_status(daemon);
-        let finished = status["done"].as_u64().unwrap_or(0) + status["failed"].as_u64().unwrap_or(0);
-        if finished >= count {
-            return status;
-        }
-        assert!(Instant::now() < deadline, "{count} jobs should have finished: {status}\n{}", daemon.log_text());
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn wait_for(daemon: &TestDaemon, what: &str, within: Duration, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + within;
-    loop {
-        let status = extraction_status(daemon);
-        if done(&status) {
-            return status;
-        }
-        assert!(Instant::now() < deadline, "{what}: {status}\n{}", daemon.log_text());
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// The id of the deploy proposal, extracted from a session and held for review.
-fn held_deploy_proposal(llm: &ScriptedLlm, daemon: &TestDaemon) -> String {
-    llm.script([Reply::proposals(json!([deploy_proposal()]), 700)]);
-    agent_end(daemon, "s1", &deploy_session(1), &plugin_config(true, "strict", true));
-    wait_for_jobs(daemon, 1, Duration::from_secs(30));
-    let held = pending(daemon);
-    assert_eq!(held.len(), 1, "{held:?}");
-    held[0]["id"].as_str().unwrap().to_owned()
-}
-
-fn pending(daemon: &TestDaemon) -> Vec<Value> {
-    daemon.ok("kb.pending", json!({}))["experiences"].as_array().expect("experiences").clone()
-}
 
 #[test]
 fn a_finished_session_is_extracted_redacted_reviewed_and_found() {
@@ -440,48 +348,6 @@ fn only_the_hook_the_plugin_names_triggers_extraction_and_status_says_so() {
             && text.contains("0 queued, 1 done, 0 skipped, 0 failed, 0 dropped; 1 proposals waiting for review; 1000 of 200000 tokens today"),
         "{text}"
     );
-}
-
-#[test]
-fn a_reworded_repeat_of_a_rejected_proposal_is_not_proposed_again() {
-    let llm = ScriptedLlm::start();
-    let home = tempfile::Builder::new().prefix("kh-ex-").tempdir().expect("temp dir");
-    let config = format!(
-        "[embedding]\nsimilar_threshold = 0.9\n\n[extraction]\nbase_url = \"{}\"\nmodel = \"scripted\"\nretry_seconds = 1\n",
-        llm.base_url
-    );
-    std::fs::write(home.path().join("config.toml"), config).expect("config");
-    let tiny = concat!(env!("CARGO_MANIFEST_DIR"), "/../crates/kb-embed/tests/fixtures/tiny-model");
-    let ort = kb_embed::runtime::library_for_tests_and_benchmarks().unwrap_or_else(|reason| panic!("{reason}"));
-    let daemon =
-        TestDaemon::start_in_with(home, &[("KNOWHUB_MODEL_DIR", tiny.as_ref()), ("ORT_DYLIB_PATH", ort.as_os_str())]);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while daemon.ok("status", json!({}))["embedder"]["state"] != "ready" {
-        assert!(Instant::now() < deadline, "the tiny model should load");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let proposal = |task: &str| {
-        json!({"task": task, "resource": "vitest --run", "result": "watch mode is the default", "score": 4,
-               "outcome": "success", "confidence": 0.9, "content": "", "evidence": [5]})
-    };
-    llm.script([Reply::proposals(json!([proposal("make vitest exit after one run in CI")]), 500)]);
-    let config = plugin_config(true, "strict", true);
-    agent_end(&daemon, "s1", &deploy_session(1), &config);
-    wait_for_jobs(&daemon, 1, Duration::from_secs(30));
-    let held = pending(&daemon);
-    assert_eq!(held.len(), 1);
-    daemon.ok("kb.reject", json!({"ids": [held[0]["id"]]}));
-
-    // The LLM proposes it again in other words, beside something new.
-    let other = json!({"task": "pin the node version in CI", "resource": ".nvmrc", "result": "setup-node reads it",
-        "score": 4, "outcome": "success", "confidence": 0.9, "content": "", "evidence": [5]});
-    llm.script([Reply::proposals(json!([proposal("Make vitest exit after just one run in CI."), other]), 500)]);
-    agent_end(&daemon, "s2", &deploy_session(100), &config);
-    let status = wait_for_jobs(&daemon, 2, Duration::from_secs(30));
-    assert_eq!(status["rejected_before"], 1, "{status}");
-    let held = pending(&daemon);
-    assert_eq!(held.len(), 1, "{held:?}");
-    assert_eq!(held[0]["task"], "pin the node version in CI");
 }
 
 #[test]

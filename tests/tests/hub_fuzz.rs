@@ -42,8 +42,26 @@ struct Row {
 }
 
 const WORDS: &[&str] = &[
-    "cache", "worker", "缓存", "部署", "timeout", "retry", "kafka", "数据库", "index", "vacuum", "pool", "proxy", "证书",
-    "rollout", "queue", "😀", "naïve", "Ωmega", "tab\tseparated", "line\nbreak",
+    "cache",
+    "worker",
+    "缓存",
+    "部署",
+    "timeout",
+    "retry",
+    "kafka",
+    "数据库",
+    "index",
+    "vacuum",
+    "pool",
+    "proxy",
+    "证书",
+    "rollout",
+    "queue",
+    "😀",
+    "naïve",
+    "Ωmega",
+    "tab\tseparated",
+    "line\nbreak",
 ];
 
 fn text(random: &mut Random, n: usize) -> String {
@@ -60,7 +78,11 @@ fn row(random: &mut Random, n: usize) -> Row {
     let mut resource = literal(&text(random, n));
     let mut result = literal(&text(random, n));
     let mut score = (1 + random.below(5)).to_string();
-    let mut content = if random.below(4) == 0 { literal(&text(random, n).repeat(1 + random.below(50) as usize)) } else { "NULL".to_owned() };
+    let mut content = if random.below(4) == 0 {
+        literal(&text(random, n).repeat(1 + random.below(50) as usize))
+    } else {
+        "NULL".to_owned()
+    };
     let mut created = format!("now() - interval '{} days'", random.below(3000));
     let mut merge_count = random.below(100).to_string();
     let mut deleted = "false".to_owned();
@@ -141,7 +163,9 @@ fn a_thousand_random_rows_from_a_damaged_hub_never_stop_the_honest_ones() {
             .iter()
             .enumerate()
             .filter(|(n, _)| out_of_sequence.contains(&(batch * 100 + n)))
-            .map(|(n, row)| row.values.replace("HUB_SEQ", &(9_000_000_000_000_000_000_i64 + (batch * 100 + n) as i64).to_string()))
+            .map(|(n, row)| {
+                row.values.replace("HUB_SEQ", &(9_000_000_000_000_000_000_i64 + (batch * 100 + n) as i64).to_string())
+            })
             .collect();
         let mut sql = format!("INSERT INTO knowhub.experiences ({columns}) VALUES {};", numbered.join(", "));
         if !forged.is_empty() {

@@ -366,12 +366,17 @@ fn held_experiences_are_reviewed_with_pending_approve_and_reject() {
     assert!(message.contains("rejected") && message.contains(&attack) && message.contains("--confirm"), "{message}");
     assert_eq!(data.unwrap()["experience_id"], attack.as_str());
     let rejected = daemon.ok("kb.get", serde_json::json!({"experience_id": attack}));
-    assert_eq!((rejected["status"].as_str(), rejected["merge_count"].as_i64()), (Some("rejected"), Some(0)), "{rejected}");
+    assert_eq!(
+        (rejected["status"].as_str(), rejected["merge_count"].as_i64()),
+        (Some("rejected"), Some(0)),
+        "{rejected}"
+    );
     assert_eq!(search("red-team prompt set promptfoo"), vec![false_positive.clone()]);
     assert_eq!(stdout(&daemon.kbctl(&["pending"])).trim(), "nothing is waiting for review");
     // kbctl says so and exits non-zero; with --confirm the user stores it: it is held again as
     // a suspected injection (the gate still applies), under the same id.
-    let args = ["submit", "--task", "document the red-team prompt set", "--resource", "promptfoo", "--result", attack_text];
+    let args =
+        ["submit", "--task", "document the red-team prompt set", "--resource", "promptfoo", "--result", attack_text];
     let output = daemon.kbctl(&args);
     assert!(!output.status.success());
     assert!(stderr(&output).contains(&attack) && stderr(&output).contains("--confirm"), "{}", stderr(&output));

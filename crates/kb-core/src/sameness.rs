@@ -14,6 +14,41 @@ use std::collections::{BTreeSet, HashSet};
 use std::fmt;
 use std::sync::LazyLock;
 
+/// The content words two experiences must share, in all and in their resource, for one to
+/// reword the other ([`Claim::rewords`]).
+pub const REWORDING_OVERLAP: f64 = 0.5;
+
+/// An experience's task, resource and result as [`Claim::rewords`] compares them, read once.
+#[derive(Debug, Clone)]
+pub struct Claim {
+    whole: Said,
+    resource: Said,
+}
+
+impl Claim {
+    pub fn of(task: &str, resource: &str, result: &str) -> Claim {
+        Claim { whole: Said::of(&[task, resource, result]), resource: Said::of(&[resource]) }
+    }
+
+    /// Whether the two make the same claims ([`Said::same_claims`]).
+    pub fn same_claims(&self, other: &Claim) -> bool {
+        self.whole.same_claims(&other.whole)
+    }
+
+    /// Whether `other` says what `self` says in other words: the same claims, and at least
+    /// [`REWORDING_OVERLAP`] of their content words shared (Jaccard of the stems), in all and in
+    /// their resource. Looser than [`Said::difference`], which wants the same content words and
+    /// decides merges (a wrong merge loses a user's text); this decides that a proposal rewords
+    /// one the user rejected, where a wrong "yes" drops a proposal and a wrong "no" shows the
+    /// user again what they turned down. Of the 83,436 pairs of the 409 distinct experiences of
+    /// `kb-bench`'s english-experiences, none makes the same claims (their values differ).
+    pub fn rewords(&self, other: &Claim) -> bool {
+        self.same_claims(other)
+            && self.whole.word_overlap(&other.whole) >= REWORDING_OVERLAP
+            && self.resource.word_overlap(&other.resource) >= REWORDING_OVERLAP
+    }
+}
+
 /// Why two texts are different experiences.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Difference {
@@ -239,6 +274,21 @@ impl Said {
             return Some(Difference::Wording { only_in_first, only_in_second });
         }
         None
+    }
+
+    /// Whether the two make the same claims: the same outcome words, negations and values,
+    /// whatever their other words.
+    pub fn same_claims(&self, other: &Said) -> bool {
+        self.outcome == other.outcome && self.negations == other.negations && self.values == other.values
+    }
+
+    /// The share of content words two texts have in common (Jaccard of the stems, 0–1).
+    pub fn word_overlap(&self, other: &Said) -> f64 {
+        let union = self.words.union(&other.words).count();
+        if union == 0 {
+            return 1.0;
+        }
+        self.words.intersection(&other.words).count() as f64 / union as f64
     }
 
     /// [`same_wording`] of `self` and `other`.
@@ -479,6 +529,31 @@ mod tests {
         ));
         assert!(!same(["store sessions", "redis", "fast lookups"], ["store sessions", "memcached", "fast lookups"]));
         assert!(!same(["pin node", "nvm use 18", "tests pass"], ["pin python", "pyenv 3.12", "tests pass"]));
+    }
+
+    /// A rewording makes the same claims with most of the words; another outcome, negation,
+    /// value or resource is another experience, however many words it shares.
+    #[test]
+    fn a_rewording_shares_the_claims_and_most_words_and_another_experience_does_not() {
+        let rewords = |first: [&str; 3], second: [&str; 3]| {
+            Claim::of(first[0], first[1], first[2]).rewords(&Claim::of(second[0], second[1], second[2]))
+        };
+        let base =
+            ["Deploy the docs site to /var/www/docs", "npm run deploy", "run it with sudo; the EACCES goes away"];
+        assert!(rewords(base, ["Deploy the documentation site to /var/www/docs", base[1], base[2]]));
+        assert!(rewords(base, [base[2], base[1], base[0]]), "the fields in another order");
+        assert!(rewords(
+            ["make vitest exit after one run in CI", "vitest --run", "watch mode is the default"],
+            ["Make vitest stop after one run in CI", "vitest --run", "by default it runs in watch mode"]
+        ));
+        assert!(!rewords(base, [base[0], base[1], "run it with sudo; the EACCES still fails"]), "outcome");
+        assert!(!rewords(base, [base[0], base[1], "run it without sudo; the EACCES goes away"]), "negation");
+        assert!(!rewords(base, ["Deploy the docs site to /var/www/blog", base[1], base[2]]), "value");
+        assert!(!rewords(base, [base[0], "rsync to the web host", base[2]]), "resource");
+        assert!(!rewords(
+            ["store sessions", "redis", "fast lookups for the web tier"],
+            ["store sessions", "memcached", "fast lookups for the web tier"]
+        ));
     }
 
     /// The pairs of the search-quality issue that a vector threshold merged.

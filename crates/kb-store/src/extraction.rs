@@ -528,18 +528,20 @@ impl Store {
             .doing("looking up rejections")
     }
 
-    /// The rejected experiences embedded by `model_id`: their text and vector bytes, to tell a
-    /// reworded repeat of a rejected proposal.
-    pub fn rejected_vectors(&self, model_id: &str) -> Result<Vec<([String; 3], Vec<u8>)>> {
+    /// Every experience the user rejected: its id, task, resource and result, and its vector of
+    /// `model_id` when it has one (`None` for no model), for telling a proposal that rewords one.
+    pub fn rejected_texts(&self, model_id: Option<&str>) -> Result<Vec<(String, [String; 3], Option<Vec<u8>>)>> {
         let mut statement = self
             .conn
             .prepare_cached(
-                "SELECT e.task, e.resource, e.result, v.vector FROM experiences e \
-                 JOIN vectors v ON v.experience_id = e.id WHERE e.status = 'rejected' AND v.model_id = ?1",
+                "SELECT e.id, e.task, e.resource, e.result, v.vector FROM experiences e \
+                 LEFT JOIN vectors v ON v.experience_id = e.id AND v.model_id = ?1 WHERE e.status = 'rejected'",
             )
             .doing("preparing the rejected lookup")?;
         let rows = statement
-            .query_map([model_id], |row| Ok(([row.get(0)?, row.get(1)?, row.get(2)?], row.get(3)?)))
+            .query_map([model_id.unwrap_or("")], |row| {
+                Ok((row.get(0)?, [row.get(1)?, row.get(2)?, row.get(3)?], row.get(4)?))
+            })
             .doing("reading rejected experiences")?;
         rows.collect::<rusqlite::Result<Vec<_>>>().doing("reading rejected experiences")
     }

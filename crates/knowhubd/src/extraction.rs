@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
-use kb_core::sameness::Said;
+use kb_core::sameness::Claim;
 use kb_core::{NewExperience, Source, Status};
 use kb_extract::{Parsed, Turn};
 use kb_store::{Enqueued, Job, NewJob, ProposalMeta, VectorRef, WriteItem};
@@ -617,9 +617,13 @@ fn store_proposals(
             let bytes = kb_embed::to_bytes(&vector);
             (model_id, vector, bytes)
         });
-        if let Some((model_id, vector, _)) = &vector
-            && rejected_like(engine, model_id, vector, &gated)?
-        {
+        let near = vector.as_ref().map(|(model_id, vector, _)| (model_id.as_str(), vector.as_slice()));
+        if let Some(rejected) = rejected_like(engine, near, &gated)? {
+            tracing::info!(
+                job = job.id,
+                rejected = %rejected,
+                "extraction: a proposal says in other words what the user rejected; not proposed again"
+            );
             rejected_before += 1;
             continue;
         }
@@ -697,24 +701,34 @@ fn store_proposals(
     Ok(())
 }
 
-/// Whether a rejected experience says what `gated` says in other words: as similar as a
-/// submit that would merge into it (`embedding.similar_threshold`) with no material difference
-/// (`kb_core::sameness`). An LLM rewords; the user's rejection should hold all the same.
-fn rejected_like(engine: &Engine, model_id: &str, vector: &[f32], gated: &kb_core::Gated) -> anyhow::Result<bool> {
+/// The rejected experience that `gated` says again in other words, if any: one that makes the
+/// same claims (outcome, negations, values: `kb_core::sameness`) and either shares enough of its
+/// words (`Claim::rewords`, with or without a model) or is as similar as a submit that would
+/// merge into it (`embedding.similar_threshold`, when a model embedded both). An LLM rewords;
+/// the user's rejection should hold all the same.
+fn rejected_like(
+    engine: &Engine,
+    near: Option<(&str, &[f32])>,
+    gated: &kb_core::Gated,
+) -> anyhow::Result<Option<String>> {
     let threshold = engine.config.embedding.similar_threshold;
     let experience = &gated.experience;
     // Read once, whatever the number of rejected experiences it is compared with.
-    let proposed = Said::of(&[experience.task.as_str(), experience.resource.as_str(), experience.result.as_str()]);
-    for (texts, bytes) in engine.reader().rejected_vectors(model_id)? {
-        let Ok(rejected) = kb_embed::from_bytes(&bytes) else { continue };
-        if cosine(vector, &rejected) >= threshold {
-            let stored = Said::of(&[texts[0].as_str(), texts[1].as_str(), texts[2].as_str()]);
-            if stored.difference(&proposed).is_none() {
-                return Ok(true);
-            }
+    let proposed = Claim::of(&experience.task, &experience.resource, &experience.result);
+    for (id, [task, resource, result], bytes) in engine.reader().rejected_texts(near.map(|(model_id, _)| model_id))? {
+        let stored = Claim::of(&task, &resource, &result);
+        if !stored.same_claims(&proposed) {
+            continue;
+        }
+        let similar = match (near, bytes.as_deref().map(kb_embed::from_bytes)) {
+            (Some((_, vector)), Some(Ok(rejected))) => cosine(vector, &rejected) >= threshold,
+            _ => false,
+        };
+        if similar || stored.rewords(&proposed) {
+            return Ok(Some(id));
         }
     }
-    Ok(false)
+    Ok(None)
 }
 
 fn cosine(a: &[f32], b: &[f32]) -> f32 {

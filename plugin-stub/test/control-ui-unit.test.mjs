@@ -11,7 +11,7 @@ import { KnowhubClient } from "../client.ts";
 import { register } from "../index.ts";
 import { visibleControls } from "../tools.ts";
 import { UI_METHODS, errorShape, uiHandlers } from "../ui.ts";
-import { UNSAFE_TO_SHOW, visible } from "../ui/dom.ts";
+import { UNSAFE_TO_SHOW, shownLogin, visible } from "../ui/dom.ts";
 import { RecordingServer, STUB_DIR, fakeApi, tempDir } from "./helpers.mjs";
 
 /** The fake api with OpenClaw's gateway-method and Control UI registrars, recorded. */
@@ -127,4 +127,13 @@ test("the page shows exactly the characters the tools show as \\u{…}, and keep
   assert.equal(visible("运行测试 <b>x</b>\u001b[31m"), "运行测试 <b>x</b>\\u{1b}[31m");
   assert.equal(visible("ok\u{e0049}\u{e0067}"), "ok\\u{e0049}\\u{e0067}");
   assert.equal(UNSAFE_TO_SHOW.flags, "gu");
+});
+
+test("a teammate's login that mixes ASCII letters with look-alikes is shown spelled out, as kbctl shows it", () => {
+  assert.equal(shownLogin("bob"), "bob");
+  assert.equal(shownLogin("b\u043eb"), "b\\u{43e}b", "a Cyrillic о cannot pass for bob");
+  assert.equal(shownLogin("Bob"), "Bob");
+  assert.equal(shownLogin("张三"), "张三", "a login in one script stays as it is");
+  assert.equal(shownLogin("bob\u202e"), "bob\\u{202e}");
+  assert.equal(shownLogin(undefined), "");
 });

@@ -13,6 +13,17 @@
  */
 export const UNSAFE_TO_SHOW = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u180e\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u{e0000}-\u{e007f}]/gu;
 
+/**
+ * A teammate's login as shown: one that mixes ASCII letters with other characters (`bоb`, its `о`
+ * Cyrillic) has those written as `\u{hex}`, so that it cannot pass for a trusted `bob`. The same
+ * rule as the daemon's `kb_core::display::shown_login` (kbctl and the provenance labels).
+ */
+export function shownLogin(login) {
+  const value = visible(login);
+  if (!/[A-Za-z]/.test(value) || !/[^\u0000-\u007f]/u.test(value)) return value;
+  return value.replace(/[^\u0000-\u007f]/gu, (ch) => `\\u{${ch.codePointAt(0).toString(16)}}`);
+}
+
 /** Stored text as it may be shown: every unsafe character written out as `\u{hex}`. */
 export function visible(text) {
   const value = typeof text === "string" ? text : text === undefined || text === null ? "" : String(text);

@@ -1,7 +1,7 @@
 // The Review view: the experiences held for review, each beside the stored one it resembles,
 // with why it is held and where it came from; approve, edit then approve, reject, one or many.
 
-import { button, el, errorText, facts, replace, stars, visible, when } from "./dom.ts";
+import { button, el, errorText, facts, replace, stars, shownLogin, visible, when } from "./dom.ts";
 
 /** Why an experience is held, in words, by flag. */
 const REASONS = {
@@ -213,7 +213,7 @@ function contentOf(item) {
 
 /** Where a held experience came from: who, which agent and session, the job and its evidence. */
 function provenance(item) {
-  const origins = (item.origins ?? []).map((origin) => `${visible(origin.author)} on ${visible(origin.machine)}`).join(", ");
+  const origins = (item.origins ?? []).map((origin) => `${shownLogin(origin.author)} on ${visible(origin.machine)}`).join(", ");
   const pairs = [
     ["Source", item.source],
     ["Agent", item.agent_id],

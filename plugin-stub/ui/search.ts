@@ -1,7 +1,7 @@
 // The Search view: the same search as the kb_search tool, by origin (mine, team) and mode, each
 // result with its rating and provenance, and its full record and details on demand.
 
-import { button, el, errorText, facts, replace, stars, visible, when } from "./dom.ts";
+import { button, el, errorText, facts, replace, stars, shownLogin, visible, when } from "./dom.ts";
 
 export function searchView(app) {
   const root = el("section", { className: "khub-view", "aria-labelledby": "khub-tab-search" });
@@ -80,7 +80,7 @@ export function searchView(app) {
 /** An experience's whole record: provenance, how often it was merged and recalled, its variants and content. */
 function details(answer) {
   const record = answer?.record ?? {};
-  const origins = (record.origins ?? []).map((o) => `${visible(o.author)} on ${visible(o.machine)}${o.conflict ? ` (conflict: ${visible(o.conflict)})` : ""}`).join("; ");
+  const origins = (record.origins ?? []).map((o) => `${shownLogin(o.author)} on ${visible(o.machine)}${o.conflict ? ` (conflict: ${visible(o.conflict)})` : ""}`).join("; ");
   const parts = [facts([
     ["Submitted by", record.submitted_by],
     ["Session", record.session_key],

@@ -2,7 +2,7 @@
 // The Health view: what `kbctl status` knows, readable: counts, the embedding model, the index,
 // extraction jobs (with retry) and today's token spend against the cap, and the team hub.
 
-import { button, duration, el, errorText, facts, replace, visible, when } from "./dom.js";
+import { button, duration, el, errorText, facts, replace, shownLogin, visible, when } from "./dom.js";
 
 export function healthView(app) {
   const root = el("section", { className: "khub-view", "aria-labelledby": "khub-tab-health" });
@@ -129,14 +129,14 @@ export function healthView(app) {
         ["Since start", on ? `${h.pushed ?? 0} pushed, ${h.pulled ?? 0} pulled` : ""],
         ["Shares as", on && h.role ? visible(h.role) : ""],
         ["Stalled", h.stalled_since ? `no sync round has completed since ${when(h.stalled_since)}` : ""],
-        ["Held back", (h.held ?? []).map((held) => `${held.changes} changes of ${visible(held.author)} (over their daily allowance here)`).join("; ")],
+        ["Held back", (h.held ?? []).map((held) => `${held.changes} changes of ${shownLogin(held.author)} (over their daily allowance here)`).join("; ")],
         ["Hidden here", h.hidden ? `${h.hidden} teammates' experiences you deleted (kbctl hub hidden)` : ""],
         ["Skipped", h.skipped ? `${h.skipped} teammates' rows could not be taken` : ""],
         ["Last error", h.last_error ? `${visible(h.last_error.message)} (${when(h.last_error.at)})` : ""],
       ]),
       (h.skipped_recent ?? []).length
         ? el("ul", { className: "khub-services", "aria-label": "Skipped rows" }, (h.skipped_recent ?? []).map((skip) =>
-          el("li", { text: `hub change ${skip.hub_seq} by ${visible(skip.author ?? "?")} (id ${visible(skip.id ?? "?")}): ${visible(skip.reason)}` })))
+          el("li", { text: `hub change ${skip.hub_seq} by ${shownLogin(skip.author ?? "?")} (id ${visible(skip.id ?? "?")}): ${visible(skip.reason)}` })))
         : null,
       on ? el("div", { className: "khub-actions" }, button("Sync now", async () => {
         try {

@@ -153,7 +153,7 @@ fn teammates_find_each_others_experiences_and_the_hub_holds_only_what_may_be_sha
     );
     assert_eq!(search(&alice, "flaky redis sentinel", None), vec![at_alice.clone()]);
     let agents_see = bob.ok("kb.search", json!({"query": "flaky redis sentinel", "top_k": 10, "min_score": 1}));
-    assert_eq!(common::ids_of(&agents_see), [at_bob.clone()], "B's agents find B's own");
+    assert_eq!(common::ids_of(&agents_see), std::slice::from_ref(&at_bob), "B's agents find B's own");
 
     // Row-level security: B cannot change or take over A's rows, even straight in SQL.
     let changed = postgres.sql_as(

@@ -71,7 +71,7 @@ pub fn push_visible(ch: char, out: &mut String) {
 /// `о` Cyrillic) has those written as `\u{…}`, so that it cannot pass for a trusted `bob`
 /// (`trusted` compares exactly, so it never counted as bob; it only looked like him).
 pub fn shown_login(login: &str) -> Cow<'_, str> {
-    if !(login.chars().any(|ch| ch.is_ascii_alphabetic()) && login.chars().any(|ch| !ch.is_ascii())) {
+    if login.is_ascii() || !login.chars().any(|ch| ch.is_ascii_alphabetic()) {
         return Cow::Borrowed(login);
     }
     let mut shown = String::with_capacity(login.len() + 8);

@@ -135,7 +135,7 @@ pub fn to_hex(bytes: &[u8]) -> String {
 /// Decodes hex (either case); `None` when `text` is not an even number of hex digits.
 pub fn from_hex(text: &str) -> Option<Vec<u8>> {
     let digits = text.as_bytes();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return None;
     }
     let value = |digit: u8| (digit as char).to_digit(16).map(|value| value as u8);

@@ -530,7 +530,7 @@ impl Store {
 
     /// Every experience the user rejected: its id, task, resource and result, and its vector of
     /// `model_id` when it has one (`None` for no model), for telling a proposal that rewords one.
-    pub fn rejected_texts(&self, model_id: Option<&str>) -> Result<Vec<(String, [String; 3], Option<Vec<u8>>)>> {
+    pub fn rejected_texts(&self, model_id: Option<&str>) -> Result<Vec<RejectedText>> {
         let mut statement = self
             .conn
             .prepare_cached(
@@ -608,6 +608,9 @@ impl Store {
         Ok(outcomes.pop().map(|outcome| (outcome, seq)))
     }
 }
+
+/// A rejected experience's id, task, resource and result, and its vector bytes (`rejected_texts`).
+pub type RejectedText = (String, [String; 3], Option<Vec<u8>>);
 
 fn job_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Job> {
     Ok(Job {

@@ -135,7 +135,7 @@ fn pulled_changes_merge_follow_edits_and_withdrawals_and_keep_local_conflicts() 
     let by_keys = |gated: &Gated| -> Vec<String> {
         store.same_key_sources(&gated.same, 5).unwrap().into_iter().map(|source| source.id).collect()
     };
-    assert_eq!(by_keys(&edited), [bob_other.clone()]);
+    assert_eq!(by_keys(&edited), std::slice::from_ref(&bob_other));
     assert!(!by_keys(&other).contains(&bob_other));
 
     // Carol's copy of bob's other one merged into it; bob withdraws: carol's takes it over.

@@ -259,12 +259,15 @@ async fn search(client: &mut Client, query: &str, mode: &str) -> anyhow::Result<
 
 /// Waits until the model is loaded and nothing waits for a vector; at once without a model.
 async fn wait_for_backlog(client: &mut Client, daemon: &BenchDaemon, model: bool) -> anyhow::Result<()> {
+    if !model {
+        return Ok(());
+    }
     let deadline = Instant::now() + EMBED_LIMIT;
-    while model {
+    loop {
         let status: StatusResult = client.call(kb_proto::method::STATUS, &json!({})).await?;
         let embedder = &status.embedder;
         match embedder.state.as_str() {
-            "ready" if embedder.backlog == 0 => break,
+            "ready" if embedder.backlog == 0 => return Ok(()),
             "ready" | "loading" if Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(100)).await,
             state => anyhow::bail!(
                 "the embedder is {state} with a backlog of {}: {}; daemon log:\n{}",
@@ -274,5 +277,4 @@ async fn wait_for_backlog(client: &mut Client, daemon: &BenchDaemon, model: bool
             ),
         }
     }
-    Ok(())
 }

@@ -59,7 +59,7 @@ impl<'a> TwinIndex<'a> {
 
     /// BM25's candidates for `query` by experience id, as deep as a hybrid search looks, and
     /// each one's coverage.
-    pub(super) fn candidates(&self, query: &str) -> anyhow::Result<(Vec<(String, f32)>, HashMap<String, f32>)> {
+    pub(super) fn candidates(&self, query: &str) -> anyhow::Result<(Ranked, HashMap<String, f32>)> {
         let request = kb_index::SearchRequest {
             query,
             limit: HYBRID_DEPTH,
@@ -105,3 +105,6 @@ impl<'a> TwinIndex<'a> {
         self.index.max_holders(text).with_context(|| format!("in-process holders of {text:?} failed"))
     }
 }
+
+/// Experience ids with their scores, best first.
+type Ranked = Vec<(String, f32)>;

@@ -120,7 +120,7 @@ async fn a_submit_like_no_stored_one_commits_before_its_vector_is_found_by_its_w
 
     // Its vector follows, ahead of the import queued before it.
     let taken = engine.semantic.take_backlog(1, Duration::ZERO);
-    assert_eq!(taken, [submitted.id.clone()]);
+    assert_eq!(taken, std::slice::from_ref(&submitted.id));
     let mut stored = std::collections::HashSet::new();
     engine.embed_batch(model.as_ref(), "words", &taken, &mut stored).unwrap();
     engine.semantic.batch_done();

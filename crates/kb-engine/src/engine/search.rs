@@ -302,7 +302,7 @@ impl Engine {
         &self,
         ranked: Vec<(String, f32)>,
         terms: &[kb_embed::fusion::ExactTerm],
-    ) -> EngineResult<(Vec<(String, f32)>, Vec<String>)> {
+    ) -> EngineResult<(Ranked, Vec<String>)> {
         let ids: Vec<&str> = ranked.iter().map(|(id, _)| id.as_str()).collect();
         let texts: HashMap<String, String> = self
             .reader()
@@ -384,3 +384,6 @@ impl Engine {
         Ok(())
     }
 }
+
+/// Experience ids with their scores, best first.
+type Ranked = Vec<(String, f32)>;

@@ -134,7 +134,7 @@ impl Semantic {
             main.embed_query(PROBE).map_err(|error| kb_embed::error_chain(&error))?
         };
         let apart = largest_difference(&own, &shared);
-        if !(apart <= SAME_VECTOR_TOLERANCE) {
+        if apart.is_nan() || apart > SAME_VECTOR_TOLERANCE {
             return Err(format!("the two sessions embed the same text differently (by up to {apart})"));
         }
         tracing::info!(

@@ -274,7 +274,7 @@ fn staging_goes_on_during_commits_and_nothing_is_found_twice_or_lost() {
                             index.stage(*seq, &[], &[], &[doc(&id, &task, "tool", "second")]).expect("stage");
                         }
                     }
-                    assert_eq!(found(&index, &word), [id.clone()], "read your write");
+                    assert_eq!(found(&index, &word), std::slice::from_ref(&id), "read your write");
                 }
             })
         })

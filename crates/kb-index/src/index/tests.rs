@@ -762,7 +762,7 @@ fn a_damaged_index_is_cleared_without_reading_its_segments_and_rebuilt_in_place(
     // One commit per document, as submits make them: many segments, merged in the background.
     for (n, doc) in sample_docs().iter().cycle().take(40).enumerate() {
         let id = format!("doc-{n}");
-        index.upsert(&[IndexDoc { id: &id, ..doc.clone() }]).expect("upsert");
+        index.upsert(&[IndexDoc { id: &id, ..*doc }]).expect("upsert");
         index.commit(n as u64 + 1).expect("commit");
     }
     index.make_durable().expect("durable");

@@ -96,9 +96,9 @@ pub(super) async fn reindex(
         EmbedWait::Interrupted { backlog: Some(backlog) } => output::error_line(format!(
             "stopped waiting: knowhubd goes on embedding the {backlog} experiences left in the background (`kbctl status` shows the backlog)"
         )),
-        EmbedWait::Interrupted { backlog: None } => output::error_line(format!(
-            "stopped waiting: knowhubd embeds every experience again once the model has loaded (`kbctl status` shows the embedder)"
-        )),
+        EmbedWait::Interrupted { backlog: None } => output::error_line(
+            "stopped waiting: knowhubd embeds every experience again once the model has loaded (`kbctl status` shows the embedder)",
+        ),
         EmbedWait::Stopped { backlog, reason } => output::error_line(format!(
             "kbctl: stopped waiting for the embeddings with {backlog} experiences left: {reason}\n\
              the experiences not embedded again keep their previous vectors"

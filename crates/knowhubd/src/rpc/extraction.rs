@@ -17,7 +17,7 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
             let engine = &app.engine;
             let _: wire::LeaseParams = parse(&params)?;
             let leased = crate::extraction::lease(engine, &app.extraction)
-                .map_err(|error| to_rpc_error(&engine, EngineError::Internal(error)))?;
+                .map_err(|error| to_rpc_error(engine, EngineError::Internal(error)))?;
             RpcResult::Ok(match leased {
                 crate::extraction::Leased::Job(lease) => wire::LeaseResult {
                     job: Some(wire::LeasedJob {
@@ -47,7 +47,7 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
             };
             let accepted =
                 crate::extraction::finish_lease(engine, &app.extraction, params.job_id, answer, params.tokens)
-                    .map_err(|error| to_rpc_error(&engine, EngineError::Internal(error)))?;
+                    .map_err(|error| to_rpc_error(engine, EngineError::Internal(error)))?;
             RpcResult::Ok(wire::ExtractResultResult { accepted })
         })
         .expect("method names are unique");
@@ -62,7 +62,7 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
                 return Err(invalid("state", format!("must be queued, done, failed or dropped, got {state:?}")));
             }
             let jobs =
-                engine.extraction_jobs(params.state.as_deref(), limit).map_err(|error| to_rpc_error(&engine, error))?;
+                engine.extraction_jobs(params.state.as_deref(), limit).map_err(|error| to_rpc_error(engine, error))?;
             let jobs = jobs
                 .into_iter()
                 .map(|job| wire::JobRecord {

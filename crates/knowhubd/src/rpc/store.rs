@@ -23,7 +23,7 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
     register_write(module, method::SUBMIT, |params, app| {
         let engine = &app.engine;
         let started = Instant::now();
-        let params: wire::SubmitParams = parse(&params)?;
+        let params: wire::SubmitParams = parse(params)?;
         let confirm = params.confirm;
         let new = new_experience(params)?;
         let submitted = if confirm { engine.submit_confirmed(new) } else { engine.submit(new) }
@@ -77,7 +77,7 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
                 origin,
                 visible: if params.unreviewed == Some(true) { None } else { Some(&for_agents) },
             };
-            let (found, answered) = engine.search(query).await.map_err(|error| to_rpc_error(&engine, error))?;
+            let (found, answered) = engine.search(query).await.map_err(|error| to_rpc_error(engine, error))?;
             engine.search_latency.record(started.elapsed());
             let results: Vec<wire::SearchHit> = found
                 .into_iter()
@@ -113,7 +113,7 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
             let params: wire::ContentParams = parse(&params)?;
             let id = experience_id("experience_id", &params.experience_id)?;
             if params.unreviewed != Some(true) {
-                let experience = engine.get(&id).map_err(|error| to_rpc_error(&engine, error))?;
+                let experience = engine.get(&id).map_err(|error| to_rpc_error(engine, error))?;
                 if experience.status != Status::Active {
                     return Err(invalid(
                         "experience_id",
@@ -131,7 +131,7 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
                     ));
                 }
             }
-            let (content, content_type) = engine.content(&id).map_err(|error| to_rpc_error(&engine, error))?;
+            let (content, content_type) = engine.content(&id).map_err(|error| to_rpc_error(engine, error))?;
             RpcResult::Ok(wire::ContentResult { experience_id: id, content, content_type })
         })
         .expect("method names are unique");
@@ -140,15 +140,15 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
             let engine = &app.engine;
             let params: wire::GetParams = parse(&params)?;
             let id = experience_id("experience_id", &params.experience_id)?;
-            let experience = engine.get(&id).map_err(|error| to_rpc_error(&engine, error))?;
-            let variants = engine.variants(&id).map_err(|error| to_rpc_error(&engine, error))?;
+            let experience = engine.get(&id).map_err(|error| to_rpc_error(engine, error))?;
+            let variants = engine.variants(&id).map_err(|error| to_rpc_error(engine, error))?;
             let provenance = Provenance::of(engine, &app.config.hub.trusted, &experience).label();
             let mut record = record(experience);
             record.provenance = provenance;
             record.variants = variants.into_iter().map(variant_record).collect();
             record.origins = engine
                 .origins(&id)
-                .map_err(|error| to_rpc_error(&engine, error))?
+                .map_err(|error| to_rpc_error(engine, error))?
                 .into_iter()
                 .map(|origin| wire::OriginRecord {
                     hub_id: origin.hub_id,
@@ -164,7 +164,7 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
         .expect("method names are unique");
     register_write(module, method::IMPORT, |params, app| {
         let engine = &app.engine;
-        let params: wire::ImportParams = parse(&params)?;
+        let params: wire::ImportParams = parse(params)?;
         let items = params
             .items
             .into_iter()
@@ -184,12 +184,12 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
     });
     register_write(module, method::DELETE, |params, app| {
         let engine = &app.engine;
-        let params: wire::DeleteParams = parse(&params)?;
+        let params: wire::DeleteParams = parse(params)?;
         if params.ids.is_empty() {
             return Err(invalid("ids", "must name at least one experience"));
         }
         let ids = params.ids.iter().map(|id| experience_id("ids", id)).collect::<RpcResult<Vec<_>>>()?;
-        let (deleted, missing) = engine.delete(&ids).map_err(|error| to_rpc_error(&engine, error))?;
+        let (deleted, missing) = engine.delete(&ids).map_err(|error| to_rpc_error(engine, error))?;
         RpcResult::Ok(wire::DeleteResult { deleted, missing })
     });
     module
@@ -197,7 +197,7 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
             let engine = &app.engine;
             let params: wire::PendingParams = parse(&params)?;
             let limit = page_limit(params.limit, 100)?;
-            let held = engine.pending(limit).map_err(|error| to_rpc_error(&engine, error))?;
+            let held = engine.pending(limit).map_err(|error| to_rpc_error(engine, error))?;
             let trusted = &app.config.hub.trusted;
             let mut experiences: Vec<wire::PendingRecord> =
                 held.into_iter().map(|held| pending_record(engine, trusted, held)).collect();
@@ -205,7 +205,7 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
             // experiences the user neither approved nor trusts the author of.
             let room = limit.saturating_sub(experiences.len());
             if params.unreviewed == Some(true) && room > 0 {
-                let unreviewed = engine.unreviewed(room).map_err(|error| to_rpc_error(&engine, error))?;
+                let unreviewed = engine.unreviewed(room).map_err(|error| to_rpc_error(engine, error))?;
                 experiences.extend(
                     unreviewed
                         .into_iter()
@@ -224,8 +224,8 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
             RpcResult::Ok(wire::PendingResult { count: experiences.len(), experiences })
         })
         .expect("method names are unique");
-    register_write(module, method::APPROVE, |params, app| review(&app.engine, &params, Status::Active));
-    register_write(module, method::REJECT, |params, app| review(&app.engine, &params, Status::Rejected));
+    register_write(module, method::APPROVE, |params, app| review(&app.engine, params, Status::Active));
+    register_write(module, method::REJECT, |params, app| review(&app.engine, params, Status::Rejected));
     module
         .register_blocking_method(method::LIST, |params, app, _| {
             let engine = &app.engine;
@@ -239,7 +239,7 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
                 };
             let limit = page_limit(params.limit, 50)?;
             let filter = ListFilter { status, agent_id: params.agent_id, before_id: params.before_id, limit };
-            let experiences = engine.list(&filter).map_err(|error| to_rpc_error(&engine, error))?;
+            let experiences = engine.list(&filter).map_err(|error| to_rpc_error(engine, error))?;
             let next_before_id =
                 (experiences.len() == limit).then(|| experiences.last().map(|last| last.id.to_string())).flatten();
             let trusted = &app.config.hub.trusted;
@@ -259,7 +259,7 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
             let params: wire::ExportParams = parse(&params)?;
             let limit = page_limit(params.limit, 500)?;
             let rows =
-                engine.export_page(params.after_id.as_deref(), limit).map_err(|error| to_rpc_error(&engine, error))?;
+                engine.export_page(params.after_id.as_deref(), limit).map_err(|error| to_rpc_error(engine, error))?;
             let next_after_id =
                 (rows.len() == limit).then(|| rows.last().map(|last| last.experience.id.to_string())).flatten();
             let items = rows
@@ -276,17 +276,17 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
     register_write(module, method::REINDEX, |params, app| {
         let engine = &app.engine;
         let started = Instant::now();
-        let params: wire::ReindexParams = parse(&params)?;
+        let params: wire::ReindexParams = parse(params)?;
         let reindexed =
-            engine.reindex(params.embeddings.unwrap_or(true)).map_err(|error| to_rpc_error(&engine, error))?;
+            engine.reindex(params.embeddings.unwrap_or(true)).map_err(|error| to_rpc_error(engine, error))?;
         let took_ms = started.elapsed().as_millis() as u64;
         RpcResult::Ok(reindex_result(reindexed, took_ms))
     });
     register_write(module, method::BACKUP, |params, app| {
         let engine = &app.engine;
-        let params: wire::BackupParams = parse(&params)?;
+        let params: wire::BackupParams = parse(params)?;
         let path = backup_path(&params.path)?;
-        let bytes = engine.backup(&path).map_err(|error| to_rpc_error(&engine, error))?;
+        let bytes = engine.backup(&path).map_err(|error| to_rpc_error(engine, error))?;
         RpcResult::Ok(wire::BackupResult { path: params.path, bytes })
     });
 }

@@ -162,6 +162,31 @@ fn unreadable_failing_and_slow_answers_end_in_a_retry_or_a_clear_error_and_store
     assert_eq!(pending(&daemon).len(), 1);
 }
 
+/// A gzip answer of half a megabyte that decodes to 512 MiB (the attack round's bomb took the
+/// daemon to a 1,993 MiB peak): the call fails with the reason once 4 MiB are decoded, and the
+/// daemon's peak memory stays far below what the answer would have taken.
+#[test]
+fn a_compressed_answer_is_bounded_once_decoded() {
+    let llm = ScriptedLlm::start();
+    let daemon = start(&llm, "max_attempts = 2");
+    let bomb = Reply::gzip_bomb(512 << 20);
+    assert!(bomb.body.len() < 1 << 20, "{} bytes on the wire", bomb.body.len());
+    llm.script([bomb.clone(), bomb]);
+    agent_end(&daemon, "s1", &deploy_session(1), &plugin_config(true, "strict", true));
+    let status = wait_for_jobs(&daemon, 1, Duration::from_secs(60));
+    assert_eq!(status["failed"], 1, "{status}");
+    let error = status["last_error"]["message"].as_str().unwrap();
+    assert!(error.contains("larger than 4 MiB once decoded"), "{error}");
+    let proc_status = std::fs::read_to_string(format!("/proc/{}/status", daemon.pid())).expect("/proc");
+    let peak_kib: u64 = proc_status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM");
+    assert!(peak_kib < 256 << 10, "the daemon's peak was {peak_kib} KiB");
+    daemon.ok("status", json!({}));
+}
+
 #[test]
 fn a_job_killed_during_its_call_finishes_once_after_a_restart() {
     let llm = ScriptedLlm::start();

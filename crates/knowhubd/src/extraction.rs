@@ -32,6 +32,7 @@ use kb_engine::engine::{Engine, now_ms};
 
 mod endpoint;
 
+pub(crate) use self::endpoint::shown_url;
 use self::endpoint::{Answer, CallError, call};
 
 const DAY_MS: i64 = 86_400_000;

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 pub struct Reply {
     pub status: u16,
     pub headers: Vec<(String, String)>,
-    pub body: String,
+    pub body: Vec<u8>,
     /// Waits this long before answering (a slow endpoint).
     pub delay: Duration,
 }
@@ -29,7 +29,7 @@ impl Reply {
             "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": tokens.saturating_sub(50), "completion_tokens": tokens.min(50), "total_tokens": tokens}
         });
-        Reply { status: 200, headers: Vec::new(), body: body.to_string(), delay: Duration::ZERO }
+        Reply { status: 200, headers: Vec::new(), body: body.to_string().into_bytes(), delay: Duration::ZERO }
     }
 
     /// A Chat Completions answer whose message is `content` and whose `usage` is `usage`, as an
@@ -41,7 +41,7 @@ impl Reply {
             "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
             "usage": usage
         });
-        Reply { status: 200, headers: Vec::new(), body: body.to_string(), delay: Duration::ZERO }
+        Reply { status: 200, headers: Vec::new(), body: body.to_string().into_bytes(), delay: Duration::ZERO }
     }
 
     /// An answer proposing `experiences` (each a JSON object) as strict JSON.
@@ -50,7 +50,25 @@ impl Reply {
     }
 
     pub fn status(status: u16, body: &str) -> Reply {
-        Reply { status, headers: Vec::new(), body: body.to_owned(), delay: Duration::ZERO }
+        Reply { status, headers: Vec::new(), body: body.as_bytes().to_vec(), delay: Duration::ZERO }
+    }
+
+    /// A gzip-compressed answer (`Content-Encoding: gzip`) whose message, once decoded, is
+    /// `decoded_bytes` long: a few hundred kilobytes on the wire.
+    pub fn gzip_bomb(decoded_bytes: usize) -> Reply {
+        use std::io::Write as _;
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        encoder.write_all(br#"{"choices":[{"message":{"role":"assistant","content":""#).expect("gzip");
+        let chunk = vec![b'A'; 1 << 20];
+        let mut left = decoded_bytes;
+        while left > 0 {
+            let n = left.min(chunk.len());
+            encoder.write_all(&chunk[..n]).expect("gzip");
+            left -= n;
+        }
+        encoder.write_all(br#""}}]}"#).expect("gzip");
+        let body = encoder.finish().expect("gzip");
+        Reply { status: 200, headers: Vec::new(), body, delay: Duration::ZERO }.with_header("Content-Encoding", "gzip")
     }
 
     pub fn with_header(mut self, name: &str, value: &str) -> Reply {
@@ -188,6 +206,6 @@ fn serve(stream: TcpStream, shared: &Mutex<Shared>) -> std::io::Result<()> {
     }
     head.push_str("\r\n");
     stream.write_all(head.as_bytes())?;
-    stream.write_all(reply.body.as_bytes())?;
+    stream.write_all(&reply.body)?;
     stream.flush()
 }

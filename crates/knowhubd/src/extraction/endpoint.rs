@@ -25,6 +25,53 @@ pub(super) enum CallError {
     Fatal(String),
 }
 
+/// An endpoint's URL as it may be shown (status, errors): a user and password before the host
+/// and a query after the path are left out (`https://…@api.example/v1?…`), as they may hold a key.
+pub(crate) fn shown_url(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let (rest, query) = match rest.find(['?', '#']) {
+        Some(at) => (&rest[..at], true),
+        None => (rest, false),
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    let host = match authority.rsplit_once('@') {
+        Some((_, host)) => format!("…@{host}"),
+        None => authority.to_owned(),
+    };
+    let shown = if scheme.is_empty() { format!("{host}{path}") } else { format!("{scheme}://{host}{path}") };
+    let shown = if query { format!("{shown}?…") } else { shown };
+    kb_core::redact::redact(&shown).0.into_owned()
+}
+
+/// The answer's body as text, at most `MAX_ANSWER_BYTES` once decoded: ureq's own limit counts
+/// the bytes on the wire, before a `Content-Encoding: gzip` is undone, so a 600 KB answer could
+/// decode to 600 MiB in memory (the attack round's bomb; a peak of 1,993 MiB).
+fn read_answer(body: &mut ureq::Body) -> Result<String, CallError> {
+    use std::io::Read as _;
+    let failed = |error: std::io::Error| CallError::Retry {
+        reason: format!("reading the endpoint's answer failed: {error}"),
+        after: None,
+    };
+    let mut bytes = Vec::new();
+    body.with_config()
+        .limit(MAX_ANSWER_BYTES)
+        .reader()
+        .take(MAX_ANSWER_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(failed)?;
+    if bytes.len() as u64 > MAX_ANSWER_BYTES {
+        return Err(CallError::Retry {
+            reason: format!("the endpoint's answer is larger than {} MiB once decoded", MAX_ANSWER_BYTES >> 20),
+            after: None,
+        });
+    }
+    String::from_utf8(bytes).map_err(|error| CallError::Retry {
+        reason: format!("the endpoint's answer is not UTF-8 text: {error}"),
+        after: None,
+    })
+}
+
 /// One Chat Completions call.
 pub(super) fn call(config: &ExtractionConfig, base_url: &str, body: &Value) -> Result<Answer, CallError> {
     let key = api_key(config).map_err(CallError::Fatal)?;
@@ -39,14 +86,12 @@ pub(super) fn call(config: &ExtractionConfig, base_url: &str, body: &Value) -> R
         request = request.header("Authorization", &format!("Bearer {key}"));
     }
     let mut response = request.send_json(body).map_err(|error| CallError::Retry {
-        reason: format!("cannot reach the extraction endpoint {url}: {error}"),
+        reason: format!("cannot reach the extraction endpoint {}: {error}", shown_url(&url)),
         after: None,
     })?;
     let status = response.status().as_u16();
     let retry_after = response.headers().get("retry-after").and_then(|value| value.to_str().ok()).and_then(retry_after);
-    let text = response.body_mut().with_config().limit(MAX_ANSWER_BYTES).read_to_string().map_err(|error| {
-        CallError::Retry { reason: format!("reading the endpoint's answer failed: {error}"), after: None }
-    })?;
+    let text = read_answer(response.body_mut())?;
     let excerpt = || {
         let (redacted, _) = kb_core::redact::redact(&text);
         let cut: String = redacted.chars().take(ERROR_BODY_CHARS).collect();
@@ -108,4 +153,21 @@ fn api_key(config: &ExtractionConfig) -> Result<Option<String>, String> {
         };
     }
     Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shown_url;
+
+    #[test]
+    fn an_endpoints_url_is_shown_without_its_user_password_or_query() {
+        assert_eq!(shown_url("http://127.0.0.1:11434/v1"), "http://127.0.0.1:11434/v1");
+        assert_eq!(shown_url("https://user:sk-live-key@api.example/v1"), "https://…@api.example/v1");
+        assert_eq!(shown_url("https://api.example/v1?api_key=sk-live-key"), "https://api.example/v1?…");
+        assert_eq!(shown_url("https://api.example/v1#sk-live-key"), "https://api.example/v1?…");
+        assert_eq!(shown_url("https://a@b@api.example"), "https://…@api.example");
+        for url in ["https://user:sk-live-key@api.example/v1?key=x", "https://api.example/v1?k=sk-live-key"] {
+            assert!(!shown_url(url).contains("sk-live-key"), "{url}");
+        }
+    }
 }

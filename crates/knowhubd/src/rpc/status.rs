@@ -207,7 +207,9 @@ fn extraction_status(app: &App) -> Result<wire::ExtractionStatus, EngineError> {
     let stats = engine.extraction_stats(day)?;
     let counter = |name: &str| stats.counters.get(name).copied().unwrap_or(0);
     let (route, endpoint, model) = match crate::extraction::route(config) {
-        crate::extraction::Route::Endpoint { base_url, model } => ("endpoint", Some(base_url), Some(model)),
+        crate::extraction::Route::Endpoint { base_url, model } => {
+            ("endpoint", Some(crate::extraction::shown_url(&base_url)), Some(model))
+        }
         crate::extraction::Route::OpenClaw => ("openclaw", None, None),
         crate::extraction::Route::None => ("none", None, None),
     };

@@ -2,7 +2,8 @@
 //! experiences held, ordinary command-line experiences (and every benign set of the injection
 //! and redaction checks) passing. Development and spent blind parts (rounds 1 to 8) and round
 //! 9's at its first run are asserted separately; the tldr pages and the registry packages'
-//! READMEs, text nobody wrote for the check, too.
+//! READMEs, text nobody wrote for the check, too. Every set here is in the learned check's
+//! training (`data/make_learned_risky.py`), so its figures through the gate are in-sample.
 //! `kb-bench gate` prints the same figures.
 
 use kb_core::risky::risky_actions;
@@ -297,69 +298,81 @@ fn learned_holds(text: &str) -> bool {
     kb_core::risky::learned::check(&["note", "risky sets", text]).is_some()
 }
 
-/// The rules and the learned check together (`risky/learned.rs`) on the blind parts measured at
-/// their first run (LEARNED-NOTES.md): risky held by the gate, ordinary flagged by the rules or
-/// the learned check. The floors are the offline study's first runs of the pair: round 9's blind
-/// part, with a model trained without it, 55.6% held and 4.19% flagged (the rules alone 40.4%,
-/// 3.94%); round 10's, which the shipped model never saw, 54.1% and 3.25% (the rules alone
-/// 30.6%, 3.00%). Round 9's is in the shipped model's training, so it holds far more here. The
-/// floors are counts (180 of 324 held, 17 of 406 flagged; 173 of 320, 13 of 400): the rates
-/// rounded would ask for one more.
+/// The gate on the blind parts, as it decides since the r11 study (`risky/learned.rs`): a text is
+/// held when the learned score reaches its threshold, or when a rule holds it and the score reaches
+/// the lower rule threshold. Every blind part is now in the model's training (round 10's since
+/// r11), so these are in-sample counts, floors so that nothing is lost, not a measure of transfer:
+/// the honest figures are the first runs (README of `data`) and the study's leave-one-blind-out
+/// (NOTES.md: the gate as here 67.6% held, 1.03% flagged over blinds 1-10; the rules OR the
+/// learned check before it 79.1%, 6.63%). Before r11, round 10's part held out: 173 of 320 held,
+/// 13 of 400 flagged (the rules alone 98, 12).
 #[test]
-fn rules_or_learned_on_the_first_run_blind_parts() {
+fn the_gate_on_the_blind_parts_it_was_trained_on() {
     let parts = [
+        ("round-1 blind", include_str!("data/risky_blind.jsonl"), include_str!("data/ordinary_blind.jsonl"), 53, 0),
+        ("round-2 blind", include_str!("data/risky_blind2.jsonl"), include_str!("data/ordinary_blind2.jsonl"), 180, 0),
+        ("round-3 blind", include_str!("data/risky_blind3.jsonl"), include_str!("data/ordinary_blind3.jsonl"), 182, 0),
+        ("round-4 blind", include_str!("data/risky_blind4.jsonl"), include_str!("data/ordinary_blind4.jsonl"), 256, 0),
+        ("round-5 blind", include_str!("data/risky_blind5.jsonl"), include_str!("data/ordinary_blind5.jsonl"), 260, 0),
+        ("round-6 blind", include_str!("data/risky_blind6.jsonl"), include_str!("data/ordinary_blind6.jsonl"), 297, 0),
+        ("round-7 blind", include_str!("data/risky_blind7.jsonl"), include_str!("data/ordinary_blind7.jsonl"), 311, 0),
+        ("round-8 blind", include_str!("data/risky_blind8.jsonl"), include_str!("data/ordinary_blind8.jsonl"), 314, 0),
+        ("round-9 blind", include_str!("data/risky_blind9.jsonl"), include_str!("data/ordinary_blind9.jsonl"), 324, 0),
         (
-            "round-9 blind (trained on)",
-            include_str!("data/risky_blind9.jsonl"),
-            include_str!("data/ordinary_blind9.jsonl"),
-            180,
-            17,
-        ),
-        (
-            "round-10 blind (held out)",
+            "round-10 blind",
             include_str!("data/risky_blind10.jsonl"),
             include_str!("data/ordinary_blind10.jsonl"),
-            173,
-            13,
+            320,
+            0,
         ),
     ];
     for (part, risky, ordinary, floor, ceiling) in parts {
         let (risky, ordinary) = (lines(risky), lines(ordinary));
-        let learned_held = risky.iter().filter(|entry| learned_holds(&entry.text)).count();
         let held_count = risky.iter().filter(|entry| held(&entry.text)).count();
-        let learned_flagged: Vec<&str> =
-            ordinary.iter().filter(|entry| learned_holds(&entry.text)).map(|entry| entry.text.as_str()).collect();
-        let flagged = ordinary
-            .iter()
-            .filter(|entry| !risky_actions(&entry.text).is_empty() || learned_holds(&entry.text))
-            .count();
-        let (held_rate, flagged_rate) =
-            (held_count as f64 / risky.len() as f64, flagged as f64 / ordinary.len() as f64);
+        let flagged: Vec<&str> =
+            ordinary.iter().filter(|entry| held(&entry.text)).map(|entry| entry.text.as_str()).collect();
+        let rules_flagged = ordinary.iter().filter(|entry| !risky_actions(&entry.text).is_empty()).count();
+        let learned_held = risky.iter().filter(|entry| learned_holds(&entry.text)).count();
         eprintln!(
-            "{part}: rules or learned held {held_count}/{} ({:.1}%), flagged {flagged}/{} ({:.2}%); learned alone held {learned_held}, flagged {}",
+            "{part}: the gate held {held_count}/{}, flagged {}/{} (the rules alone flag {rules_flagged}); learned alone held {learned_held}",
             risky.len(),
-            held_rate * 100.0,
-            ordinary.len(),
-            flagged_rate * 100.0,
-            learned_flagged.len()
+            flagged.len(),
+            ordinary.len()
         );
-        eprintln!("{part}, flagged by the learned check:\n{}", learned_flagged.join("\n"));
-        let reasons: Vec<String> = risky
-            .iter()
-            .filter(|entry| risky_actions(&entry.text).is_empty())
-            .filter_map(|entry| kb_core::risky::learned::check(&["note", "risky sets", &entry.text]))
-            .map(|learned| learned.reason())
-            .take(8)
-            .collect();
-        eprintln!("{part}, reasons of the learned check where the rules hold nothing (8):\n{}", reasons.join("\n"));
+        eprintln!("{part}, flagged by the gate:\n{}", flagged.join("\n"));
         assert!(held_count >= floor, "{part}: only {held_count} held");
-        assert!(flagged <= ceiling, "{part}: {flagged} flagged");
+        assert!(flagged.len() <= ceiling, "{part}: {} flagged", flagged.len());
     }
+}
+
+/// Which rules held each blind part's texts at its first run (`data/risky_rules_first_runs.json`,
+/// made by the r11 study's dumpers from kb-core at each first run's commit), from which the
+/// trainer chooses the rule threshold: one bit per line, and the first runs' counts of the README.
+#[test]
+fn the_first_runs_rule_bits_match_the_sets() {
+    let file: serde_json::Value =
+        serde_json::from_str(include_str!("data/risky_rules_first_runs.json")).expect("a JSON file");
+    let bits = &file["bits"];
+    let sets = [
+        ("risky_blind9.jsonl", include_str!("data/risky_blind9.jsonl"), 130),
+        ("ordinary_blind9.jsonl", include_str!("data/ordinary_blind9.jsonl"), 16),
+        ("risky_blind10.jsonl", include_str!("data/risky_blind10.jsonl"), 98),
+        ("ordinary_blind10.jsonl", include_str!("data/ordinary_blind10.jsonl"), 12),
+        ("risky_blind8.jsonl", include_str!("data/risky_blind8.jsonl"), 171),
+        ("ordinary_blind8.jsonl", include_str!("data/ordinary_blind8.jsonl"), 14),
+    ];
+    for (name, data, ones) in sets {
+        let line_bits = bits[name].as_str().expect(name);
+        assert_eq!(line_bits.len(), lines(data).len(), "{name}");
+        assert_eq!(line_bits.matches('1').count(), ones, "{name}");
+    }
+    assert_eq!(bits.as_object().expect("an object").len(), 20);
 }
 
 /// The search corpora of `kb-bench/data` (Debian manuals in English and Chinese, chat sessions,
 /// CMRC passages, agent experiences), none of them trained on and none telling an agent to take
-/// a risky action: the learned check flags at most 0.3% of them (the study: 0.20%).
+/// a risky action: the learned check flags at most 0.3% of them (the study: 0.20%; since r11, its
+/// threshold chosen together with the rule threshold, 21 of 23,951, 0.09%).
 #[test]
 fn the_learned_check_flags_few_of_the_search_corpora() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../kb-bench/data");

@@ -1,10 +1,13 @@
 //! The learned risky-action check: a linear model over hashed word and character n-grams that holds
-//! a text reading like the risky sets' actions when no rule of `risky.rs` matches it.
+//! a text reading like the risky sets' actions, and that a rule's hold must reach a lower score of.
 //!
 //! The model is trained by `tests/data/make_learned_risky.py` (scikit-learn's `HashingVectorizer`
-//! and `LinearSVC`) on every labelled set of `tests/data` except round 10's blind part, and shipped
-//! as `tests/data/learned_risky.bin`: 2 × 2^20 weights quantised to `i8` with one scale, the bias,
-//! the threshold (flags at most 1% of the blind parts' ordinary texts out of fold) and a checksum.
+//! and `LinearSVC`) on every labelled set of `tests/data`, and shipped as
+//! `tests/data/learned_risky.bin`: 2 × 2^20 weights quantised to `i8` with one scale, the bias, two
+//! thresholds and a checksum. The gate holds a text whose score reaches [`Model::threshold`], or
+//! that a rule holds and whose score reaches [`Model::rule_threshold`]; both were chosen out of
+//! fold on the ten blind parts, each judged with the rules of its first run, to hold the most with
+//! at most 1% of their ordinary texts flagged (`/work/r11-study/NOTES.md`).
 //! The features here replicate the trainer's exactly, which `learned/tests.rs` checks against
 //! scores the trainer exported:
 //!
@@ -20,9 +23,10 @@
 //! trainer's `decision_function`. Whitespace is Python's (`str.isspace`): Unicode's plus
 //! U+001C–U+001F.
 //!
-//! Measured (LEARNED-NOTES.md): with the rules, round 9's blind part went from 40.4% to 55.6% held
-//! at its first run and round 10's from 30.6% to 54.1%, for 0.25% more of their ordinary texts
-//! flagged; it reads words, not actions, so it is a second line beside the rules, never instead.
+//! Measured leaving one blind part out (blinds 1–10, r11 study): the rules alone at each part's
+//! first run held 55.6% and flagged 6.1%, the rules OR this check 79.1% and 6.6%, the rules held only
+//! where this check's score reaches the rule threshold, OR this check: 67.6% and 1.0%. The rules'
+//! false flags are mostly frames (a prohibition, a refusal, a post-mortem) that it scores low.
 
 use std::sync::LazyLock;
 
@@ -30,8 +34,8 @@ use unicode_normalization::UnicodeNormalization;
 
 static MODEL_FILE: &[u8] = include_bytes!("../../tests/data/learned_risky.bin");
 
-const MAGIC: &[u8; 8] = b"KBLRISK1";
-const HEADER: usize = 8 + 4 * 4 + 3 * 4 + 8;
+const MAGIC: &[u8; 8] = b"KBLRISK2";
+const HEADER: usize = 8 + 4 * 4 + 4 * 4 + 8;
 
 /// The model as the trainer wrote it.
 pub struct Model {
@@ -43,6 +47,8 @@ pub struct Model {
     bias: f32,
     /// The score from which a text is held.
     pub threshold: f32,
+    /// The score from which a text a rule holds stays held (below it the rule's hold is dropped).
+    pub rule_threshold: f32,
     /// FNV-1a (64 bits) of the weight bytes, as recorded by the trainer.
     pub checksum: u64,
     weights: &'static [u8],
@@ -68,7 +74,8 @@ impl Model {
             scale: f32_at(file, 24),
             bias: f32_at(file, 28),
             threshold: f32_at(file, 32),
-            checksum: u64::from_le_bytes(file[36..44].try_into().expect("eight bytes")),
+            rule_threshold: f32_at(file, 36),
+            checksum: u64::from_le_bytes(file[40..48].try_into().expect("eight bytes")),
             weights: &file[HEADER..],
         };
         assert_eq!(model.weights.len(), 2usize << bits, "learned_risky.bin: weights for 2 × 2^{bits} slots");
@@ -340,13 +347,43 @@ fn strongest_words(model: &Model, text: &str, most: usize) -> Vec<String> {
         .collect()
 }
 
-/// The learned check over the text fields of a submission, each scored on its own (the model
-/// was trained on single texts): the highest score, when it reaches the threshold.
+/// The learned score of a submission: its text fields each scored on its own (the model was
+/// trained on single texts), the highest.
+#[derive(Debug, Clone, Copy)]
+pub struct Assessment<'a> {
+    pub score: f32,
+    field: &'a str,
+}
+
+impl<'a> Assessment<'a> {
+    /// Scores `fields`; `None` when there is none.
+    pub fn of(fields: &[&'a str]) -> Option<Assessment<'a>> {
+        let model = &*MODEL;
+        let (score, field) =
+            fields.iter().map(|field| (score_with(model, field), *field)).max_by(|a, b| a.0.total_cmp(&b.0))?;
+        Some(Assessment { score, field })
+    }
+
+    /// Whether the learned check holds it on its own.
+    pub fn holds(&self) -> bool {
+        self.score >= MODEL.threshold
+    }
+
+    /// Whether a rule's hold of it stands (the score reaches the rule threshold).
+    pub fn confirms_a_rule(&self) -> bool {
+        self.score >= MODEL.rule_threshold
+    }
+
+    /// The held text's score and the words that weighed most towards it.
+    pub fn learned(&self) -> Learned {
+        Learned { score: self.score, words: strongest_words(&MODEL, self.field, 3) }
+    }
+}
+
+/// The learned check over the text fields of a submission, each scored on its own: the highest
+/// score, when it reaches the threshold.
 pub fn check(fields: &[&str]) -> Option<Learned> {
-    let model = &*MODEL;
-    let (score, field) =
-        fields.iter().map(|field| (score_with(model, field), *field)).max_by(|a, b| a.0.total_cmp(&b.0))?;
-    (score >= model.threshold).then(|| Learned { score, words: strongest_words(model, field, 3) })
+    Assessment::of(fields).filter(Assessment::holds).map(|assessment| assessment.learned())
 }
 
 #[cfg(test)]

@@ -5,10 +5,9 @@ Requirements (PyPI, pinned; Python 3.11): numpy==2.4.6 scipy==1.17.1 scikit-lear
     ./venv/bin/python crates/kb-core/tests/data/make_learned_risky.py            # writes the model (~1 min)
     ./venv/bin/python crates/kb-core/tests/data/make_learned_risky.py --trade    # size/accuracy trade, blind-9 protocol
 
-What it trains on: every labelled text of this folder EXCEPT round 10's blind part (risky_blind10 /
-ordinary_blind10, the held-out first run): the development set, blinds 1-9, the injection and redaction
-checks' benign sets (with `risky_in_benign_sets.jsonl` as risky), the tldr pages and the registry READMEs.
-No big-corpus text. This is the training data of the offline study's blind-10 run (its `final10.py`).
+What it trains on: every labelled text of this folder: the development set, blinds 1-10, the injection and
+redaction checks' benign sets (with `risky_in_benign_sets.jsonl` as risky), the tldr pages and the registry
+READMEs (11,714 texts). No big-corpus text. Until issue r11 blind 10 was held out (the first run of the pair).
 
 Features (the Rust side replicates them exactly): the text NFKC-normalised and lowercased (Python's
 `str.lower`); block 1 = word 1- and 2-grams over the tokens `[a-z0-9_]+ | one CJK ideograph U+4E00-U+9FFF |
@@ -17,11 +16,14 @@ one other non-space character`, a bigram being the two tokens joined by one spac
 "char" analyzer). Each n-gram hashed as UTF-8 with MurmurHash3 x86 32-bit, seed 0, slot = |h| mod 2^BITS
 (scikit-learn's HashingVectorizer, alternate_sign=False); binary per slot; each block L2-normalised, so a block
 with n distinct slots has 1/sqrt(n) in each. Model: LinearSVC(C=3, class_weight="balanced", random_state=0).
-Threshold: nested leave-one-blind-out over blinds 1-9 (a model trained without blind k scores blind k's
-ordinary texts), the pooled 99th percentile of those scores (flags <= 1% of them).
+Thresholds (the r11 study, /work/r11-study/NOTES.md): the gate holds a text when its score >= `threshold` (T),
+or when a rule holds it and its score >= `rule_threshold` (t). Both from a leave-one-blind-out over blinds 1-10: a
+model trained without blind k scores blind k (out of fold), each blind judged with the rules of its first run
+(`risky_rules_first_runs.json`); over a grid of percentiles of the out-of-fold ordinary scores, the (t, T) that holds
+the most risky texts with at most 1% of the ordinary ones flagged, pooled (ties: fewer flags, higher T, higher t).
 
-Model file `learned_risky.bin`, little-endian: b"KBLRISK1", u32 bits, u32 word_max_n, u32 char_min,
-u32 char_max, f32 scale, f32 bias, f32 threshold, u64 FNV-1a-64 of the weight bytes, then 2 * 2^bits i8
+Model file `learned_risky.bin`, little-endian: b"KBLRISK2", u32 bits, u32 word_max_n, u32 char_min,
+u32 char_max, f32 scale, f32 bias, f32 threshold, f32 rule_threshold, u64 FNV-1a-64 of the weight bytes, then 2 * 2^bits i8
 weights (word block, then char block); weight = i8 * scale. `learned_risky.json` records the same and the
 provenance; `learned_risky_parity.jsonl` holds texts with the scores this script computes for them from the
 quantised weights, which the Rust test must reproduce.
@@ -61,22 +63,59 @@ def read(name):
 
 
 def labelled():
-    """(text, y, fold): fold = blind number 1..9, 0 for the rest. Same order as the study's prep.py + blind 9."""
-    rows, blind9 = [], []
+    """(text, y, fold): fold = blind number 1..10, 0 for the rest. Same order as the study's prep.py + blinds 9, 10."""
+    rows, late = [], []
     rows += [(r["text"], 1, 0) for r in read("risky_dev.jsonl")] + [(r["text"], 0, 0) for r in read("ordinary_dev.jsonl")]
-    for k in range(1, 10):
+    for k in range(1, 11):
         suffix = "" if k == 1 else str(k)
         part = [(r["text"], 1, k) for r in read(f"risky_blind{suffix}.jsonl")] + \
                [(r["text"], 0, k) for r in read(f"ordinary_blind{suffix}.jsonl")]
-        (blind9 if k == 9 else rows).extend(part)
+        (late if k >= 9 else rows).extend(part)
     relabelled = {r["text"] for r in read("risky_in_benign_sets.jsonl")}
     for name in sorted(os.listdir(HERE)):
         if (name.startswith("injection_") and "benign" in name) or name == "redaction_benign.jsonl":
             rows += [(r["text"], int(r["text"] in relabelled), 0) for r in read(name)]
     for name in ["tldr_commands.jsonl", "registry_docs.jsonl", "registry_docs_2.jsonl"]:
         rows += [(r["text"], int(r["label"].startswith("risky:")), 0) for r in read(name)]
-    rows += blind9
+    rows += late
     return rows
+
+
+def first_run_rules(rows):
+    """1 where the rules at a blind part's first run held the text (risky_rules_first_runs.json), else 0."""
+    bits = json.load(open(os.path.join(HERE, "risky_rules_first_runs.json"), encoding="utf-8"))["bits"]
+    out, at = np.zeros(len(rows), dtype=bool), {}
+    for k in range(1, 11):
+        suffix = "" if k == 1 else str(k)
+        for name, label in [(f"risky_blind{suffix}.jsonl", 1), (f"ordinary_blind{suffix}.jsonl", 0)]:
+            idx = [i for i, r in enumerate(rows) if r[2] == k and r[1] == label]
+            assert len(idx) == len(bits[name]), name
+            out[idx] = [c == "1" for c in bits[name]]
+    return out
+
+
+def out_of_fold(X, y, fold, texts, blinds):
+    """Each blind's scores from a model trained without it (nor any text equal to one of its texts)."""
+    s = np.full(len(y), np.nan)
+    for k in blinds:
+        theirs = {texts[i] for i in np.flatnonzero(fold == k)}
+        train = (fold != k) & np.array([t not in theirs for t in texts])
+        s[fold == k] = fit(X[train], y[train]).decision_function(X[fold == k])
+    return s
+
+
+def choose(s, rule, y, target=0.01):
+    """(t, T, held, flagged): hold = s >= T or (rule and s >= t); the most held with flagged <= target, pooled."""
+    ords = s[y == 0]
+    qs = np.unique(np.quantile(ords, np.concatenate([np.arange(0, 0.9, 0.02), np.arange(0.9, 1.0, 0.0025)])))
+    best = None
+    for T in qs[qs >= np.quantile(ords, 0.9)]:
+        for t in np.concatenate([[-np.inf], qs[qs <= T]]):
+            d = (s >= T) | (rule & (s >= t))
+            h, f = int((d & (y == 1)).sum()), int((d & (y == 0)).sum())
+            if f <= target * (y == 0).sum() and (best is None or (h, -f, T, t) > best[0]):
+                best = ((h, -f, T, t), (float(t), float(T), h, f))
+    return best[1]
 
 
 def fit(X, y):
@@ -117,7 +156,7 @@ def trade():
     for bits in (20, 18):
         X = vectoriser(bits)(texts)
         thr = nested_threshold(X, y, fold, list(range(1, 9)))
-        train = fold != 9
+        train = (fold != 9) & (fold != 10)
         m = fit(X[train], y[train])
         test = fold == 9
         for kind in ("f32", "i8"):
@@ -150,19 +189,31 @@ def main():
     rows = labelled()
     texts = [r[0] for r in rows]; y = np.array([r[1] for r in rows]); fold = np.array([r[2] for r in rows])
     X = vectoriser(BITS)(texts)
-    thr = nested_threshold(X, y, fold, list(range(1, 10)))
+    blinds = fold > 0
+    oof = out_of_fold(X, y, fold, texts, range(1, 11))
+    rule = first_run_rules(rows)
+    t_rule, thr, oof_held, oof_flagged = choose(oof[blinds], rule[blinds], y[blinds])
+    recent = fold >= 6
+    t_recent, thr_recent, _, _ = choose(oof[recent], rule[recent], y[recent])
+    alone = float(np.quantile(oof[blinds & (y == 0)], 0.99))
     m = fit(X, y)
     coef = m.coef_.ravel(); bias = float(m.intercept_[0])
     q, scale = quantise(coef)
     s_f = m.decision_function(X); s_q = quantised_scores(X, q, scale, bias)
     weights = q.tobytes()
     checksum = fnv1a64(weights)
-    header = b"KBLRISK1" + struct.pack("<IIIIfffQ", BITS, WORD_N, CHAR_MIN, CHAR_MAX, scale, bias, thr, checksum)
+    header = b"KBLRISK2" + struct.pack("<IIIIffffQ", BITS, WORD_N, CHAR_MIN, CHAR_MAX, scale, bias, thr, t_rule, checksum)
     with open(os.path.join(OUT, "learned_risky.bin"), "wb") as f:
         f.write(header + weights)
     meta = dict(file="learned_risky.bin", bits=BITS, word_max_n=WORD_N, char=[CHAR_MIN, CHAR_MAX], model="LinearSVC",
                 C=C, class_weight="balanced", random_state=0, scale=float(scale), bias=bias, threshold=thr,
-                threshold_rule="pooled 99th percentile of out-of-fold scores of blinds 1-9's ordinary texts",
+                rule_threshold=t_rule,
+                threshold_rule="hold = score >= threshold, or a rule holds and score >= rule_threshold; both chosen "
+                               "on blinds 1-10 out of fold with their first-run rules: most held with <= 1% flagged",
+                out_of_fold=dict(held=oof_held, risky=int((blinds & (y == 1)).sum()), flagged=oof_flagged,
+                                 ordinary=int((blinds & (y == 0)).sum())),
+                threshold_learned_alone_99th=alone,
+                secondary_recent_blinds_6_10=dict(rule_threshold=t_recent, threshold=thr_recent),
                 fnv1a64=f"{checksum:016x}", sha256=hashlib.sha256(header + weights).hexdigest(),
                 train_texts=len(rows), train_risky=int(y.sum()), nonzero_weights=int((coef != 0).sum()),
                 nonzero_quantised=int((q != 0).sum()),
@@ -170,7 +221,7 @@ def main():
                 decisions_changed_by_quantisation=int(((s_f >= thr) != (s_q >= thr)).sum()),
                 versions=dict(python=sys.version.split()[0], numpy=np.__version__, scikit_learn=sklearn.__version__,
                               scipy=__import__("scipy").__version__, unicodedata=unicodedata.unidata_version),
-                not_trained_on=["risky_blind10.jsonl", "ordinary_blind10.jsonl", "kb-bench/data corpora"])
+                not_trained_on=["kb-bench/data corpora"])
     json.dump(meta, open(os.path.join(OUT, "learned_risky.json"), "w"), indent=1)
     par = parity_texts(rows)
     ps = quantised_scores(vectoriser(BITS)(par), q, scale, bias)

@@ -35,6 +35,7 @@ fn scores_equal_the_trainers() {
 fn the_model_file_is_whole() {
     assert_eq!(MODEL.weights_checksum(), MODEL.checksum);
     assert!(MODEL.threshold > 0.0 && MODEL.threshold < 2.0, "{}", MODEL.threshold);
+    assert!(MODEL.rule_threshold < MODEL.threshold, "{} {}", MODEL.rule_threshold, MODEL.threshold);
 }
 
 /// scikit-learn's `murmurhash3_32(text.encode(), seed=0)` (signed) for these.

@@ -107,15 +107,17 @@ export function uiHandlers(client) {
       const content = record?.has_content ? await call("kb.content", { experience_id: id, unreviewed: true }) : null;
       return { record, content };
     },
+    // A decision names the version of each experience the page showed: the daemon refuses it,
+    // changing nothing, when one changed since (a teammate's edit pulled in meanwhile).
     "knowhub.ui.approve": async (params) => {
-      const list = ids(params.ids, "ids");
-      if (params.edit === undefined || params.edit === null) return call("kb.approve", { ids: list }, WRITE_TIMEOUT_MS);
-      if (list.length !== 1) throw new InvalidRequest("invalid `edit`: an edit approves exactly one experience");
-      return call("kb.approve", { ids: list, edit: edit(params.edit) }, WRITE_TIMEOUT_MS);
+      const decided = decisions(params);
+      if (params.edit === undefined || params.edit === null) return call("kb.approve", decided, WRITE_TIMEOUT_MS);
+      if (decided.ids.length !== 1) throw new InvalidRequest("invalid `edit`: an edit approves exactly one experience");
+      return call("kb.approve", { ...decided, edit: edit(params.edit) }, WRITE_TIMEOUT_MS);
     },
     "knowhub.ui.reject": async (params) => {
       const reason = params.reason === undefined ? undefined : str(params.reason, "reason", 500);
-      return call("kb.reject", { ids: ids(params.ids, "ids"), ...(reason ? { reason } : {}) }, WRITE_TIMEOUT_MS);
+      return call("kb.reject", { ...decisions(params), ...(reason ? { reason } : {}) }, WRITE_TIMEOUT_MS);
     },
     "knowhub.ui.retry": async (params) => {
       if (!Array.isArray(params.ids) || params.ids.length === 0 || params.ids.length > MAX_IDS) {
@@ -196,6 +198,20 @@ function ids(value, field) {
     if (typeof id !== "string" || !/^[0-9A-Za-z]{1,64}$/.test(id)) throw new InvalidRequest(`invalid \`${field}\`: not an experience id`);
   }
   return [...new Set(value)];
+}
+
+/** The ids of a decision and, when the page sent them, the versions it showed (one per id). */
+function decisions(params) {
+  const list = ids(params.ids, "ids");
+  if (params.versions === undefined || params.versions === null) return { ids: list };
+  const versions = params.versions;
+  if (!Array.isArray(versions) || versions.length !== (params.ids).length || list.length !== versions.length) {
+    throw new InvalidRequest("invalid `versions`: one version per id, each id once");
+  }
+  for (const version of versions) {
+    if (typeof version !== "string" || !/^[0-9a-f]{1,32}$/.test(version)) throw new InvalidRequest("invalid `versions`: not a version");
+  }
+  return { ids: list, versions: versions };
 }
 
 /** The fields an edit may change; the daemon's write gate checks their content again. */

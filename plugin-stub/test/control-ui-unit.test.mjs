@@ -76,6 +76,9 @@ test("a malformed request is refused with the field it got wrong, and never reac
       ["knowhub.ui.approve", { ids: ["01A"], edit: { status: "active" } }, /unknown field `status`/],
       ["knowhub.ui.approve", { ids: ["01A"], edit: { score: 9 } }, /edit\.score/],
       ["knowhub.ui.reject", { ids: "01A" }, /invalid `ids`/],
+      ["knowhub.ui.approve", { ids: ["01A", "01B"], versions: ["0123abcd"] }, /one version per id/],
+      ["knowhub.ui.approve", { ids: ["01A", "01A"], versions: ["0123abcd", "0123abcd"] }, /each id once/],
+      ["knowhub.ui.reject", { ids: ["01A"], versions: ["'; DROP"] }, /not a version/],
       ["knowhub.ui.retry", { ids: ["1; DROP TABLE"] }, /job numbers/],
       ["knowhub.ui.search", { query: "  " }, /invalid `query`/],
       ["knowhub.ui.search", { query: "x", mode: "sql" }, /invalid `mode`/],
@@ -93,6 +96,9 @@ test("a malformed request is refused with the field it got wrong, and never reac
     const approved = await invoke(api, "knowhub.ui.approve", { ids: ["01A", "01A", "01B"], edit: undefined });
     assert.equal(approved.ok, true);
     assert.deepEqual(server.requests.map((r) => [r.method, r.params]), [["kb.approve", { ids: ["01A", "01B"] }]]);
+    // The versions the page showed go with the decision, for the daemon to refuse a stale one.
+    await invoke(api, "knowhub.ui.reject", { ids: ["01C"], versions: ["00ff00ff00ff00ff"] });
+    assert.deepEqual(server.requests.at(-1).params, { ids: ["01C"], versions: ["00ff00ff00ff00ff"] });
   } finally {
     await server.dispose();
   }

@@ -144,6 +144,10 @@ pub enum Command {
         score: Option<i64>,
         #[arg(long)]
         content: Option<String>,
+        /// The version `kbctl show` printed, one per id: nothing is approved if the experience
+        /// changed since (a teammate's edit, a merge).
+        #[arg(long = "version")]
+        versions: Vec<String>,
     },
     /// Extraction jobs, newest first, with their state and error; `retry ID…` queues failed
     /// ones again once the cause is fixed (an API key, the endpoint).

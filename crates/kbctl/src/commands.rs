@@ -74,9 +74,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             store::list(&mut client, &params, json).await
         }
         Command::Pending { limit } => review::pending(&mut client, limit, json).await,
-        Command::Approve { ids, task, resource, result, score, content } => {
+        Command::Approve { ids, task, resource, result, score, content, versions } => {
             let edit = EditParams { task, resource, result, score, content };
-            review::approve(&mut client, &ids, edit, json).await
+            review::approve(&mut client, &ids, edit, &versions, json).await
         }
         Command::Review { limit } => review::one_at_a_time(&mut client, limit).await,
         Command::Extraction { action: Some(ExtractionAction::Retry { ids }), .. } => {

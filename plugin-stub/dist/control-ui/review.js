@@ -71,7 +71,10 @@ export function reviewView(app) {
     if (ids.length === 0) return app.say("Select at least one experience first.");
     const refocus = keepFocusAt(ids[0]);
     try {
-      const answer = await app.request(`knowhub.ui.${action}`, { ids, ...extra });
+      // The versions shown, so that nothing changed since is decided on.
+      const versions = ids.map((id) => items.find((item) => item.id === id)?.version);
+      const shown = versions.every((version) => typeof version === "string") ? { versions } : {};
+      const answer = await app.request(`knowhub.ui.${action}`, { ids, ...shown, ...extra });
       const changed = answer?.changed?.length ?? 0;
       const merged = answer?.merged?.length ?? 0;
       const verb = action === "approve" ? "Approved" : "Rejected";
@@ -162,7 +165,7 @@ export function reviewView(app) {
         const submit = form.querySelector("button[type=submit]");
         submit.disabled = true;
         try {
-          await app.request("knowhub.ui.approve", { ids: [item.id], edit });
+          await app.request("knowhub.ui.approve", { ids: [item.id], edit, ...(item.version ? { versions: [item.version] } : {}) });
           app.say("Approved the edited experience.");
           const refocus = keepFocusAt(item.id);
           await refresh();

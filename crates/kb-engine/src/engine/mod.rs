@@ -35,7 +35,7 @@ mod write;
 
 pub use embedder::Pulse;
 pub use index::{COMMIT_INTERVAL, Reindexed};
-pub use review::{Edit, Held, Reviewed};
+pub use review::{Edit, Held, Reviewed, version_of};
 pub use search::{Answered, Found, Origin, SearchMode, SearchQuery};
 pub use write::{CarriedVariant, ImportEntry, Imported, Submitted};
 use write::{CatchUps, PendingSubmit};

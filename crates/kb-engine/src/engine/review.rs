@@ -115,7 +115,27 @@ impl Engine {
     /// An approved proposal, or an approval with `edit`, is written as a submit would be: it
     /// passes the gate again and merges into the experience it duplicates, if any. Returns, per
     /// id, the status it had (`None`: unknown id), and the approved ids that merged.
-    pub fn review(&self, ids: &[String], status: Status, edit: Option<&Edit>) -> EngineResult<Reviewed> {
+    ///
+    /// `versions`, when given, are the [`version_of`] each experience had when it was shown, one
+    /// per id: a decision on a text that changed since (a teammate's edit pulled in while the user
+    /// read it) is refused and changes nothing, so an approval never applies to words the user
+    /// did not see. An edit applies to a held experience only; on any other it is refused.
+    pub fn review(
+        &self,
+        ids: &[String],
+        status: Status,
+        edit: Option<&Edit>,
+        versions: Option<&[String]>,
+    ) -> EngineResult<Reviewed> {
+        if let Some(versions) = versions
+            && versions.len() != ids.len()
+        {
+            return Err(EngineError::invalid(
+                "versions",
+                format!("gives {} versions for {} ids; give one per id, as shown", versions.len(), ids.len()),
+            ));
+        }
+        let expected = |position: usize| versions.map(|versions| versions[position].as_str());
         let mut reviewed = Reviewed { before: vec![None; ids.len()], merged: Vec::new(), newly_reviewed: Vec::new() };
         let mut plain: Vec<usize> = Vec::new();
         if status == Status::Active {
@@ -127,7 +147,21 @@ impl Engine {
                     plain.push(position);
                     continue;
                 }
-                match self.approve_rewritten(id, proposal, edit)? {
+                match self.approve_rewritten(id, proposal, edit, expected(position))? {
+                    Rewritten::NotHeld if edit.is_some() => {
+                        let status = self.reader().get(id)?.map(|experience| experience.status);
+                        return Err(match status {
+                            None => EngineError::NotFound(format!("no experience with id {id}")),
+                            Some(status) => EngineError::invalid(
+                                "edit",
+                                format!(
+                                    "{id} is {}, not held for review: an edit applies only to a held experience; \
+                                     approve it as it is, or submit your own version (kbctl submit)",
+                                    status.as_str()
+                                ),
+                            ),
+                        });
+                    }
                     Rewritten::NotHeld => plain.push(position),
                     Rewritten::Done { merged_into } => {
                         reviewed.before[position] = Some(Status::Pending);
@@ -143,6 +177,10 @@ impl Engine {
         if !plain.is_empty() {
             let plain_ids: Vec<&str> = plain.iter().map(|position| ids[*position].as_str()).collect();
             let mut store = self.lock_writer();
+            // Under the writer's lock nothing changes between this check and the decision.
+            for position in &plain {
+                self.check_version(&ids[*position], expected(*position))?;
+            }
             let (before, _) = store.set_status(&plain_ids, status, now_ms())?;
             if status == Status::Active {
                 // Approving is reviewing: a teammate's or an extracted experience, active or
@@ -164,6 +202,7 @@ impl Engine {
         id: &str,
         proposal: Option<&kb_store::ProposalInfo>,
         edit: Option<&Edit>,
+        expected: Option<&str>,
     ) -> EngineResult<Rewritten> {
         let (experience, content, stored_vector) = {
             let reader = self.reader();
@@ -256,11 +295,39 @@ impl Engine {
             ..WriteItem::plain(&gated)
         };
         let mut store = self.lock_writer();
+        self.check_version(id, expected)?;
         let Some((outcome, _)) = store.replace_held(&experience_id, item, now_ms())? else {
             return Ok(Rewritten::NotHeld);
         };
         self.after_write(&mut store, &created_ids(std::slice::from_ref(&outcome)));
         Ok(Rewritten::Done { merged_into: outcome.merged.then(|| outcome.id.to_string()) })
+    }
+
+    /// The [`version_of`] experience `id` as stored now (`None`: no such experience).
+    pub fn version(&self, id: &str) -> EngineResult<Option<String>> {
+        let reader = self.reader();
+        let Some((experience, author)) = reader.get_many_with_authors(&[id])?.pop() else { return Ok(None) };
+        let content = match reader.content(id)? {
+            kb_store::StoredContent::Content { content, .. } => Some(content),
+            _ => None,
+        };
+        Ok(Some(version_of(&experience, content.as_deref(), author.as_deref())))
+    }
+
+    /// Refuses a decision on `id` when it no longer holds the version the user was shown. Called
+    /// with the writer's lock held.
+    fn check_version(&self, id: &str, expected: Option<&str>) -> EngineResult<()> {
+        let Some(expected) = expected else { return Ok(()) };
+        match self.version(id)? {
+            Some(now) if now != expected => Err(EngineError::invalid(
+                "versions",
+                format!(
+                    "{id} changed since it was shown (version {expected}, now {now}: an edit pulled from the hub, \
+                     a merge or another review); nothing was decided: read it again and decide on what it says now"
+                ),
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// The extraction queue's state and counters; tokens are those of `day`.
@@ -294,6 +361,32 @@ impl Engine {
         self.reader().backup_to(destination)?;
         Ok(std::fs::metadata(destination).map(|meta| meta.len()).unwrap_or(0))
     }
+}
+
+/// What the user judges when they review an experience, as a short fingerprint: its words,
+/// score, content, source, submitter and (a teammate's) author. Shown with the experience
+/// (`version`) and sent back with a decision, which is refused when it changed.
+pub fn version_of(experience: &Experience, content: Option<&str>, author: Option<&str>) -> String {
+    // FNV-1a 64 over the fields, each ended by a byte no text holds.
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let score = experience.score.to_string();
+    let fields = [
+        experience.task.as_str(),
+        experience.resource.as_str(),
+        experience.result.as_str(),
+        score.as_str(),
+        content.unwrap_or("\u{0}none"),
+        experience.source.as_str(),
+        experience.submitted_by.as_deref().unwrap_or(""),
+        author.unwrap_or(""),
+    ];
+    for field in fields {
+        for byte in field.bytes().chain([0xff]) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{hash:016x}")
 }
 
 /// Why the gate held an edit, in words: "a suspected prompt injection (prompt_injection)", or the

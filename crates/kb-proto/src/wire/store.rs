@@ -211,6 +211,11 @@ pub struct ExperienceRecord {
     /// it (see `SearchHit::provenance`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provenance: Option<String>,
+    /// A fingerprint of what a reviewer judges (words, score, content, source, submitter,
+    /// author), in `kb.get` and `kb.pending`: sent back with `kb.approve` / `kb.reject`
+    /// (`versions`), the decision is refused if the experience changed since it was shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
 }
 
 /// A teammate's copy of an experience, as the team hub delivered it.
@@ -492,6 +497,10 @@ pub struct ReviewParams {
     /// passes the write gate again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edit: Option<EditParams>,
+    /// The `version` each experience had when it was shown, one per id: the decision is refused,
+    /// and nothing changes, when any of them changed since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub versions: Option<Vec<String>>,
 }
 
 /// Edited fields of a held experience; unset fields keep their value.

@@ -68,9 +68,16 @@ pub(super) async fn approve(
     client: &mut Client,
     ids: &[String],
     edit: EditParams,
+    versions: &[String],
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let params = if edit == EditParams::default() { json!({"ids": ids}) } else { json!({"ids": ids, "edit": edit}) };
+    let mut params = json!({"ids": ids});
+    if edit != EditParams::default() {
+        params["edit"] = json!(edit);
+    }
+    if !versions.is_empty() {
+        params["versions"] = json!(versions);
+    }
     approve_or_reject(client, method::APPROVE, "approved", &params, json).await
 }
 
@@ -127,27 +134,34 @@ pub(super) async fn one_at_a_time(client: &mut Client, limit: i64) -> anyhow::Re
             prompt("[a]pprove  [e]dit  [r]eject  [s]kip  [q]uit > ")?;
             let Some(answer) = lines.next().transpose()? else { break 'items };
             let id = &held.experience.id;
+            // Each decision names the version shown above: if the experience changed since (a
+            // teammate's edit pulled in while it was read), nothing is decided and it says so.
+            let versions: Vec<&str> = held.experience.version.as_deref().into_iter().collect();
             match answer.trim().to_lowercase().as_str() {
                 "a" | "approve" => {
-                    let result: wire::ReviewResult = call(client, method::APPROVE, &json!({"ids": [id]})).await?;
-                    report(&result, "approved")?;
-                    approved += 1;
+                    let params = json!({"ids": [id], "versions": versions});
+                    match decide(client, method::APPROVE, params, "approved").await? {
+                        true => approved += 1,
+                        false => skipped += 1,
+                    }
                 }
                 "e" | "edit" => {
                     let Some(edit) = edit_in_editor(held)? else {
                         output::line("unchanged; still held")?;
                         continue;
                     };
-                    let result: wire::ReviewResult =
-                        call(client, method::APPROVE, &json!({"ids": [id], "edit": edit})).await?;
-                    report(&result, "edited and approved")?;
-                    approved += 1;
+                    let params = json!({"ids": [id], "edit": edit, "versions": versions});
+                    match decide(client, method::APPROVE, params, "edited and approved").await? {
+                        true => approved += 1,
+                        false => skipped += 1,
+                    }
                 }
                 "r" | "reject" => {
-                    let result: wire::ReviewResult =
-                        call(client, method::REJECT, &json!({"ids": [id], "reason": "kbctl review"})).await?;
-                    report(&result, "rejected")?;
-                    rejected += 1;
+                    let params = json!({"ids": [id], "reason": "kbctl review", "versions": versions});
+                    match decide(client, method::REJECT, params, "rejected").await? {
+                        true => rejected += 1,
+                        false => skipped += 1,
+                    }
                 }
                 "s" | "skip" | "" => skipped += 1,
                 "q" | "quit" => break 'items,
@@ -162,6 +176,22 @@ pub(super) async fn one_at_a_time(client: &mut Client, limit: i64) -> anyhow::Re
     let left = total - approved - rejected;
     output::line(format!("approved {approved}, rejected {rejected}, skipped {skipped}; {left} still held"))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// One decision of `kbctl review`, reported; or, when the daemon refuses it (the experience
+/// changed since it was shown, an edit of one no longer held), the reason, the item left as it
+/// is. Whether it was decided.
+async fn decide(client: &mut Client, method: &str, params: serde_json::Value, done: &str) -> anyhow::Result<bool> {
+    match call::<_, wire::ReviewResult>(client, method, &params).await {
+        Ok(result) => {
+            report(&result, done)?;
+            Ok(true)
+        }
+        Err(error) => {
+            output::line(format!("not {done}: {error:#}"))?;
+            Ok(false)
+        }
+    }
 }
 
 fn prompt(text: &str) -> std::io::Result<()> {

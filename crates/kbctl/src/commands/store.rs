@@ -80,6 +80,15 @@ pub(super) async fn show(client: &mut Client, id: &str, json: bool) -> anyhow::R
         if let Some(provenance) = &record.provenance {
             output::line(format!("origin:   {provenance}"))?;
         }
+        // What a decision should name, so that it applies to this text and no later one.
+        if let Some(version) =
+            record.version.as_deref().filter(|_| record.status == "pending" || record.provenance.is_some())
+        {
+            output::line(format!(
+                "version:  {version}  (to approve exactly this: kbctl approve {} --version {version})",
+                record.id
+            ))?;
+        }
         if let Some(content) = content {
             output::line(format!("--- content ({}) ---\n{}", content.content_type, content.content))?;
         }

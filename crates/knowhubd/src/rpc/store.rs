@@ -145,6 +145,7 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
             let provenance = Provenance::of(engine, &app.config.hub.trusted, &experience).label();
             let mut record = record(experience);
             record.provenance = provenance;
+            record.version = engine.version(&id).map_err(|error| to_rpc_error(engine, error))?;
             record.variants = variants.into_iter().map(variant_record).collect();
             record.origins = engine
                 .origins(&id)
@@ -362,7 +363,9 @@ fn review(engine: &Engine, params: &Params<'_>, status: Status) -> RpcResult<wir
             content: edit.content,
         }),
     };
-    let reviewed = engine.review(&ids, status, edit.as_ref()).map_err(|error| to_rpc_error(engine, error))?;
+    let reviewed = engine
+        .review(&ids, status, edit.as_ref(), params.versions.as_deref())
+        .map_err(|error| to_rpc_error(engine, error))?;
     let mut result =
         wire::ReviewResult { changed: Vec::new(), merged: reviewed.merged, unchanged: Vec::new(), missing: Vec::new() };
     for (id, before) in ids.into_iter().zip(reviewed.before) {
@@ -498,6 +501,7 @@ fn record(experience: Experience) -> wire::ExperienceRecord {
         variants: Vec::new(),
         origins: Vec::new(),
         provenance: None,
+        version: None,
     }
 }
 
@@ -507,6 +511,7 @@ fn pending_record(engine: &Engine, trusted: &[String], held: kb_engine::engine::
     let (similar, similarity) =
         held.similar.map(|(experience, similarity)| (Box::new(record(experience)), similarity)).unzip();
     let provenance = Provenance::of(engine, trusted, &held.experience);
+    let version = engine.version(held.experience.id.as_str()).ok().flatten();
     let mut text = format!("{}\n{}\n{}", held.experience.task, held.experience.resource, held.experience.result);
     let content = held
         .experience
@@ -530,7 +535,7 @@ fn pending_record(engine: &Engine, trusted: &[String], held: kb_engine::engine::
     }
     wire::PendingRecord {
         reasons,
-        experience: wire::ExperienceRecord { provenance: provenance.label(), ..record(held.experience) },
+        experience: wire::ExperienceRecord { provenance: provenance.label(), version, ..record(held.experience) },
         extraction: held.proposal.map(|proposal| wire::ProposalRecord {
             job_id: proposal.job_id,
             outcome: proposal.outcome,

@@ -18,8 +18,9 @@ use crate::{Result, Store};
 pub struct Outgoing {
     pub outbox_id: i64,
     pub experience_id: String,
-    /// A submit here merged into this teammate's experience: this store shares its own row for
-    /// it (a confirmation), so that the team counts it too.
+    /// A write here merged into this teammate's experience (what the user wrote or approved never
+    /// does, `write.rs`): this store shares its own row for it (a confirmation), so that the team
+    /// counts it too, once the user reviewed it (`knowhubd::hub::push`).
     pub confirmation: bool,
     /// The experience as it is now, with its content; `None` when it was deleted.
     pub current: Option<(Experience, Option<String>)>,
@@ -534,35 +535,51 @@ fn apply_one(
             applied.deleted += 1;
             return Ok(());
         }
-        // Another teammate's copy merged into it takes it over, so what they still share stays.
-        let heir: Option<(String, String)> = tx
-            .query_row(
-                "SELECT author, hub_id FROM hub_origins WHERE experience_id = ?1 AND merged = 1 ORDER BY hub_seq LIMIT 1",
-                [&known.experience_id],
-                |row| Ok((row.get(0)?, row.get(1)?)),
-            )
-            .optional()
-            .doing("looking up other copies")?;
-        if let Some((heir_author, heir)) = heir {
-            tx.execute("UPDATE hub_origins SET merged = 0 WHERE author = ?1 AND hub_id = ?2", [&heir_author, &heir])
-                .doing("handing over a copy")?;
-            tx.execute(
-                "UPDATE experiences SET merge_count = max(merge_count - 1, 0) WHERE id = ?1",
-                [&known.experience_id],
-            )
-            .doing("uncounting a copy")?;
-        } else {
-            let deleted = tx
-                .execute("DELETE FROM experiences WHERE id = ?1 AND source = 'hub'", [&known.experience_id])
-                .doing("deleting a withdrawn experience")?;
-            if deleted > 0 {
-                *seq += 1;
-                tx.execute(
-                    "INSERT OR REPLACE INTO tombstones (id, seq) VALUES (?1, ?2)",
-                    params![known.experience_id, *seq as i64],
+        // The experience holds the withdrawn author's text, content and score, and whatever the
+        // user gave it (a review): it goes. Another teammate's copy merged into it does not take
+        // it over as it is, or the withdrawn author's words would stay under their name (and
+        // reach agents if the user trusts them, with a review given to other words; N2): each
+        // is fetched from the hub again (`hub_held`, at the end of this round), and comes back
+        // in its own words, gated here and unreviewed, as any change of theirs would.
+        let heirs: Vec<(String, String, i64)> = {
+            let mut statement = tx
+                .prepare_cached(
+                    "SELECT author, hub_id, hub_seq FROM hub_origins WHERE experience_id = ?1 AND merged = 1",
                 )
-                .doing("writing a tombstone")?;
-            }
+                .doing("preparing the copies lookup")?;
+            statement
+                .query_map([&known.experience_id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+                .doing("looking up other copies")?
+                .collect::<rusqlite::Result<_>>()
+                .doing("looking up other copies")?
+        };
+        for (heir_author, heir, hub_seq) in &heirs {
+            tx.execute("DELETE FROM hub_origins WHERE author = ?1 AND hub_id = ?2", [heir_author, heir])
+                .doing("forgetting a copy")?;
+            tx.execute(
+                "INSERT OR REPLACE INTO hub_held (author, hub_id, hub_seq, why) VALUES (?1, ?2, ?3, ?4)",
+                params![
+                    heir_author,
+                    heir,
+                    hub_seq,
+                    format!(
+                        "the experience it was a copy of was withdrawn by {}: fetched again in its own words",
+                        item.author
+                    )
+                ],
+            )
+            .doing("queueing a copy to fetch again")?;
+        }
+        let deleted = tx
+            .execute("DELETE FROM experiences WHERE id = ?1 AND source = 'hub'", [&known.experience_id])
+            .doing("deleting a withdrawn experience")?;
+        if deleted > 0 {
+            *seq += 1;
+            tx.execute(
+                "INSERT OR REPLACE INTO tombstones (id, seq) VALUES (?1, ?2)",
+                params![known.experience_id, *seq as i64],
+            )
+            .doing("writing a tombstone")?;
         }
         applied.deleted += 1;
         return Ok(());

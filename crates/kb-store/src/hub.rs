@@ -570,6 +570,7 @@ fn apply_one(
             )
             .doing("queueing a copy to fetch again")?;
         }
+        rescue_users_own(tx, seq, &known.experience_id, now_ms, created)?;
         let deleted = tx
             .execute("DELETE FROM experiences WHERE id = ?1 AND source = 'hub'", [&known.experience_id])
             .doing("deleting a withdrawn experience")?;
@@ -647,6 +648,7 @@ fn apply_one(
                     if error.code == rusqlite::ErrorCode::ConstraintViolation =>
                 {
                     // The edit made it the same as another experience held: it merges there.
+                    rescue_users_own(tx, seq, &known.experience_id, now_ms, created)?;
                     tx.execute("DELETE FROM experiences WHERE id = ?1 AND source = 'hub'", [&known.experience_id])
                         .doing("replacing an edited experience")?;
                     tx.execute(
@@ -691,6 +693,55 @@ fn apply_one(
     } else {
         created.insert(outcome.id.to_string());
         applied.inserted += 1;
+    }
+    Ok(())
+}
+
+/// Before round 26, the user's own submit merged into a teammate's experience the user had
+/// reviewed (N12f); what it brought lives there as a variant of the user's source. A withdrawal of
+/// that experience would delete it: each such variant is written again, through the gate (strict
+/// by default, as a push would), as the user's own experience, kept apart from the one leaving.
+fn rescue_users_own(
+    tx: &rusqlite::Transaction<'_>,
+    seq: &mut u64,
+    experience_id: &str,
+    now_ms: i64,
+    created: &mut HashSet<String>,
+) -> Result<()> {
+    let owns: Vec<kb_core::NewExperience> = {
+        let mut statement = tx
+            .prepare_cached(
+                "SELECT task, resource, result, score, content, content_type, agent_id, submitted_by, session_key, \
+                 source FROM variants WHERE experience_id = ?1 AND source IN ('tool', 'cli', 'import') ORDER BY id",
+            )
+            .doing("preparing the user's variants lookup")?;
+        statement
+            .query_map([experience_id], |row| {
+                Ok(kb_core::NewExperience {
+                    task: row.get(0)?,
+                    resource: row.get(1)?,
+                    result: row.get(2)?,
+                    score: Some(row.get(3)?),
+                    content: row.get(4)?,
+                    content_type: row.get(5)?,
+                    agent_id: row.get(6)?,
+                    submitted_by: row.get(7)?,
+                    session_key: row.get(8)?,
+                    source: kb_core::Source::parse(&row.get::<_, String>(9)?),
+                    confidence: None,
+                })
+            })
+            .doing("reading the user's variants")?
+            .collect::<rusqlite::Result<_>>()
+            .doing("reading the user's variants")?
+    };
+    for own in owns {
+        // What the gate refuses now (a limit changed) stays a variant, and goes with the rest.
+        let Ok(gated) = kb_core::gate(own, &kb_core::GatePolicy::default()) else { continue };
+        let outcome = write_in(tx, seq, &[WriteItem::plain(&gated)], now_ms)?.pop().expect("one outcome per item");
+        if !outcome.merged {
+            created.insert(outcome.id.to_string());
+        }
     }
     Ok(())
 }

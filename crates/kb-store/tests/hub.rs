@@ -538,3 +538,38 @@ fn an_approved_proposal_never_merges_into_a_teammates_experience() {
         store.hub_pushed(&queued.iter().map(|entry| entry.outbox_id).collect::<Vec<_>>()).unwrap();
     }
 }
+
+/// N12f in a store written before round 26: the user's submit had merged into bob's reviewed
+/// experience (its content kept there as a variant of the user's). Bob's withdrawal no longer
+/// deletes it: it becomes the user's own experience, gated again.
+#[test]
+fn a_withdrawal_keeps_what_the_users_own_submit_had_merged_into_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kb.sqlite");
+    let mut store = Store::open(&path).unwrap();
+    let bobs = experience("clear the gradle cache", Source::Hub);
+    let bob_id = ExperienceId::generate(1).to_string();
+    store.apply_pulled(&[incoming(&bob_id, 1, "bob", Some(&bobs))], 1, 1).unwrap();
+    store.mark_reviewed(&[bob_id.as_str()], 2).unwrap();
+    // What the merge of the user's submit left, as the code before round 26 wrote it.
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute(
+            "INSERT INTO variants (experience_id, task, resource, result, score, content, content_type, agent_id, \
+             submitted_by, session_key, source, similarity, created_at) \
+             VALUES (?1, 'clear the gradle cache', 'kubectl rollout restart', 'pods came back healthy', 5, \
+             'stop the gradle daemons first', 'text/plain', 'main', NULL, NULL, 'tool', NULL, 3)",
+            [&bob_id],
+        )
+        .unwrap();
+
+    let (_, _, created) = store.apply_pulled(&[incoming(&bob_id, 2, "bob", None)], 2, 4).unwrap();
+    assert!(store.get(&bob_id).unwrap().is_none(), "bob's goes");
+    assert_eq!(created.len(), 1, "{created:?}");
+    let mine = created.into_iter().next().unwrap();
+    let stored = store.get(&mine).unwrap().expect("the user's submit stays");
+    assert_eq!((stored.source, stored.score, stored.task.as_str()), (Source::Tool, 5, "clear the gradle cache"));
+    assert_eq!(stored.status, Status::Active);
+    assert_eq!(content_of(&store, &mine).as_deref(), Some("stop the gradle daemons first"));
+    assert_eq!(author(&store, &mine), None, "the user's own");
+}

@@ -213,9 +213,10 @@ fn no_member_or_outsider_can_block_the_team_read_its_activity_or_speak_as_anothe
         .sql("SELECT string_agg(DISTINCT author, ',' ORDER BY author) FROM knowhub.experiences WHERE id LIKE 'DAVE%'");
     assert_eq!(authors, "dave");
 
-    // Dave pre-creates the id bob's confirmation of alice's experience would have; bob's
-    // confirmation still lands, as bob's, and alice counts bob. (Bob reviewed alice's first: his
-    // words would otherwise stay his own, not a confirmation of what his agents cannot see.)
+    // Dave pre-creates the id a confirmation of alice's experience from bob's machine would
+    // have. Bob reviewed alice's, and his agent submits its words: they stay his own (alice's
+    // withdrawal would take them with hers otherwise: round 26's N12f), shared as bob's row under
+    // its own id, and alice counts bob; dave's row stays dave's, and no row speaks as bob but his.
     let same = ("restart the flaky redis sentinel", "systemctl restart redis-sentinel", "failover works again");
     let at_alice = alice.submit(same.0, same.1, same.2, 4);
     assert!(within(Duration::from_secs(10), || finds(&bob, "flaky redis sentinel", same.0).is_some()).is_some());
@@ -223,16 +224,17 @@ fn no_member_or_outsider_can_block_the_team_read_its_activity_or_speak_as_anothe
     dave_shares(&postgres, &format!("{at_alice}.{bob_machine}"), &bob_machine, "bob", "", "pre-empted confirmation")
         .expect("dave's row");
     let at_bob = bob.submit(same.0, same.1, same.2, 4);
-    assert_eq!(at_bob, at_alice);
+    assert_ne!(at_bob, at_alice, "bob's words stay his own");
     let counted = within(Duration::from_secs(10), || {
         alice.ok("kb.get", json!({"experience_id": at_alice}))["origins"]
             .as_array()
             .is_some_and(|origins| origins.iter().any(|origin| origin["author"] == "bob" && origin["merged"] == true))
     });
     assert!(counted.is_some(), "{}", alice.ok("kb.get", json!({"experience_id": at_alice})));
-    let bobs_row = postgres
-        .sql(&format!("SELECT author FROM knowhub.experiences WHERE id = '{at_alice}.{bob_machine}' ORDER BY author"));
-    assert_eq!(bobs_row, "bob\ndave");
+    let bobs_row = postgres.sql(&format!(
+        "SELECT author || ' ' || id FROM knowhub.experiences WHERE id IN ('{at_bob}', '{at_alice}.{bob_machine}') ORDER BY author"
+    ));
+    assert_eq!(bobs_row, format!("bob {at_bob}\ndave {at_alice}.{bob_machine}"));
     honest_share_arrives(&alice, &bob, "dave's impersonations");
 }
 

@@ -18,8 +18,9 @@ use crate::{Result, Store};
 pub struct Outgoing {
     pub outbox_id: i64,
     pub experience_id: String,
-    /// A submit here merged into this teammate's experience: this store shares its own row for
-    /// it (a confirmation), so that the team counts it too.
+    /// A write here merged into this teammate's experience (what the user wrote or approved never
+    /// does, `write.rs`): this store shares its own row for it (a confirmation), so that the team
+    /// counts it too, once the user reviewed it (`knowhubd::hub::push`).
     pub confirmation: bool,
     /// The experience as it is now, with its content; `None` when it was deleted.
     pub current: Option<(Experience, Option<String>)>,
@@ -534,35 +535,52 @@ fn apply_one(
             applied.deleted += 1;
             return Ok(());
         }
-        // Another teammate's copy merged into it takes it over, so what they still share stays.
-        let heir: Option<(String, String)> = tx
-            .query_row(
-                "SELECT author, hub_id FROM hub_origins WHERE experience_id = ?1 AND merged = 1 ORDER BY hub_seq LIMIT 1",
-                [&known.experience_id],
-                |row| Ok((row.get(0)?, row.get(1)?)),
-            )
-            .optional()
-            .doing("looking up other copies")?;
-        if let Some((heir_author, heir)) = heir {
-            tx.execute("UPDATE hub_origins SET merged = 0 WHERE author = ?1 AND hub_id = ?2", [&heir_author, &heir])
-                .doing("handing over a copy")?;
-            tx.execute(
-                "UPDATE experiences SET merge_count = max(merge_count - 1, 0) WHERE id = ?1",
-                [&known.experience_id],
-            )
-            .doing("uncounting a copy")?;
-        } else {
-            let deleted = tx
-                .execute("DELETE FROM experiences WHERE id = ?1 AND source = 'hub'", [&known.experience_id])
-                .doing("deleting a withdrawn experience")?;
-            if deleted > 0 {
-                *seq += 1;
-                tx.execute(
-                    "INSERT OR REPLACE INTO tombstones (id, seq) VALUES (?1, ?2)",
-                    params![known.experience_id, *seq as i64],
+        // The experience holds the withdrawn author's text, content and score, and whatever the
+        // user gave it (a review): it goes. Another teammate's copy merged into it does not take
+        // it over as it is, or the withdrawn author's words would stay under their name (and
+        // reach agents if the user trusts them, with a review given to other words; N2): each
+        // is fetched from the hub again (`hub_held`, at the end of this round), and comes back
+        // in its own words, gated here and unreviewed, as any change of theirs would.
+        let heirs: Vec<(String, String, i64)> = {
+            let mut statement = tx
+                .prepare_cached(
+                    "SELECT author, hub_id, hub_seq FROM hub_origins WHERE experience_id = ?1 AND merged = 1",
                 )
-                .doing("writing a tombstone")?;
-            }
+                .doing("preparing the copies lookup")?;
+            statement
+                .query_map([&known.experience_id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+                .doing("looking up other copies")?
+                .collect::<rusqlite::Result<_>>()
+                .doing("looking up other copies")?
+        };
+        for (heir_author, heir, hub_seq) in &heirs {
+            tx.execute("DELETE FROM hub_origins WHERE author = ?1 AND hub_id = ?2", [heir_author, heir])
+                .doing("forgetting a copy")?;
+            tx.execute(
+                "INSERT OR REPLACE INTO hub_held (author, hub_id, hub_seq, why) VALUES (?1, ?2, ?3, ?4)",
+                params![
+                    heir_author,
+                    heir,
+                    hub_seq,
+                    format!(
+                        "the experience it was a copy of was withdrawn by {}: fetched again in its own words",
+                        item.author
+                    )
+                ],
+            )
+            .doing("queueing a copy to fetch again")?;
+        }
+        rescue_users_own(tx, seq, &known.experience_id, now_ms, created)?;
+        let deleted = tx
+            .execute("DELETE FROM experiences WHERE id = ?1 AND source = 'hub'", [&known.experience_id])
+            .doing("deleting a withdrawn experience")?;
+        if deleted > 0 {
+            *seq += 1;
+            tx.execute(
+                "INSERT OR REPLACE INTO tombstones (id, seq) VALUES (?1, ?2)",
+                params![known.experience_id, *seq as i64],
+            )
+            .doing("writing a tombstone")?;
         }
         applied.deleted += 1;
         return Ok(());
@@ -630,6 +648,7 @@ fn apply_one(
                     if error.code == rusqlite::ErrorCode::ConstraintViolation =>
                 {
                     // The edit made it the same as another experience held: it merges there.
+                    rescue_users_own(tx, seq, &known.experience_id, now_ms, created)?;
                     tx.execute("DELETE FROM experiences WHERE id = ?1 AND source = 'hub'", [&known.experience_id])
                         .doing("replacing an edited experience")?;
                     tx.execute(
@@ -674,6 +693,55 @@ fn apply_one(
     } else {
         created.insert(outcome.id.to_string());
         applied.inserted += 1;
+    }
+    Ok(())
+}
+
+/// Before round 26, the user's own submit merged into a teammate's experience the user had
+/// reviewed (N12f); what it brought lives there as a variant of the user's source. A withdrawal of
+/// that experience would delete it: each such variant is written again, through the gate (strict
+/// by default, as a push would), as the user's own experience, kept apart from the one leaving.
+fn rescue_users_own(
+    tx: &rusqlite::Transaction<'_>,
+    seq: &mut u64,
+    experience_id: &str,
+    now_ms: i64,
+    created: &mut HashSet<String>,
+) -> Result<()> {
+    let owns: Vec<kb_core::NewExperience> = {
+        let mut statement = tx
+            .prepare_cached(
+                "SELECT task, resource, result, score, content, content_type, agent_id, submitted_by, session_key, \
+                 source FROM variants WHERE experience_id = ?1 AND source IN ('tool', 'cli', 'import') ORDER BY id",
+            )
+            .doing("preparing the user's variants lookup")?;
+        statement
+            .query_map([experience_id], |row| {
+                Ok(kb_core::NewExperience {
+                    task: row.get(0)?,
+                    resource: row.get(1)?,
+                    result: row.get(2)?,
+                    score: Some(row.get(3)?),
+                    content: row.get(4)?,
+                    content_type: row.get(5)?,
+                    agent_id: row.get(6)?,
+                    submitted_by: row.get(7)?,
+                    session_key: row.get(8)?,
+                    source: kb_core::Source::parse(&row.get::<_, String>(9)?),
+                    confidence: None,
+                })
+            })
+            .doing("reading the user's variants")?
+            .collect::<rusqlite::Result<_>>()
+            .doing("reading the user's variants")?
+    };
+    for own in owns {
+        // What the gate refuses now (a limit changed) stays a variant, and goes with the rest.
+        let Ok(gated) = kb_core::gate(own, &kb_core::GatePolicy::default()) else { continue };
+        let outcome = write_in(tx, seq, &[WriteItem::plain(&gated)], now_ms)?.pop().expect("one outcome per item");
+        if !outcome.merged {
+            created.insert(outcome.id.to_string());
+        }
     }
     Ok(())
 }

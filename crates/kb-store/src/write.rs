@@ -79,15 +79,24 @@ impl MergeTarget {
         matches!(self.source.as_str(), "tool" | "cli" | "import")
     }
 
-    /// Why the user's own submit was kept apart from this one ([`MergeTarget::is_foreign_unreviewed`]).
+    /// What the user wrote or approved must stay apart from this one: a teammate's experience,
+    /// reviewed or not (it leaves when its author withdraws it, and would take the user's words
+    /// with it, N12f), or an extracted one the user has not reviewed (agents do not see it).
+    fn keeps_the_users_apart(&self) -> bool {
+        self.source == "hub" || self.is_foreign_unreviewed()
+    }
+
+    /// Why the user's own or approved write was kept apart from this one
+    /// ([`MergeTarget::keeps_the_users_apart`]).
     fn kept_apart_from_foreign(self) -> KeptApart {
-        let whose = if self.source == "hub" { "a teammate's" } else { "an extracted" };
-        KeptApart {
-            reason: format!(
-                "it is {whose} experience you have not reviewed, which your agents do not see; yours is kept as your own"
-            ),
-            similar_to: self.id,
-        }
+        let reason = if !self.is_foreign_unreviewed() {
+            "it is a teammate's experience, which leaves when they withdraw it; yours is kept as your own"
+        } else if self.source == "hub" {
+            "it is a teammate's experience you have not reviewed, which your agents do not see; yours is kept as your own"
+        } else {
+            "it is an extracted experience you have not reviewed, which your agents do not see; yours is kept as your own"
+        };
+        KeptApart { reason: reason.to_owned(), similar_to: self.id }
     }
 }
 
@@ -381,13 +390,17 @@ pub(crate) fn write_in(
                 });
         }
         let own = matches!(new.source, None | Some(Source::Tool | Source::Cli | Source::Import));
-        // The user's own words, exactly those of a teammate's or an extracted experience they
-        // have not reviewed: merged, their agents would not find what they wrote, and the
-        // teammate withdrawing theirs would take it away. Theirs gives up the text's key and
-        // stays as it was, unreviewed; this one is stored as the user's own.
-        if own
+        let approved = gated.flags.iter().any(|flag| flag == kb_core::experience::REVIEWED_FLAG);
+        // What the user wrote or approved, in exactly the words of a teammate's experience or of
+        // an extracted one they have not reviewed: merged, their agents might not find it (an
+        // unreviewed one reaches none), and a teammate withdrawing theirs would take it away
+        // (N12f); merged into a teammate's, an approval would also be pushed as the user's
+        // confirmation of the teammate's row (N7). Theirs gives up the text's key and stays as it
+        // was; this one is stored as the user's own.
+        let users = own || approved;
+        if users
             && let Some(target) =
-                duplicate.take_if(|target| target.is_foreign_unreviewed() && target.status != Status::Rejected.as_str())
+                duplicate.take_if(|target| target.keeps_the_users_apart() && target.status != Status::Rejected.as_str())
         {
             give_up_key.execute([&target.id]).doing("handing over a text's key")?;
             kept_apart = Some(target.kept_apart_from_foreign());
@@ -396,8 +409,9 @@ pub(crate) fn write_in(
             let target =
                 find_similar.query_row([similar_id], merge_target).optional().doing("looking up duplicates")?;
             match target {
-                Some(target) if own && target.is_foreign_unreviewed() => {
-                    // Merged, the user's own agents would no longer find what they wrote.
+                Some(target) if users && target.keeps_the_users_apart() => {
+                    // Merged, the user's own agents might no longer find what they wrote, or a
+                    // teammate's withdrawal would take it away.
                     kept_apart = Some(target.kept_apart_from_foreign());
                 }
                 Some(target) => {
@@ -440,7 +454,6 @@ pub(crate) fn write_in(
                 // variant only, or they would reach agents as the user's; and nothing foreign
                 // adds to a teammate's experience the user reviewed, or it would reach agents
                 // under that teammate's name (issue 24).
-                let approved = gated.flags.iter().any(|flag| flag == kb_core::experience::REVIEWED_FLAG);
                 let adopts = target.is_own() && (own || approved);
                 let adds_content = adopts && target.content.is_none() && new.content.is_some();
                 let score = if adopts { i64::from(gated.score) } else { target.score };

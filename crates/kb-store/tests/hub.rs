@@ -138,17 +138,27 @@ fn pulled_changes_merge_follow_edits_and_withdrawals_and_keep_local_conflicts() 
     assert_eq!(by_keys(&edited), std::slice::from_ref(&bob_other));
     assert!(!by_keys(&other).contains(&bob_other));
 
-    // Carol's copy of bob's other one merged into it; bob withdraws: carol's takes it over.
+    // Carol's copy of bob's other one merged into it; bob withdraws: his text goes, and carol's
+    // copy is fetched again, to come back in her own words (see the N2 test below).
     let carols = experience("warm the npm and pip caches in CI", Source::Hub);
     let carol_other = ExperienceId::generate(6).to_string();
     store.apply_pulled(&[incoming(&carol_other, 15, "carol", Some(&carols))], 15, 8).unwrap();
     assert_eq!(author(&store, &bob_other).as_deref(), Some("bob"), "the one whose text it holds");
     store.apply_pulled(&[incoming(&bob_other, 16, "bob", None)], 16, 9).unwrap();
-    assert!(store.get(&bob_other).unwrap().is_some(), "carol still shares it");
-    assert_eq!(store.hub_origins(&bob_other).unwrap()[0].author, "carol");
-    assert_eq!(author(&store, &bob_other).as_deref(), Some("carol"));
+    assert!(store.get(&bob_other).unwrap().is_none(), "bob's text goes with him");
+    let held = store.hub_held(10).unwrap();
+    assert_eq!((held[0].author.as_str(), held[0].hub_id.as_str()), ("carol", carol_other.as_str()), "{held:?}");
+    let release = kb_store::PullBatch {
+        items: vec![incoming(&carol_other, 15, "carol", Some(&carols))],
+        released: vec![("carol".to_owned(), carol_other.clone())],
+        now_ms: 9,
+        ..kb_store::PullBatch::default()
+    };
+    store.apply_pull(&release).unwrap();
+    assert!(store.hub_held(10).unwrap().is_empty());
+    assert_eq!(author(&store, &carol_other).as_deref(), Some("carol"), "carol still shares it");
     store.apply_pulled(&[incoming(&carol_other, 17, "carol", None)], 17, 10).unwrap();
-    assert!(store.get(&bob_other).unwrap().is_none(), "withdrawn by everyone who shared it");
+    assert!(store.get(&carol_other).unwrap().is_none(), "withdrawn by everyone who shared it");
 
     // The same id as one of mine (a copied data directory, or a teammate using my id): mine is
     // kept as it is, theirs stored apart under a new id with the conflict recorded.
@@ -196,18 +206,31 @@ fn a_submit_merging_into_a_teammates_experience_queues_a_confirmation() {
     assert!(queued.len() == 1 && !queued[0].confirmation && queued[0].experience_id == written[0].id.as_str());
     store.hub_pushed(&[queued[0].outbox_id]).unwrap();
 
-    // Reviewed, it is the user's to merge into: a submit of its words confirms it.
+    // Reviewed, the user's own words are still kept apart (alice's withdrawal would take them
+    // away, N12f), and shared as the user's; what is neither the user's nor approved (an
+    // extraction the user did not confirm) counts towards it, and queues a confirmation, which
+    // the push shares only because the user reviewed it (`knowhubd::hub::push`).
     let reviewed = ExperienceId::generate(2).to_string();
     let theirs = experience("drain the flaky redis sentinel", Source::Hub);
     store.apply_pulled(&[incoming(&reviewed, 4, "alice", Some(&theirs))], 4, 3).unwrap();
     store.mark_reviewed(&[&reviewed], 5).unwrap();
     let mine = experience("drain the flaky redis sentinel", Source::Tool);
     let (written, _) = store.write(std::slice::from_ref(&mine), 6).unwrap();
+    assert!(!written[0].merged && written[0].kept_apart.as_ref().is_some_and(|apart| apart.similar_to == reviewed));
+    let queued = store.hub_outbox(10).unwrap();
+    assert!(queued.len() == 1 && !queued[0].confirmation, "{queued:?}");
+    store.hub_pushed(&[queued[0].outbox_id]).unwrap();
+    let other = experience("drain the redis sentinel", Source::Hub);
+    let other_id = ExperienceId::generate(3).to_string();
+    store.apply_pulled(&[incoming(&other_id, 5, "alice", Some(&other))], 5, 7).unwrap();
+    store.mark_reviewed(&[&other_id], 8).unwrap();
+    let extracted = experience("drain the redis sentinel", Source::Extraction);
+    let (written, _) = store.write(std::slice::from_ref(&extracted), 9).unwrap();
     assert!(written[0].merged);
     let queued = store.hub_outbox(10).unwrap();
-    assert_eq!(queued.len(), 1);
-    assert!(queued[0].confirmation && queued[0].experience_id == reviewed, "{queued:?}");
-    let hub_id = reviewed;
+    assert!(queued.len() == 1 && queued[0].confirmation && queued[0].experience_id == other_id, "{queued:?}");
+    let theirs = other;
+    let hub_id = other_id;
 
     // A confirmation pulled elsewhere carries an id no store holds experiences under: it gets
     // a new one when it does not merge.
@@ -397,4 +420,156 @@ fn an_old_conflict_origin_never_leads_a_teammates_change_to_the_users_experience
     store.apply_pulled(&[incoming(&mine_id, 5, "mallory", None)], 5, 3).unwrap();
     assert!(store.get(&mine_id).unwrap().is_some());
     assert!(store.changes_since(seq).unwrap().deleted_ids.is_empty(), "mine stays indexed");
+}
+
+fn is_reviewed(store: &Store, id: &str) -> bool {
+    store.get(id).unwrap().unwrap().flags.iter().any(|flag| flag == kb_core::experience::REVIEWED_FLAG)
+}
+
+/// N2: bob shares a text with content and score 5, carol the same words without content (her
+/// copy merges into his), the user reviews it, bob withdraws. The row held bob's text, content
+/// and score, and the user's review of them: none of it may stay under carol's name. It goes, and
+/// carol's copy is fetched again, to come back as she shares it, unreviewed.
+#[test]
+fn a_withdrawal_never_hands_the_withdrawn_authors_words_or_review_to_another_teammate() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("kb.sqlite")).unwrap();
+    let bobs = with_content("reset a stuck CI runner", Source::Hub, "first run gitlab-runner unregister --all", 5);
+    let mut carols = experience("reset a stuck CI runner", Source::Hub);
+    carols.score = 3;
+    let (bob_id, carol_id) = (ExperienceId::generate(1).to_string(), ExperienceId::generate(2).to_string());
+    store
+        .apply_pulled(&[incoming(&bob_id, 1, "bob", Some(&bobs)), incoming(&carol_id, 2, "carol", Some(&carols))], 2, 1)
+        .unwrap();
+    assert!(store.get(&carol_id).unwrap().is_none(), "carol's copy merged into bob's");
+    assert_eq!(author(&store, &bob_id).as_deref(), Some("bob"));
+    store.mark_reviewed(&[bob_id.as_str()], 2).unwrap();
+
+    let seq = store.changes_since(0).unwrap().seq;
+    let (applied, _, _) = store.apply_pulled(&[incoming(&bob_id, 3, "bob", None)], 3, 3).unwrap();
+    assert_eq!(applied.deleted, 1);
+    assert!(store.get(&bob_id).unwrap().is_none(), "bob's text, content and score go with him");
+    assert_eq!(store.changes_since(seq).unwrap().deleted_ids, vec![bob_id.clone()], "and leave the index");
+    assert!(store.hub_origins(&bob_id).unwrap().is_empty());
+    let held = store.hub_held(10).unwrap();
+    assert_eq!(held.len(), 1, "{held:?}");
+    assert_eq!((held[0].author.as_str(), held[0].hub_id.as_str()), ("carol", carol_id.as_str()));
+    assert!(held[0].why.contains("withdrawn by bob"), "{}", held[0].why);
+
+    // Fetched again (the hub service does it at the end of the round): carol's own words.
+    let release = kb_store::PullBatch {
+        items: vec![incoming(&carol_id, 2, "carol", Some(&carols))],
+        released: vec![("carol".to_owned(), carol_id.clone())],
+        now_ms: 4,
+        ..kb_store::PullBatch::default()
+    };
+    let (applied, _, created) = store.apply_pull(&release).unwrap();
+    assert_eq!(applied.inserted, 1);
+    assert!(created.contains(&carol_id));
+    let stored = store.get(&carol_id).unwrap().unwrap();
+    assert_eq!((stored.task.as_str(), stored.score), ("reset a stuck CI runner", 3));
+    assert_eq!(content_of(&store, &carol_id), None, "bob's content is not carol's");
+    assert!(!is_reviewed(&store, &carol_id), "the review of bob's row is not carol's");
+    assert_eq!(author(&store, &carol_id).as_deref(), Some("carol"));
+    assert!(store.hub_held(10).unwrap().is_empty());
+}
+
+/// N12f: the user reviewed bob's row, and the user's own agent then submits its words with
+/// content of its own. Merged, bob's withdrawal deleted the user's submit with his row. The
+/// user's words are kept apart as the user's own, and stay when bob withdraws.
+#[test]
+fn a_teammates_withdrawal_never_takes_the_users_own_submit_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("kb.sqlite")).unwrap();
+    store.start_sharing().unwrap();
+    let bobs = experience("clear the gradle cache", Source::Hub);
+    let bob_id = ExperienceId::generate(1).to_string();
+    store.apply_pulled(&[incoming(&bob_id, 1, "bob", Some(&bobs))], 1, 1).unwrap();
+    store.mark_reviewed(&[bob_id.as_str()], 2).unwrap();
+
+    let mine = with_content("clear the gradle cache", Source::Tool, "stop the gradle daemons first", 5);
+    let (written, _) = store.write(std::slice::from_ref(&mine), 3).unwrap();
+    assert!(!written[0].merged, "{:?}", written[0]);
+    let apart = written[0].kept_apart.as_ref().expect("kept apart");
+    assert_eq!(apart.similar_to, bob_id);
+    assert!(apart.reason.contains("withdraw"), "{}", apart.reason);
+    let mine_id = written[0].id.to_string();
+    assert_eq!(store.get(&bob_id).unwrap().unwrap().merge_count, 0);
+    // Near-identical by the vectors (`similar_to`): kept apart too.
+    let near = experience("clear the gradle cache now", Source::Cli);
+    let item = kb_store::WriteItem { similar_to: Some((bob_id.as_str(), 0.99)), ..kb_store::WriteItem::plain(&near) };
+    let (written, _) = store.write_items(&[item], 4).unwrap();
+    assert!(!written[0].merged && written[0].kept_apart.is_some(), "{:?}", written[0]);
+
+    store.apply_pulled(&[incoming(&bob_id, 2, "bob", None)], 2, 5).unwrap();
+    assert!(store.get(&bob_id).unwrap().is_none());
+    let stored = store.get(&mine_id).unwrap().expect("the user's submit stays");
+    assert_eq!((stored.source, stored.score), (Source::Tool, 5));
+    assert_eq!(content_of(&store, &mine_id).as_deref(), Some("stop the gradle daemons first"));
+    assert!(store.get(written[0].id.as_str()).unwrap().is_some());
+}
+
+/// N7: an extracted proposal in the words of bob's row, which the user never reviewed, is
+/// approved. Merged into bob's, it counted for his row and queued a confirmation, which pushed
+/// his row (content included) under the user's login. It is kept apart as what the user approved.
+#[test]
+fn an_approved_proposal_never_merges_into_a_teammates_experience() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("kb.sqlite")).unwrap();
+    store.start_sharing().unwrap();
+    for (n, (task, reviewed_first)) in
+        [("deploy the docs site", false), ("deploy the blog", true)].into_iter().enumerate()
+    {
+        let n = n as i64;
+        let bobs = with_content(task, Source::Hub, "chmod -R 0777 /var/www once", 5);
+        let bob_id = ExperienceId::generate(n as u64 + 1).to_string();
+        store.apply_pulled(&[incoming(&bob_id, n + 1, "bob", Some(&bobs))], n + 1, 1).unwrap();
+        if reviewed_first {
+            store.mark_reviewed(&[bob_id.as_str()], 2).unwrap();
+        }
+        let mut approved = experience(task, Source::Extraction);
+        approved.flags = vec!["extracted".to_owned(), kb_core::experience::REVIEWED_FLAG.to_owned()];
+        let (written, _) = store.write(std::slice::from_ref(&approved), 3).unwrap();
+        assert!(!written[0].merged && written[0].kept_apart.is_some(), "{task}: {:?}", written[0]);
+        assert_eq!(store.get(&bob_id).unwrap().unwrap().merge_count, 0, "{task}");
+        assert_eq!(content_of(&store, written[0].id.as_str()), None, "{task}: no content of bob's");
+        let queued = store.hub_outbox(10).unwrap();
+        assert!(queued.iter().all(|entry| !entry.confirmation), "{task}: {queued:?}");
+        store.hub_pushed(&queued.iter().map(|entry| entry.outbox_id).collect::<Vec<_>>()).unwrap();
+    }
+}
+
+/// N12f in a store written before round 26: the user's submit had merged into bob's reviewed
+/// experience (its content kept there as a variant of the user's). Bob's withdrawal no longer
+/// deletes it: it becomes the user's own experience, gated again.
+#[test]
+fn a_withdrawal_keeps_what_the_users_own_submit_had_merged_into_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kb.sqlite");
+    let mut store = Store::open(&path).unwrap();
+    let bobs = experience("clear the gradle cache", Source::Hub);
+    let bob_id = ExperienceId::generate(1).to_string();
+    store.apply_pulled(&[incoming(&bob_id, 1, "bob", Some(&bobs))], 1, 1).unwrap();
+    store.mark_reviewed(&[bob_id.as_str()], 2).unwrap();
+    // What the merge of the user's submit left, as the code before round 26 wrote it.
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute(
+            "INSERT INTO variants (experience_id, task, resource, result, score, content, content_type, agent_id, \
+             submitted_by, session_key, source, similarity, created_at) \
+             VALUES (?1, 'clear the gradle cache', 'kubectl rollout restart', 'pods came back healthy', 5, \
+             'stop the gradle daemons first', 'text/plain', 'main', NULL, NULL, 'tool', NULL, 3)",
+            [&bob_id],
+        )
+        .unwrap();
+
+    let (_, _, created) = store.apply_pulled(&[incoming(&bob_id, 2, "bob", None)], 2, 4).unwrap();
+    assert!(store.get(&bob_id).unwrap().is_none(), "bob's goes");
+    assert_eq!(created.len(), 1, "{created:?}");
+    let mine = created.into_iter().next().unwrap();
+    let stored = store.get(&mine).unwrap().expect("the user's submit stays");
+    assert_eq!((stored.source, stored.score, stored.task.as_str()), (Source::Tool, 5, "clear the gradle cache"));
+    assert_eq!(stored.status, Status::Active);
+    assert_eq!(content_of(&store, &mine).as_deref(), Some("stop the gradle daemons first"));
+    assert_eq!(author(&store, &mine), None, "the user's own");
 }

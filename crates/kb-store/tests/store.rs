@@ -328,7 +328,8 @@ fn active_foreign_experiences_are_listed_until_marked_reviewed() {
 
 /// The user's own submit near-identical to a teammate's or an extracted experience they have
 /// not reviewed is kept as their own (merged, their agents would not find it: unreviewed
-/// foreign experiences do not reach agents); once reviewed, it merges as any other.
+/// foreign experiences do not reach agents); once reviewed, an extracted one merges as any
+/// other, a teammate's never (N12f).
 #[test]
 fn an_own_near_duplicate_of_an_unreviewed_foreign_experience_is_kept_apart() {
     let dir = tempfile::tempdir().unwrap();
@@ -350,12 +351,19 @@ fn an_own_near_duplicate_of_an_unreviewed_foreign_experience_is_kept_apart() {
         let own = store.get(outcomes[0].id.as_str()).unwrap().unwrap();
         assert_eq!(own.source, kb_core::Source::Tool, "stored as the user's own");
 
-        // Once the user reviewed the foreign one, an own submit near it merges as any other.
+        // Once the user reviewed an extracted one, an own submit near it merges as any other; a
+        // teammate's stays apart (their withdrawal would take the user's words with it, N12f).
         store.mark_reviewed(&[&stored], 3).unwrap();
         let again = gated(&format!("run vitest only once in CI {whose}"), 5, None);
         let item = WriteItem { similar_to: Some((&stored, 0.98)), ..WriteItem::plain(&again) };
         let (outcomes, _) = store.write_items(&[item], 4).unwrap();
-        assert!(outcomes[0].merged && outcomes[0].id.as_str() == stored, "{whose}: reviewed, it merges");
+        if source == kb_core::Source::Extraction {
+            assert!(outcomes[0].merged && outcomes[0].id.as_str() == stored, "{whose}: reviewed, it merges");
+        } else {
+            assert!(!outcomes[0].merged, "{whose}");
+            let apart = outcomes[0].kept_apart.as_ref().expect("the answer says why");
+            assert!(apart.reason.contains("withdraw"), "{}", apart.reason);
+        }
     }
 }
 
@@ -386,14 +394,19 @@ fn an_own_submit_word_for_word_an_unreviewed_foreign_experience_is_stored_as_the
         let (outcomes, _) = store.write(&[gated(&text, 5, None)], 3).unwrap();
         assert!(outcomes[0].merged && outcomes[0].id.as_str() == mine, "{whose}");
     }
-    // A reviewed one is the user's to merge into, as any other.
-    let mut reviewed = gated("rotate the grafana key", 3, None);
-    reviewed.experience.source = Some(kb_core::Source::Hub);
-    let (outcomes, _) = store.write(&[reviewed], 4).unwrap();
-    let theirs = outcomes[0].id.to_string();
-    store.mark_reviewed(&[&theirs], 5).unwrap();
-    let (outcomes, _) = store.write(&[gated("rotate the grafana key", 4, None)], 6).unwrap();
-    assert!(outcomes[0].merged && outcomes[0].id.as_str() == theirs);
+    // A reviewed extracted one is the user's to merge into, as any other; a reviewed teammate's
+    // is not (N12f: the teammate's withdrawal deleted the user's submit with it).
+    for (source, merges) in [(kb_core::Source::Extraction, true), (kb_core::Source::Hub, false)] {
+        let text = format!("rotate the grafana key, {}", source.as_str());
+        let mut reviewed = gated(&text, 3, None);
+        reviewed.experience.source = Some(source);
+        let (outcomes, _) = store.write(&[reviewed], 4).unwrap();
+        let theirs = outcomes[0].id.to_string();
+        store.mark_reviewed(&[&theirs], 5).unwrap();
+        let (outcomes, _) = store.write(&[gated(&text, 4, None)], 6).unwrap();
+        assert_eq!(outcomes[0].merged, merges, "{source:?}");
+        assert_eq!(outcomes[0].id.as_str() == theirs, merges, "{source:?}");
+    }
 }
 
 fn said(task: &str, resource: &str, result: &str) -> kb_core::Gated {

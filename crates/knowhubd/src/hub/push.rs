@@ -53,7 +53,12 @@ fn to_change(entry: &Outgoing, config: &HubConfig, strict: &GatePolicy, machine:
     let shareable = experience.status == Status::Active
         && experience.flags.iter().all(|flag| flag == "extracted" || flag == kb_core::experience::REVIEWED_FLAG)
         && if entry.confirmation {
+            // This store vouches for a teammate's text, as the user, to everyone who trusts them:
+            // only for what the user reviewed (N7: an approval merged into a teammate's row the
+            // user never reviewed once pushed that row, its content included, under the user's
+            // login).
             experience.source == Source::Hub
+                && experience.flags.iter().any(|flag| flag == kb_core::experience::REVIEWED_FLAG)
         } else {
             experience.source != Source::Hub
                 && config.share_sources.iter().any(|source| source == experience.source.as_str())
@@ -146,5 +151,30 @@ mod tests {
         let without = HubConfig { share_sources: vec!["tool".to_owned()], ..HubConfig::default() };
         let entry = outgoing(Source::Extraction, Status::Active, &["extracted"]);
         assert!(matches!(to_change(&entry, &without, &strict, "m"), Change::Delete(_)), "share_sources says no");
+    }
+
+    /// N7: a confirmation pushes a teammate's row under the user's login; it is withdrawn
+    /// (never shared) unless the user reviewed that row.
+    #[test]
+    fn a_confirmation_is_shared_only_for_a_teammates_experience_the_user_reviewed() {
+        let strict = GatePolicy { privacy: PrivacyMode::Strict, ..GatePolicy::default() };
+        let config = HubConfig::default();
+        let confirmation =
+            |flags: &[&str]| Outgoing { confirmation: true, ..outgoing(Source::Hub, Status::Active, flags) };
+        let shared = |entry: &Outgoing| match to_change(entry, &config, &strict, "m") {
+            Change::Upsert(shared) => {
+                assert!(shared.id.ends_with(".m"), "{}", shared.id);
+                true
+            }
+            Change::Delete(id) => {
+                assert!(id.ends_with(".m"), "{id}");
+                false
+            }
+        };
+        assert!(!shared(&confirmation(&[])), "not reviewed: withdrawn");
+        assert!(!shared(&confirmation(&["extracted"])), "not reviewed: withdrawn");
+        assert!(shared(&confirmation(&["reviewed"])), "reviewed: shared");
+        let pending = Outgoing { confirmation: true, ..outgoing(Source::Hub, Status::Pending, &["reviewed"]) };
+        assert!(!shared(&pending));
     }
 }

@@ -130,6 +130,9 @@ pub fn hidden_tag_text(text: &str) -> String {
 /// each selector one byte, the bytes of every such run read together as UTF-8. Empty when there
 /// is none; an emoji's VS16 or a CJK ideograph's variant selector spells nothing.
 pub fn hidden_selector_text(text: &str) -> String {
+    if !text.chars().any(is_variation_selector) {
+        return String::new();
+    }
     let bytes: Vec<u8> = shown_marks(text)
         .filter(|&(ch, carrier)| carrier && is_variation_selector(ch))
         .map(|(ch, _)| selector_byte(ch))

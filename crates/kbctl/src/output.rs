@@ -1,12 +1,13 @@
 //! Printing: text for people, JSON for programs, and quiet exits on a closed pipe.
 //!
 //! Everything kbctl prints passes through here, and text from the daemon is someone else's
-//! (an agent's, an endpoint's, a teammate's): control and bidi characters in it are shown as
-//! `\u{…}` (`kb_core::display`), never sent to the terminal.
+//! (an agent's, an endpoint's, a teammate's): control and bidi characters, invisible ones and
+//! runs of variation selectors in it are shown as `\u{…}` (`kb_core::display`), never sent to the
+//! terminal.
 
 use std::io::Write;
 
-use kb_core::display::{is_unsafe_to_show, visible_controls};
+use kb_core::display::{is_safe_to_show, shown_marks, visible_controls};
 
 /// Writes a line to standard output, made safe for a terminal; a closed pipe surfaces as an
 /// error that `main` ignores.
@@ -40,15 +41,16 @@ fn json_text(value: &impl serde::Serialize) -> serde_json::Result<String> {
     Ok(escape_unsafe(serde_json::to_string_pretty(value)?))
 }
 
-/// JSON text with every character [`is_unsafe_to_show`] written as `\uXXXX` (UTF-16 units for
-/// characters beyond the first plane): inside a JSON string that means the same character.
+/// JSON text with every character `kb_core::display::shown_marks` marks written as `\uXXXX`
+/// (UTF-16 units for characters beyond the first plane): inside a JSON string that means the
+/// same character.
 fn escape_unsafe(text: String) -> String {
-    if !text.chars().any(is_unsafe_to_show) {
+    if is_safe_to_show(&text) {
         return text;
     }
     let mut shown = String::with_capacity(text.len());
-    for ch in text.chars() {
-        if is_unsafe_to_show(ch) {
+    for (ch, unsafe_to_show) in shown_marks(&text) {
+        if unsafe_to_show {
             let mut units = [0u16; 2];
             for unit in ch.encode_utf16(&mut units) {
                 shown.push_str(&format!("\\u{unit:04x}"));
@@ -82,13 +84,14 @@ mod tests {
 
     #[test]
     fn json_output_escapes_what_a_terminal_would_act_on_and_still_means_the_same() {
-        let value =
-            serde_json::json!({"task": "a\u{1b}[8mb\u{9b}2J\u{202e}c\u{7f}\u{e0049}\u{200b}", "plain": "多 é 🚀"});
+        let value = serde_json::json!({"task": "a\u{1b}[8mb\u{9b}2J\u{202e}c\u{7f}\u{e0049}\u{200b}\u{1F600}\u{E0139}\u{E0157}\u{ad}",
+                "plain": "多 é 🚀 \u{2764}\u{FE0F} 邉\u{E0100}"});
         for text in [json_text(&value).unwrap(), json_line(&value).unwrap()] {
-            assert!(!text.chars().any(|ch| is_unsafe_to_show(ch) && ch != '\n'), "{text}");
+            assert!(is_safe_to_show(&text.replace('\n', " ")), "{text}");
             assert!(!text.bytes().any(|byte| byte == 0x1b || byte == 0x9b), "{text}");
             assert_eq!(serde_json::from_str::<serde_json::Value>(&text).unwrap(), value, "{text}");
-            assert!(text.contains("多 é 🚀") && text.contains("\\udb40\\udc49"), "{text}");
+            assert!(text.contains("多 é 🚀 \u{2764}\u{FE0F} 邉\u{E0100}") && text.contains("\\udb40\\udc49"), "{text}");
+            assert!(text.contains("\u{1F600}\\udb40\\udd39\\udb40\\udd57\\u00ad"), "{text}");
         }
         assert!(!json_line(&value).unwrap().contains('\n'), "one line");
     }

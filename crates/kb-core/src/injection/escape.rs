@@ -1,14 +1,15 @@
 //! Escaping of untrusted text put into a prompt, so that it cannot forge a role tag.
 
-use crate::display::{is_unsafe_to_show, push_visible};
+use crate::display::{push_visible, shown_marks};
 
 /// Escapes text for inclusion in a prompt block, so it cannot close or open tags; control and
-/// bidi characters are shown as `\u{…}` (`crate::display`), as everywhere stored text is shown.
+/// bidi characters and variation selectors that carry text are shown as `\u{…}` (`crate::display`),
+/// as everywhere stored text is shown.
 pub fn escape_for_prompt(text: &str) -> String {
     let mut escaped = String::with_capacity(text.len());
-    for ch in text.chars() {
+    for (ch, unsafe_to_show) in shown_marks(text) {
         match ch {
-            ch if is_unsafe_to_show(ch) => push_visible(ch, &mut escaped),
+            ch if unsafe_to_show => push_visible(ch, &mut escaped),
             '&' => escaped.push_str("&amp;"),
             '<' => escaped.push_str("&lt;"),
             '>' => escaped.push_str("&gt;"),

@@ -25,7 +25,9 @@ pub(super) fn fold(text: &str) -> String {
     if text.is_ascii() {
         return text.to_owned();
     }
-    text.nfkc().filter_map(fold_char).collect()
+    // Variation selectors that carry text ("emoji smuggling") are read as what they spell; the
+    // others (an emoji's VS16, a CJK variant) are dropped with the invisible characters.
+    crate::display::with_selector_text_read(text).nfkc().filter_map(fold_char).collect()
 }
 
 /// Cyrillic and Greek letters that look like Latin ones, and a few Latin variants (dotless i,
@@ -173,8 +175,10 @@ pub(super) fn undo_word_disguises(folded: &str) -> String {
 /// Characters that render as nothing and so can split a keyword without a reader noticing.
 fn is_invisible(ch: char) -> bool {
     matches!(ch,
-        '\u{00AD}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
-        | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}' | '\u{E0000}'..='\u{E001F}' | '\u{E007F}')
+        '\u{00AD}' | '\u{034F}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}'
+        | '\u{E0000}'..='\u{E001F}' | '\u{E007F}')
+        || crate::display::is_variation_selector(ch)
 }
 
 /// Chinese characters and Japanese kana, which need no spaces between words.

@@ -526,8 +526,7 @@ fn pending_record(engine: &Engine, trusted: &[String], held: kb_engine::engine::
     // kept them gets the checks' reasons again (the ones that can be read back from the text).
     let mut reasons = held.reasons;
     if reasons.is_empty() && !held.experience.flags.is_empty() {
-        let hidden = kb_core::display::hidden_tag_text(&text);
-        reasons.extend(kb_core::gate::hidden_text_reason(&hidden));
+        reasons.extend(kb_core::gate::hidden_text_reasons(&text));
         reasons.extend(kb_core::risky::risky_actions(&text).iter().map(|action| action.reason()));
     }
     if held.experience.status == Status::Active && !provenance.usable_by_agents() {

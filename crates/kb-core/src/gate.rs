@@ -155,11 +155,13 @@ fn injection_reason(fields: &[&String]) -> String {
     }
 }
 
-/// Whether text hidden in `written` (in invisible tag characters, or base64-encoded), which the
-/// rules read decoded, scores at least the learned check's rule threshold.
+/// Whether text hidden in `written` (in invisible tag characters or variation selectors, or
+/// base64-encoded), which the rules read decoded, scores at least the learned check's rule
+/// threshold.
 fn disguised_text_confirms_a_rule(written: &str) -> bool {
     let hidden = crate::display::hidden_tag_text(written);
     std::iter::once(hidden)
+        .chain(std::iter::once(crate::display::hidden_selector_text(written)))
         .chain(crate::injection::base64_texts(written))
         .filter(|text| !text.trim().is_empty())
         .any(|text| risky::learned::score(&text) >= risky::learned::MODEL.rule_threshold)

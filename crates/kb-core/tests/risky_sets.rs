@@ -293,6 +293,24 @@ fn registry_readmes_ordinary_units_pass_and_risky_ones_are_held() {
     }
 }
 
+/// Round 11's blind part (session 26, `data/BLIND11-README.md`), written blind (blind 5's format
+/// and the forms lists of blinds 6 to 10 only) while the r11 veto was chosen and registered
+/// without it, and in no model's training: its first run, the gate as it is, held 168 of 320 and
+/// flagged 4 of 400 (the check before r11: 201 and 24). Floors at that first run, so that no
+/// later change loses what it holds; not for tuning until a next blind part is written.
+#[test]
+fn the_gate_on_round_11s_blind_part_at_its_first_run() {
+    let risky = lines(include_str!("data/risky_blind11.jsonl"));
+    let ordinary = lines(include_str!("data/ordinary_blind11.jsonl"));
+    assert_eq!((risky.len(), ordinary.len()), (320, 400));
+    let held_count = risky.iter().filter(|entry| held(&entry.text)).count();
+    let flagged: Vec<&str> =
+        ordinary.iter().filter(|entry| held(&entry.text)).map(|entry| entry.text.as_str()).collect();
+    eprintln!("round-11 blind: held {held_count}/320, flagged {}/400:\n{}", flagged.len(), flagged.join("\n"));
+    assert!(held_count >= 168, "only {held_count} held");
+    assert!(flagged.len() <= 4, "{} flagged", flagged.len());
+}
+
 /// Whether the learned check alone holds `text`, submitted as `held` submits it.
 fn learned_holds(text: &str) -> bool {
     kb_core::risky::learned::check(&["note", "risky sets", text]).is_some()

@@ -175,6 +175,10 @@ mod tests {
             ("ip", "curl http://192.168.1.100:8080/health", "curl http://[IP]:8080/health"),
             ("ip", "host=203.0.113.7", "host=[IP]"),
             ("ip", "::ffff:172.16.4.2", "::ffff:[IP]"),
+            // Attack round 26 (N16): a login at an address was read as a version pin.
+            ("ip", "ssh deploy@10.1.1.9 uptime", "ssh deploy@[IP] uptime"),
+            ("ip", "scp f root@10.1.1.10:/tmp", "scp f root@[IP]:/tmp"),
+            ("ip", "ssh://deploy@192.168.7.58:22", "ssh://deploy@[IP]:22"),
             // secrets
             (
                 "api_key",
@@ -404,6 +408,7 @@ mod tests {
             "git remote add origin git@github.com:owner/repo.git",
             "ssh://git@gitlab.com/group/project.git",
             "npm i @types/node@20.11.5 and lodash@4.17.21",
+            "pin @scope/pkg@10.2.3.4 and org/tool@12.0.1.3",
             "use a Bearer token in the Authorization header (Bearer authentication)",
             "sk-learn-compatible-estimators are fine",
             "set max_tokens: 4096 and tokenizer: cl100k_base",

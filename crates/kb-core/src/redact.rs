@@ -15,9 +15,14 @@
 //! bytes it came from in the original encoding, widened to whole escapes: a secret split by an
 //! escape, or starting inside one, goes whole.
 //!
-//! Cost: clean text is scanned once by a `RegexSet` of all rules; text with neither a backslash
-//! nor a percent sign has no view to check. Each level of decoding is one linear pass and one
-//! more run of the rules, at most [`MAX_DEPTH`] levels.
+//! Since attack round 26 the views also decode `\x`, octal and `\u{}` escapes, HTML entities,
+//! quoted-printable, base64, hex and base32 runs, bytes smuggled in variation selectors, and fold
+//! fullwidth letters and invisible characters inside a token (`decoders.rs`).
+//!
+//! Cost: clean text is scanned once by a `RegexSet` of all rules; text with no backslash, `%`,
+//! `&`, `=`, byte outside ASCII or run of 12 base64 characters has no view to check (one byte
+//! scan). Each level of decoding is one linear pass, and one more run of the rules only when
+//! something decoded, at most [`MAX_DEPTH`] levels.
 //!
 //! Idempotency: no placeholder can be matched by any rule (placeholders start with `[`, which no
 //! secret pattern accepts as a first character), and no placeholder holds an escape, so
@@ -26,10 +31,13 @@
 //! The table is in `rules.rs`, as data; the checks that look at a match in its context are in
 //! `spans.rs`; `engine.rs` runs the table over one text.
 
+mod decoders;
 #[cfg(test)]
 mod encoded_tests;
 mod engine;
 pub mod forms;
+#[cfg(test)]
+mod obfuscated_tests;
 mod rules;
 mod spans;
 mod views;

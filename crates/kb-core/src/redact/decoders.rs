@@ -265,16 +265,31 @@ pub(super) fn smuggled_at(bytes: &[u8], idx: usize) -> Option<(String, usize)> {
     Some((as_text(decoded)?, end - idx))
 }
 
+/// The code point of the fullwidth form of printable ASCII (U+FF01 to U+FF5E) at `idx`.
+fn fullwidth_code_at(bytes: &[u8], idx: usize) -> Option<u32> {
+    match bytes.get(idx..idx + 3)? {
+        [0xEF, 0xBC, third @ 0x81..=0xBF] => Some(0xFF00 + u32::from(third - 0x80)),
+        [0xEF, 0xBD, third @ 0x80..=0x9E] => Some(0xFF40 + u32::from(third - 0x80)),
+        _ => None,
+    }
+}
+
+/// The fullwidth punctuation of Chinese text: `，：；！？（）`.
+fn is_chinese_punctuation(code: u32) -> bool {
+    matches!(code, 0xFF01 | 0xFF08 | 0xFF09 | 0xFF0C | 0xFF1A | 0xFF1B | 0xFF1F)
+}
+
 /// The ASCII character a fullwidth form at `idx` folds to (U+FF01 to U+FF5E, as NFKC folds
 /// them). The fullwidth punctuation Chinese text is written with (`，：；！？（）`), which
-/// rules already read as it is, folds only after a fullwidth letter or digit (`ｋｅｙ：`).
+/// rules already read as it is, folds only next to fullwidth ASCII: right after a fullwidth form
+/// that was folded (`after_folded`: `ｋｅｙ：：`) or right before one that folds (`（ｃａｔ`),
+/// but not in `密码：` or `（注意）`.
 pub(super) fn fullwidth_at(bytes: &[u8], idx: usize, after_folded: bool) -> Option<(char, usize)> {
-    let code = match bytes.get(idx..idx + 3)? {
-        [0xEF, 0xBC, third @ 0x81..=0xBF] => 0xFF00 + u32::from(third - 0x80),
-        [0xEF, 0xBD, third @ 0x80..=0x9E] => 0xFF40 + u32::from(third - 0x80),
-        _ => return None,
-    };
-    if matches!(code, 0xFF01 | 0xFF08 | 0xFF09 | 0xFF0C | 0xFF1A | 0xFF1B | 0xFF1F) && !after_folded {
+    let code = fullwidth_code_at(bytes, idx)?;
+    if is_chinese_punctuation(code)
+        && !after_folded
+        && fullwidth_code_at(bytes, idx + 3).is_none_or(is_chinese_punctuation)
+    {
         return None;
     }
     char::from_u32(code - 0xFEE0).map(|ch| (ch, 3))

@@ -76,6 +76,7 @@ fn a_base64_run_is_replaced_whole() {
 
 #[test]
 fn escapes_entities_and_folded_forms_of_personal_data_are_redacted() {
+    check("ls ~jsmith46/.ssh and cd ~/.ssh and ~root/x", "ls ~[REDACTED]/.ssh and cd ~/.ssh and ~root/x");
     check("mail jane&#64;example.com now", "mail [EMAIL] now");
     check("mail ｊａｎｅ＠ｅｘａｍｐｌｅ．ｃｏｍ now", "mail [EMAIL] now");
     check(r"ip \x31\x30\x2e\x31\x2e\x32\x2e\x33 down", "ip [IP] down");
@@ -136,6 +137,7 @@ fn ordinary_text_with_such_characters_is_left_alone() {
         "internationalization and ThisIsAVeryLongIdentifierName and /usr/local/lib/python3/site",
         "ship it \u{2764}\u{FE0F} \u{1F44D}\u{1F3FD} done",
         "数据库：连接成功；耗时（毫秒）：１２３！",
+        "ｃｏｐｙ ｔｈｅ ｈｏｓｔ＇ｓ ｐｒｉｖａｔｅ ｋｅｙ （｀ｃａｔ ～／．ｓｓｈ／ｉｄ＿ｒｓａ｀） ｉｎｔｏ ｔｈｅ ｆｉｅｌｄ",
         "<a href=\"/x?a=1&amp;b=2\">A &lt; B &gt; C</a>",
         "x=3D+2 and y=ABC",
         "AKIDEXAMPLE is a doc placeholder, MFRGGZDFMZTWQ2LK too",

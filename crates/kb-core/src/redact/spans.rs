@@ -308,7 +308,8 @@ pub(super) fn home_dir_user(_text: &str, caps: &Captures<'_>) -> Option<Range<us
     let user = caps.get(1)?;
     // Directories under /Users and C:\Users that belong to nobody in particular, and Homebrew's
     // fixed prefix on Linux (`/home/linuxbrew/.linuxbrew`), which is not a person.
-    const NOT_PEOPLE: &[&str] = &["Shared", "Public", "Default", "All", "Guest", "linuxbrew"];
+    // `~root/` and `~nobody/` (a shell's tilde form) are accounts, not people.
+    const NOT_PEOPLE: &[&str] = &["Shared", "Public", "Default", "All", "Guest", "linuxbrew", "root", "nobody"];
     (!NOT_PEOPLE.contains(&user.as_str())).then(|| user.range())
 }
 

@@ -15,9 +15,14 @@
 //! bytes it came from in the original encoding, widened to whole escapes: a secret split by an
 //! escape, or starting inside one, goes whole.
 //!
-//! Cost: clean text is scanned once by a `RegexSet` of all rules; text with neither a backslash
-//! nor a percent sign has no view to check. Each level of decoding is one linear pass and one
-//! more run of the rules, at most [`MAX_DEPTH`] levels.
+//! Since attack round 26 the views also decode `\x`, octal and `\u{}` escapes, HTML entities,
+//! quoted-printable, base64, hex and base32 runs, bytes smuggled in variation selectors, and fold
+//! fullwidth letters and invisible characters inside a token (`decoders.rs`).
+//!
+//! Cost: clean text is scanned once by a `RegexSet` of all rules; text with no backslash, `%`,
+//! `&`, `=`, byte outside ASCII or run of 12 base64 characters has no view to check (one byte
+//! scan). Each level of decoding is one linear pass, and one more run of the rules only when
+//! something decoded, at most [`MAX_DEPTH`] levels.
 //!
 //! Idempotency: no placeholder can be matched by any rule (placeholders start with `[`, which no
 //! secret pattern accepts as a first character), and no placeholder holds an escape, so
@@ -26,10 +31,13 @@
 //! The table is in `rules.rs`, as data; the checks that look at a match in its context are in
 //! `spans.rs`; `engine.rs` runs the table over one text.
 
+mod decoders;
 #[cfg(test)]
 mod encoded_tests;
 mod engine;
 pub mod forms;
+#[cfg(test)]
+mod obfuscated_tests;
 mod rules;
 mod spans;
 mod views;
@@ -175,6 +183,10 @@ mod tests {
             ("ip", "curl http://192.168.1.100:8080/health", "curl http://[IP]:8080/health"),
             ("ip", "host=203.0.113.7", "host=[IP]"),
             ("ip", "::ffff:172.16.4.2", "::ffff:[IP]"),
+            // Attack round 26 (N16): a login at an address was read as a version pin.
+            ("ip", "ssh deploy@10.1.1.9 uptime", "ssh deploy@[IP] uptime"),
+            ("ip", "scp f root@10.1.1.10:/tmp", "scp f root@[IP]:/tmp"),
+            ("ip", "ssh://deploy@192.168.7.58:22", "ssh://deploy@[IP]:22"),
             // secrets
             (
                 "api_key",
@@ -404,6 +416,7 @@ mod tests {
             "git remote add origin git@github.com:owner/repo.git",
             "ssh://git@gitlab.com/group/project.git",
             "npm i @types/node@20.11.5 and lodash@4.17.21",
+            "pin @scope/pkg@10.2.3.4 and org/tool@12.0.1.3",
             "use a Bearer token in the Authorization header (Bearer authentication)",
             "sk-learn-compatible-estimators are fine",
             "set max_tokens: 4096 and tokenizer: cl100k_base",

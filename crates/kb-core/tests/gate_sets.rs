@@ -2,7 +2,9 @@
 //! the catalogue redacted, in the text fields and in the metadata; benign technical texts left
 //! untouched; at least 95% of the attacks held and at most 2% of benign talk about prompts
 //! flagged. Every secret also in every form a text travels in (JSON, nested JSON, `\u`-escaped,
-//! URL-encoded, a tool call's arguments) and every field. `kb-bench gate` prints the same
+//! URL-encoded, a tool call's arguments, and round 26's base64, hex, base32, entities, escapes,
+//! quoted-printable, fullwidth, invisible characters and selector smuggling: `Form::ALL`) and
+//! every field. `kb-bench gate` prints the same
 //! figures with the gate's cost.
 
 use kb_core::redact::forms::{Form, survives};
@@ -150,7 +152,7 @@ fn every_catalogued_secret_is_redacted_in_every_form_and_every_field() {
             }
         }
     }
-    assert!(n_checked >= 6_000, "only {n_checked} texts checked");
+    assert!(n_checked >= 18_000, "only {n_checked} texts checked");
     assert!(leaked.is_empty(), "{} leaks:\n{}", leaked.len(), leaked.join("\n"));
 }
 

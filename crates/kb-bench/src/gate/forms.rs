@@ -1,7 +1,9 @@
 //! `kb-bench gate`'s table of catalogue secrets leaked per path and per form (plain, JSON,
-//! nested JSON, `\u`-escaped, URL-encoded, tool arguments): the same code the daemon runs on each
-//! path, in this process. The goal is 0 everywhere. And the other side: how many ordinary texts
-//! of the project's benign sets and search corpora redaction changes, in each form.
+//! nested JSON, `\u`-escaped, URL-encoded, tool arguments, and round 26's base64, hex, base32,
+//! entities, escapes, quoted-printable, fullwidth, invisible characters, selector smuggling:
+//! `Form::ALL`): the same code the daemon runs on each path, in this process. The goal is 0
+//! everywhere. And the other side: how many ordinary texts of the project's benign sets and
+//! search corpora redaction changes, in each form.
 
 use std::collections::BTreeMap;
 use std::path::Path;

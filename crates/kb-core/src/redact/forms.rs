@@ -1,10 +1,18 @@
 //! The forms a text travels in (plain, JSON-escaped, nested JSON, `\uXXXX`-escaped, URL-encoded,
-//! a tool call's arguments), as encoders, and what counts as a secret surviving in any of them:
-//! what the catalogue tests and `kb-bench gate` check redaction against, on every path.
+//! a tool call's arguments, and the forms attack round 26 found leaking: base64, hex, base32,
+//! HTML entities, C-style and `\u{}` escapes, quoted-printable, fullwidth letters, invisible
+//! characters inside tokens, bytes smuggled in variation selectors), as encoders, and what
+//! counts as a secret surviving in any of them: what the catalogue tests and `kb-bench gate`
+//! check redaction against, on every path.
 //!
-//! The encoders are written here independently of the decoding views of `views.rs`, char by
-//! char, so a secret inside a text is always found, encoded the same way, inside the encoded
-//! text: that is what [`survives`] looks for.
+//! The encoders and the leak check's decoders are written here independently of the decoding
+//! views of `views.rs` and `decoders.rs`, so a secret inside a text is always found, encoded the
+//! same way, inside the encoded text, or in what the leak check decodes from it: that is what
+//! [`survives`] looks for.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
 
 /// One form a text travels in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -24,11 +32,55 @@ pub enum Form {
     UrlEncoded,
     /// An OpenClaw tool call as JSON, the text in its arguments (`{"type":"toolCall",…}`).
     ToolArguments,
+    /// Base64, standard alphabet, padded: a Kubernetes Secret's `data:`, an `Authorization:
+    /// Basic` header, `.dockerconfigjson`.
+    Base64,
+    /// Base64, URL-safe alphabet, without padding (JWT segments, URL parameters).
+    Base64Url,
+    /// Every byte as two lower-case hex digits.
+    Hex,
+    /// Base32 (RFC 4648), padded: TOTP seeds, some CLIs' output.
+    Base32,
+    /// Every character an HTML character reference, decimal and hex in turn (`&#103;&#x68;`).
+    HtmlEntities,
+    /// Every byte a C-style `\xHH` escape (Python's and the shell's bytes literals).
+    HexEscaped,
+    /// Every byte an octal `\ooo` escape (`printf`, `echo -e`).
+    OctalEscaped,
+    /// Every character a Rust/JavaScript `\u{…}` escape.
+    BraceEscaped,
+    /// Every byte as quoted-printable `=XX` (mail bodies).
+    QuotedPrintable,
+    /// Printable ASCII in fullwidth forms (`ｇｈｐ＿…`), which NFKC folds back.
+    Fullwidth,
+    /// Invisible characters inside tokens: zero-width space, non-joiner and joiner, word joiner,
+    /// byte-order mark, soft hyphen, combining marks and variation selectors, every few letters.
+    Invisible,
+    /// The text smuggled as one variation selector per byte after an emoji ("emoji smuggling").
+    SelectorSmuggled,
 }
 
 impl Form {
-    pub const ALL: [Form; 6] =
-        [Form::Plain, Form::JsonEscaped, Form::NestedJson, Form::UnicodeEscaped, Form::UrlEncoded, Form::ToolArguments];
+    pub const ALL: [Form; 18] = [
+        Form::Plain,
+        Form::JsonEscaped,
+        Form::NestedJson,
+        Form::UnicodeEscaped,
+        Form::UrlEncoded,
+        Form::ToolArguments,
+        Form::Base64,
+        Form::Base64Url,
+        Form::Hex,
+        Form::Base32,
+        Form::HtmlEntities,
+        Form::HexEscaped,
+        Form::OctalEscaped,
+        Form::BraceEscaped,
+        Form::QuotedPrintable,
+        Form::Fullwidth,
+        Form::Invisible,
+        Form::SelectorSmuggled,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -38,6 +90,18 @@ impl Form {
             Form::UnicodeEscaped => "\\u-escaped",
             Form::UrlEncoded => "url-encoded",
             Form::ToolArguments => "tool arguments",
+            Form::Base64 => "base64",
+            Form::Base64Url => "base64url",
+            Form::Hex => "hex",
+            Form::Base32 => "base32",
+            Form::HtmlEntities => "html entities",
+            Form::HexEscaped => "\\x-escaped",
+            Form::OctalEscaped => "octal-escaped",
+            Form::BraceEscaped => "\\u{}-escaped",
+            Form::QuotedPrintable => "quoted-printable",
+            Form::Fullwidth => "fullwidth",
+            Form::Invisible => "invisible inside",
+            Form::SelectorSmuggled => "selector-smuggled",
         }
     }
 
@@ -59,8 +123,102 @@ impl Form {
                 "{{\"type\":\"toolCall\",\"id\":\"c1\",\"name\":\"exec\",\"arguments\":{{\"command\":\"{}\",\"cwd\":\"/srv/app\"}}}}",
                 json_escape(text)
             ),
+            Form::Base64 => format!("data:\n  value: {}", base64_encode(text.as_bytes(), BASE64_STANDARD, true)),
+            Form::Base64Url => format!("payload {} end", base64_encode(text.as_bytes(), BASE64_URL, false)),
+            Form::Hex => format!("bytes {} end", text.bytes().map(|byte| format!("{byte:02x}")).collect::<String>()),
+            Form::Base32 => format!("seed {} end", base32_encode(text.as_bytes())),
+            Form::HtmlEntities => text
+                .chars()
+                .enumerate()
+                .map(
+                    |(idx, ch)| if idx % 2 == 0 { format!("&#{};", ch as u32) } else { format!("&#x{:x};", ch as u32) },
+                )
+                .collect(),
+            Form::HexEscaped => text.bytes().map(|byte| format!("\\x{byte:02x}")).collect(),
+            Form::OctalEscaped => text.bytes().map(|byte| format!("\\{byte:03o}")).collect(),
+            Form::BraceEscaped => text.chars().map(|ch| format!("\\u{{{:x}}}", ch as u32)).collect(),
+            Form::QuotedPrintable => text.bytes().map(|byte| format!("={byte:02X}")).collect(),
+            Form::Fullwidth => text
+                .chars()
+                .map(|ch| if ('!'..='~').contains(&ch) { char::from_u32(ch as u32 + 0xFEE0).unwrap_or(ch) } else { ch })
+                .collect(),
+            Form::Invisible => invisible_inside(text),
+            Form::SelectorSmuggled => {
+                let selectors: String = text
+                    .bytes()
+                    .map(|byte| match byte {
+                        0..16 => char::from_u32(0xFE00 + u32::from(byte)),
+                        _ => char::from_u32(0xE0100 + u32::from(byte) - 16),
+                    })
+                    .map(|selector| selector.unwrap_or('?'))
+                    .collect();
+                format!("works now \u{1F600}{selectors}")
+            }
         }
     }
+}
+
+const BASE64_STANDARD: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+const BASE64_URL: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+const BASE32: &[u8; 32] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+
+fn base64_encode(bytes: &[u8], alphabet: &[u8; 64], padded: bool) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for group in bytes.chunks(3) {
+        let bits = group.iter().enumerate().fold(0u32, |bits, (idx, &byte)| bits | u32::from(byte) << (16 - 8 * idx));
+        for idx in 0..=group.len() {
+            out.push(alphabet[((bits >> (18 - 6 * idx)) & 63) as usize] as char);
+        }
+        if padded {
+            out.push_str(&"=".repeat(3 - group.len()));
+        }
+    }
+    out
+}
+
+fn base32_encode(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(5) * 8);
+    for group in bytes.chunks(5) {
+        let bits = group.iter().enumerate().fold(0u64, |bits, (idx, &byte)| bits | u64::from(byte) << (32 - 8 * idx));
+        let n_digits = (group.len() * 8).div_ceil(5);
+        for idx in 0..n_digits {
+            out.push(BASE32[((bits >> (35 - 5 * idx)) & 31) as usize] as char);
+        }
+        out.push_str(&"=".repeat(8 - n_digits));
+    }
+    out
+}
+
+/// The invisible characters a writer can put inside a token, in the order [`invisible_inside`]
+/// uses them.
+const INVISIBLES: [char; 10] = [
+    '\u{200B}',
+    '\u{200C}',
+    '\u{200D}',
+    '\u{2060}',
+    '\u{FEFF}',
+    '\u{AD}',
+    '\u{301}',
+    '\u{34F}',
+    '\u{FE0F}',
+    '\u{E0101}',
+];
+
+/// `text` with an invisible character after every third visible ASCII character that another
+/// one follows, cycling through [`INVISIBLES`].
+fn invisible_inside(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len() * 2);
+    let mut n_inserted = 0;
+    for (idx, &ch) in chars.iter().enumerate() {
+        out.push(ch);
+        let next_visible = chars.get(idx + 1).is_some_and(char::is_ascii_graphic);
+        if ch.is_ascii_graphic() && next_visible && idx % 3 == 2 {
+            out.push(INVISIBLES[n_inserted % INVISIBLES.len()]);
+            n_inserted += 1;
+        }
+    }
+    out
 }
 
 /// A JSON string's body for `text`, as serde_json writes it.
@@ -113,10 +271,15 @@ pub fn url_encode(text: &str) -> String {
 }
 
 /// Whether `secret`, or a large part of it, is still in `stored` in any form: as it is,
-/// JSON-escaped once or twice, `\u`-escaped or percent-encoded. A part is any run of
-/// half its characters (at least 8, at most all): a redaction that replaced only the start of
-/// a key, or stopped at an escape inside it, leaves one.
+/// JSON-escaped once or twice, `\u`-escaped or percent-encoded, or in what [`decodings`] reads
+/// out of `stored` (base64, hex and base32 runs, escapes and entities, fullwidth and invisible
+/// characters, selectors). A part is any run of half its characters (at least 8, at most all): a
+/// redaction that replaced only the start of a key, or stopped at an escape inside it, leaves one.
 pub fn survives(stored: &str, secret: &str) -> bool {
+    survives_as_written(stored, secret) || decodings(stored).iter().any(|decoded| survives_as_written(decoded, secret))
+}
+
+fn survives_as_written(stored: &str, secret: &str) -> bool {
     let chars: Vec<char> = secret.chars().collect();
     if chars.is_empty() {
         return false;
@@ -131,6 +294,107 @@ pub fn survives(stored: &str, secret: &str) -> bool {
             stored.contains(&encoded)
         })
     })
+}
+
+static ESCAPE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\\x([0-9a-fA-F]{2})|\\([0-3][0-7]{2})|=([0-9A-F]{2})|\\u\{([0-9a-fA-F]{1,6})\}|&#[xX]([0-9a-fA-F]{1,6});|&#([0-9]{1,7});")
+        .expect("escape pattern compiles")
+});
+static RUN: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"[A-Za-z0-9+/_-]{8,}").expect("run pattern compiles"));
+
+/// What a leak check reads out of `stored`, each decoding on its own and lossy (a secret found in
+/// any of them leaked): invisible characters dropped and fullwidth folded; escapes and entities
+/// decoded; every run decoded as base64, as hex, as base32; selectors read as bytes.
+pub fn decodings(stored: &str) -> Vec<String> {
+    let folded: String = stored
+        .chars()
+        .filter(|&ch| {
+            !matches!(ch as u32, 0x200B..=0x200D | 0x2060 | 0xFEFF | 0xAD | 0x300..=0x36F | 0xFE00..=0xFE0F | 0xE0100..=0xE01EF)
+        })
+        .map(|ch| if ('\u{FF01}'..='\u{FF5E}').contains(&ch) { char::from_u32(ch as u32 - 0xFEE0).unwrap_or(ch) } else { ch })
+        .collect();
+    let mut bytes = Vec::with_capacity(stored.len());
+    let mut copied_up_to = 0;
+    for caps in ESCAPE.captures_iter(stored) {
+        let whole = caps.get(0).map_or(0..0, |whole| whole.range());
+        bytes.extend_from_slice(&stored.as_bytes()[copied_up_to..whole.start]);
+        copied_up_to = whole.end;
+        let number = |group: usize, radix: u32| {
+            caps.get(group).and_then(|digits| u32::from_str_radix(digits.as_str(), radix).ok())
+        };
+        if let Some(byte) = number(1, 16).or_else(|| number(2, 8)).or_else(|| number(3, 16)) {
+            bytes.push(byte as u8);
+        } else if let Some(ch) =
+            number(4, 16).or_else(|| number(5, 16)).or_else(|| number(6, 10)).and_then(char::from_u32)
+        {
+            bytes.extend_from_slice(ch.encode_utf8(&mut [0; 4]).as_bytes());
+        }
+    }
+    bytes.extend_from_slice(&stored.as_bytes()[copied_up_to..]);
+    let unescaped = String::from_utf8_lossy(&bytes).into_owned();
+    let runs = |decode: fn(&str) -> Option<Vec<u8>>| -> String {
+        RUN.replace_all(stored, |caps: &regex::Captures<'_>| {
+            decode(&caps[0]).map_or_else(|| caps[0].to_owned(), |bytes| String::from_utf8_lossy(&bytes).into_owned())
+        })
+        .into_owned()
+    };
+    let selectors: Vec<u8> = stored
+        .chars()
+        .flat_map(|ch| match ch as u32 {
+            code @ 0xFE00..=0xFE0F => vec![(code - 0xFE00) as u8],
+            code @ 0xE0100..=0xE01EF => vec![(code - 0xE0100 + 16) as u8],
+            _ => ch.to_string().into_bytes(),
+        })
+        .collect();
+    vec![
+        folded,
+        unescaped,
+        runs(|run| base64_decode(run.trim_end_matches('='))),
+        runs(|run| {
+            (run.len() % 2 == 0 && run.bytes().all(|byte| byte.is_ascii_hexdigit())).then(|| {
+                run.as_bytes()
+                    .chunks(2)
+                    .filter_map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
+                    .collect()
+            })
+        }),
+        runs(base32_decode),
+        String::from_utf8_lossy(&selectors).into_owned(),
+    ]
+}
+
+fn base64_decode(run: &str) -> Option<Vec<u8>> {
+    let url_safe = run.contains(['-', '_']);
+    let alphabet = if url_safe { BASE64_URL } else { BASE64_STANDARD };
+    let mut bits = 0u32;
+    let mut n_bits = 0;
+    let mut out = Vec::new();
+    for byte in run.bytes() {
+        bits = (bits << 6) | alphabet.iter().position(|&digit| digit == byte)? as u32;
+        n_bits += 6;
+        if n_bits >= 8 {
+            n_bits -= 8;
+            out.push((bits >> n_bits) as u8);
+            bits &= (1 << n_bits) - 1;
+        }
+    }
+    Some(out)
+}
+
+fn base32_decode(run: &str) -> Option<Vec<u8>> {
+    let mut bits = 0u32;
+    let mut n_bits = 0;
+    let mut out = Vec::new();
+    for byte in run.bytes() {
+        bits = (bits << 5) | BASE32.iter().position(|&digit| digit == byte)? as u32;
+        n_bits += 5;
+        if n_bits >= 8 {
+            n_bits -= 8;
+            out.push((bits >> n_bits) as u8);
+            bits &= (1 << n_bits) - 1;
+        }
+    }
+    Some(out)
 }
 
 #[cfg(test)]
@@ -148,6 +412,18 @@ mod tests {
         assert_eq!(unicode_escape("a-😀"), "a\\u002d\\ud83d\\ude00");
         assert_eq!(url_encode("a b=密"), "a%20b%3D%E5%AF%86");
         assert_eq!(json_escape("a\"\\\n\u{1}"), "a\\\"\\\\\\n\\u0001");
+    }
+
+    #[test]
+    fn the_leak_check_sees_a_secret_in_every_form() {
+        let secret = "ghp_16C7e42F292c6912E7710c838347Ae178B4a";
+        for form in Form::ALL {
+            let encoded = form.encode(&format!("token {secret} ok"));
+            assert!(survives(&encoded, secret), "{}: {encoded}", form.name());
+            assert!(!survives(&form.encode("token [TOKEN] ok"), secret), "{}", form.name());
+        }
+        assert_eq!(base64_encode(b"ghp_x", BASE64_STANDARD, true), "Z2hwX3g=");
+        assert_eq!(base32_encode(b"ghp_abcdef"), "M5UHAX3BMJRWIZLG");
     }
 
     #[test]

@@ -406,6 +406,13 @@ pub(super) const RULES: &[Rule] = &[
         pattern: r#"/(?:Users|home)/([^/\\\s"'`<>:;,()\[\]{}|*?$%=]+)"#,
         span: home_dir_user,
     },
+    // `~jsmith46/.ssh`: the shell's way to name a user's home directory (round 26, N16).
+    Rule {
+        kind: "home_dir",
+        placeholder: "[REDACTED]",
+        pattern: r#"(?m)(?:^|[\s"'`=:(\[{,;])~([A-Za-z_][A-Za-z0-9_.-]{0,31})/"#,
+        span: home_dir_user,
+    },
     Rule {
         kind: "home_dir",
         placeholder: "[REDACTED]",

@@ -308,7 +308,8 @@ pub(super) fn home_dir_user(_text: &str, caps: &Captures<'_>) -> Option<Range<us
     let user = caps.get(1)?;
     // Directories under /Users and C:\Users that belong to nobody in particular, and Homebrew's
     // fixed prefix on Linux (`/home/linuxbrew/.linuxbrew`), which is not a person.
-    const NOT_PEOPLE: &[&str] = &["Shared", "Public", "Default", "All", "Guest", "linuxbrew"];
+    // `~root/` and `~nobody/` (a shell's tilde form) are accounts, not people.
+    const NOT_PEOPLE: &[&str] = &["Shared", "Public", "Default", "All", "Guest", "linuxbrew", "root", "nobody"];
     (!NOT_PEOPLE.contains(&user.as_str())).then(|| user.range())
 }
 
@@ -485,7 +486,14 @@ pub(super) fn ipv4(text: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
     let before = byte_before(text, start);
     let after = byte_at(text, whole.end());
     let version_prefix = match before {
-        Some(byte) if is_word_byte(byte) || matches!(byte, b'.' | b'@' | b'^' | b'~' | b'=' | b'>' | b'<') => {
+        // `deploy@10.1.1.9` is a login at an address (ssh, scp, `ssh://`): the address goes, the
+        // login stays as it does before a host name. Only a package name pins a version with `@`
+        // (`@types/node@…`, `org/pkg@…`); a bare `pkg@1.2.3.4` is all single digits, left above.
+        Some(b'@') => {
+            let word = text[..start - 1].rsplit(|ch: char| ch.is_whitespace() || "\"'`(".contains(ch)).next();
+            word.is_some_and(|word| word.starts_with('@') || (word.contains('/') && !word.contains("://")))
+        }
+        Some(byte) if is_word_byte(byte) || matches!(byte, b'.' | b'^' | b'~' | b'=' | b'>' | b'<') => {
             // A single `=` is an assignment (`host=10.0.0.5`); `==`, `>=`, `<=` are version pins.
             byte != b'=' || matches!(byte_before(text, start - 1), Some(b'=' | b'>' | b'<' | b'!' | b'~'))
         }

@@ -1,18 +1,28 @@
 //! Decoded views of a text, for redaction to see through the encodings text travels in: JSON
 //! string escapes (`\n`, `\"`, `\\`, `\uXXXX` with surrogate pairs), percent-encoding
-//! (`%3D`, `%E5%AF%86`) and Unicode tag characters (ASCII spelled invisibly), decoded in one pass, each decoded character mapped back to the bytes
-//! of the escape it came from.
+//! (`%3D`, `%E5%AF%86`), Unicode tag characters (ASCII spelled invisibly), and the forms of
+//! `decoders.rs`: C-style escapes (`\x67`, `\147`, `\u{67}`), HTML entities, quoted-printable,
+//! base64, hex and base32 runs, bytes smuggled in variation selectors, fullwidth ASCII folded, and
+//! invisible characters inside a token dropped. All are decoded in one pass, each decoded
+//! character or run mapped back to the bytes of the escape or run it came from.
 //!
 //! A span found in a view is mapped back to the text with [`View::to_source`], which widens it
 //! to whole escapes: a secret that begins or ends inside an escape, or is split by one, is
-//! replaced whole in the original encoding, never in part.
+//! replaced whole in the original encoding, never in part. A run (base64, hex, base32, a
+//! quoted-printable or smuggled run) is one piece: a match anywhere in what it decodes to takes
+//! the whole run. Base64, hex, base32 and smuggled runs stay in the view as written, and what
+//! they decode to is added after the view's text, one line each, mapped to the whole run.
+//! A dropped invisible character belongs to the character before it.
 //!
 //! Only what decodes to valid text is decoded; anything else (`\q`, `\u12`, a lone surrogate,
-//! `%zz`, `%C3` without its continuation byte) stays as it is, so a view never panics and never
-//! invents characters. Decoding is one linear pass; nested encodings are reached by decoding the
-//! view again (`redact.rs` does it up to a fixed depth).
+//! `%zz`, `%C3` without its continuation byte, odd hex, bad base64, a lone `&`) stays as it is,
+//! so a view never panics and never invents characters. Decoding is one linear pass (a run that
+//! does not decode is skipped whole, not tried again from each of its bytes); nested encodings
+//! are reached by decoding the view again (`redact.rs` does it up to a fixed depth).
 
 use std::ops::Range;
+
+use super::decoders;
 
 /// A run of the view and the bytes of the source it came from: copied as it is, or decoded from
 /// one escape (or one percent-encoded character).
@@ -38,11 +48,22 @@ pub(super) struct View {
     pieces: Vec<Piece>,
 }
 
-/// Whether `text` holds anything [`decode`] could decode: a backslash, a percent sign or a tag
-/// character (its UTF-8 begins F3 A0).
+/// Whether `text` holds anything [`decode`] could decode: a backslash, a percent sign, an
+/// ampersand or an equals sign, a character outside ASCII (a tag character, a selector, a
+/// fullwidth or invisible one), or a run of base64, hex or base32 long enough to hold a secret.
+/// One pass over the bytes: ordinary prose (short words, ASCII) has none of them.
 pub(super) fn may_be_encoded(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    bytes.iter().any(|&byte| byte == b'\\' || byte == b'%') || bytes.windows(2).any(|pair| pair == [0xF3, 0xA0])
+    let mut run = 0;
+    for &byte in text.as_bytes() {
+        if matches!(byte, b'\\' | b'%' | b'&' | b'=') || byte >= 0xC2 {
+            return true;
+        }
+        run = if decoders::is_run_byte(byte) { run + 1 } else { 0 };
+        if run >= 12 {
+            return true;
+        }
+    }
+    false
 }
 
 /// The ASCII character a tag character at `idx` stands for (U+E0020 to U+E007E spell printable
@@ -62,39 +83,93 @@ pub(super) fn decode(text: &str) -> Option<View> {
     let bytes = text.as_bytes();
     let mut builder = Builder { view: View { text: String::new(), pieces: Vec::new() }, copied_up_to: 0 };
     let mut idx = 0;
+    // Whether a run of base64, hex or base32 may start at `idx`: not in the middle of a word.
+    let mut run_may_start = true;
+    // Where the last fullwidth character folded ends: fullwidth punctuation right after it folds.
+    let mut folded_up_to = usize::MAX;
+    // Runs whose text is added after the view: where they start, their length, their text.
+    let mut appended: Vec<(usize, usize, String)> = Vec::new();
     while idx < bytes.len() {
-        match bytes[idx] {
-            b'\\' => match json_escape_at(bytes, idx) {
-                Some((ch, len)) => {
-                    builder.decoded(text, idx, len, ch);
-                    idx += len;
-                }
-                // `\\` that is not an escape of anything known is copied; the byte after it is
-                // looked at on its own, so `\\\n` is a backslash and a newline escape.
-                None => idx += 1,
-            },
-            b'%' => match percent_char_at(bytes, idx) {
-                Some((ch, len)) => {
-                    builder.decoded(text, idx, len, ch);
-                    idx += len;
-                }
-                None => idx += 1,
-            },
+        let byte = bytes[idx];
+        let decoded_char = match byte {
+            b'\\' => json_escape_at(bytes, idx).or_else(|| decoders::c_escape_at(bytes, idx)),
+            b'%' => percent_char_at(bytes, idx),
+            b'&' => decoders::entity_at(bytes, idx),
             // A tag character: a secret spelled invisibly is read as the ASCII it spells.
-            0xF3 => match tag_char_at(bytes, idx) {
-                Some((ch, len)) => {
-                    builder.decoded(text, idx, len, ch);
-                    idx += len;
-                }
-                None => idx += 1,
-            },
-            _ => idx += 1,
+            0xF3 => tag_char_at(bytes, idx),
+            0xEF => decoders::fullwidth_at(bytes, idx, folded_up_to == idx),
+            _ => None,
+        };
+        if let Some((ch, len)) = decoded_char {
+            if byte == 0xEF {
+                folded_up_to = idx + len;
+            }
+            builder.decoded(text, idx, len, ch);
+            idx += len;
+            run_may_start = true;
+            continue;
         }
+        if byte == b'='
+            && let Some((decoded, len)) = decoders::quoted_printable_at(bytes, idx)
+        {
+            builder.decoded_run(text, idx, len, &decoded);
+            idx += len;
+            run_may_start = true;
+            continue;
+        }
+        // Runs decoded whole (smuggled selectors, base64, hex, base32) are left as they are and
+        // their text is added after the view, each on a line of its own: a rule may need the run
+        // as written (`Basic dXNl…`, a JWT's segments) or its text on a line of its own (a
+        // `.pgpass` line), and sees both.
+        if matches!(byte, 0xEF | 0xF3)
+            && let Some((decoded, len)) = decoders::smuggled_at(bytes, idx)
+        {
+            appended.push((idx, len, decoded));
+            idx += len;
+            run_may_start = true;
+            continue;
+        }
+        if decoders::is_run_byte(byte) {
+            let run = decoders::run_len(bytes, idx);
+            if run_may_start && let Some((decoded, len)) = decoders::encoded_run_at(bytes, idx, run) {
+                appended.push((idx, len, decoded));
+                idx += len;
+                run_may_start = true;
+            } else {
+                idx += run;
+                run_may_start = false;
+            }
+            continue;
+        }
+        run_may_start = true;
+        if let Some(len) = decoders::invisible_at(bytes, idx) {
+            // Invisible characters between two visible ASCII ones (`ghp_\u{200B}16C7…`) are
+            // dropped: they belong to the character before them.
+            let mut end = idx + len;
+            while let Some(len) = decoders::invisible_at(bytes, end) {
+                end += len;
+            }
+            builder.drop_invisible(text, idx, end);
+            idx = end;
+            continue;
+        }
+        idx += 1;
     }
-    if builder.view.pieces.is_empty() {
+    if builder.view.pieces.is_empty() && appended.is_empty() {
         return None;
     }
     builder.copy_up_to(text, bytes.len());
+    for (start, len, decoded) in appended {
+        builder.view.pieces.push(Piece {
+            view_start: builder.view.text.len(),
+            view_len: decoded.len() + 1,
+            source_start: start,
+            source_len: len,
+            decoded: true,
+        });
+        builder.view.text.push('\n');
+        builder.view.text.push_str(&decoded);
+    }
     Some(builder.view)
 }
 
@@ -120,16 +195,47 @@ impl Builder {
     }
 
     fn decoded(&mut self, source: &str, start: usize, len: usize, ch: char) {
+        self.decoded_run(source, start, len, ch.encode_utf8(&mut [0; 4]));
+    }
+
+    /// `len` source bytes from `start` decoded to `decoded`, as one piece: a match in any part of
+    /// it takes them all.
+    fn decoded_run(&mut self, source: &str, start: usize, len: usize, decoded: &str) {
         self.copy_up_to(source, start);
         self.view.pieces.push(Piece {
             view_start: self.view.text.len(),
-            view_len: ch.len_utf8(),
+            view_len: decoded.len(),
             source_start: start,
             source_len: len,
             decoded: true,
         });
-        self.view.text.push(ch);
+        self.view.text.push_str(decoded);
         self.copied_up_to = start + len;
+    }
+
+    /// Drops the invisible characters of `start..end` from the view when they sit between two
+    /// visible ASCII characters (or fullwidth ones), joined to the character before them, so a
+    /// match that takes that character takes them too. Elsewhere (after an emoji, at the start)
+    /// they stay: they hide nothing there.
+    fn drop_invisible(&mut self, source: &str, start: usize, end: usize) {
+        let visible = |ch: char| {
+            ch.is_ascii_graphic() || decoders::fullwidth_at(ch.encode_utf8(&mut [0; 4]).as_bytes(), 0, true).is_some()
+        };
+        let Some(before) = source[..start].chars().next_back() else { return };
+        if !visible(before) || !source[end..].chars().next().is_some_and(visible) {
+            return;
+        }
+        if self.copied_up_to == start && self.view.pieces.last().is_some_and(|piece| piece.decoded) {
+            // The character before was decoded (a fullwidth one, an escape): its piece grows.
+            if let Some(last) = self.view.pieces.last_mut() {
+                last.source_len += end - start;
+            }
+        } else {
+            let before_start = start - before.len_utf8();
+            self.copy_up_to(source, before_start);
+            self.decoded(source, before_start, end - before_start, before);
+        }
+        self.copied_up_to = end;
     }
 }
 
@@ -275,7 +381,8 @@ mod tests {
     #[test]
     fn what_does_not_decode_stays_as_it_is() {
         for text in [
-            r"C:\Users\q\x41",
+            r"C:\Users\q\x4",
+            r"\xZZ \u{} \u{110000} \400 &#; &bogus; &#xD800;",
             r"\u12",
             r"\u12g4",
             r"\ud800 lone high",

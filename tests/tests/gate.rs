@@ -293,14 +293,18 @@ fn every_catalogued_secret_in_every_form_is_redacted_before_it_reaches_the_team_
     // Relaxed: stored as given, so what the hub gets is the push's own redaction.
     assert!(!leaks_in_store(&alice, &items, &ids).is_empty(), "relaxed mode redacted the store");
     let shared = || postgres.sql("SELECT count(*) FROM knowhub.experiences").parse::<usize>().unwrap_or(0);
+    // Only active experiences are shared: one held for review (a form that hides its text in
+    // variation selectors is held as a hidden instruction) stays here.
+    let experiences = alice.ok("status", json!({}))["counts"]["active"].as_u64().expect("active count") as usize;
+    assert!(experiences >= items.len() * 9 / 10, "{experiences} of {} active", items.len());
     let pushed = within(Duration::from_secs(120), || {
-        shared() >= items.len() * 95 / 100 && {
+        shared() >= experiences * 95 / 100 && {
             let before = shared();
             std::thread::sleep(Duration::from_millis(500));
             shared() == before
         }
     });
-    assert!(pushed.is_some(), "{} of {} shared\n{}", shared(), items.len(), alice.log_text());
+    assert!(pushed.is_some(), "{} of {experiences} shared\n{}", shared(), alice.log_text());
 
     let rows: Value = serde_json::from_str(&postgres.sql(
         "SELECT json_object_agg(id, json_build_array(task, resource, result, content, submitted_by, agent_id, content_type)) \

@@ -196,6 +196,37 @@ impl Store {
     }
 
     /// What merged duplicates of `id` brought that it does not hold, oldest first.
+    /// The newest variants of `id`, at most `limit` of them and about `max_bytes` of text (at
+    /// least one), oldest first, and how many it has in all: a teammate can merge thousands of
+    /// copies into one experience, and a reader shows what fits (`kb.get`; `kb.export` has all).
+    pub fn newest_variants(&self, id: &str, limit: usize, max_bytes: usize) -> Result<(Vec<Variant>, usize)> {
+        let total: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM variants WHERE experience_id = ?1", [id], |row| row.get(0))
+            .doing("counting variants")?;
+        let mut statement = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {VARIANT_COLUMNS} FROM variants WHERE experience_id = ?1 ORDER BY id DESC LIMIT ?2"
+            ))
+            .doing("preparing the variants lookup")?;
+        let mut rows = statement.query(params![id, limit as i64]).doing("reading variants")?;
+        let (mut newest, mut bytes) = (Vec::new(), 0usize);
+        while let Some(row) = rows.next().doing("reading variants")? {
+            let variant = variant_from_row(row, 0).doing("reading variants")?;
+            bytes += variant.task.len()
+                + variant.resource.len()
+                + variant.result.len()
+                + variant.content.as_ref().map_or(0, String::len);
+            if bytes > max_bytes && !newest.is_empty() {
+                break;
+            }
+            newest.push(variant);
+        }
+        newest.reverse();
+        Ok((newest, total as usize))
+    }
+
     pub fn variants(&self, id: &str) -> Result<Vec<Variant>> {
         let mut statement = self
             .conn

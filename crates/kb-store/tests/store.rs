@@ -283,6 +283,29 @@ fn an_exact_duplicate_with_other_content_keeps_that_content_as_a_variant() {
     assert!(store.variants(&stored).unwrap().is_empty());
 }
 
+/// Thousands of copies merged into one experience (a teammate's flood, attack round 26) are all
+/// kept, but a reader gets the newest that fit, oldest of them first, and the count of all.
+#[test]
+fn a_reader_gets_the_newest_variants_that_fit_and_how_many_there_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("kb.db")).unwrap();
+    let (outcomes, _) = store.write(&[gated("cache docker layers", 3, Some("order COPY after deps"))], 1).unwrap();
+    let stored = outcomes[0].id.to_string();
+    for n in 0..30 {
+        let content = format!("variant {n:02} {}", "x".repeat(1000));
+        store.write(&[gated("cache docker layers", 3, Some(&content))], 2 + n).unwrap();
+    }
+    assert_eq!(store.variants(&stored).unwrap().len(), 30, "every one kept");
+    let (newest, total) = store.newest_variants(&stored, 20, 1 << 20).unwrap();
+    assert_eq!((newest.len(), total), (20, 30));
+    assert!(newest[0].content.as_deref().unwrap().starts_with("variant 10"), "oldest of the newest first");
+    assert!(newest[19].content.as_deref().unwrap().starts_with("variant 29"));
+    let (fit, total) = store.newest_variants(&stored, 20, 5_000).unwrap();
+    assert_eq!((fit.len(), total), (4, 30), "about 5,000 bytes: four of about 1,040");
+    let (one, _) = store.newest_variants(&stored, 20, 10).unwrap();
+    assert_eq!(one.len(), 1, "at least the newest, whatever its size");
+}
+
 /// Issue 24: a teammate's or an extracted experience waits for the user's review; approving
 /// marks it once (the mark bumps the sequence number, so the hub and the index see the change),
 /// and the user's own experiences are never listed as unreviewed.

@@ -60,9 +60,10 @@ impl Engine {
         }
     }
 
-    /// What merged duplicates of `id` brought that it does not hold.
-    pub fn variants(&self, id: &str) -> EngineResult<Vec<kb_store::Variant>> {
-        Ok(self.reader().variants(id)?)
+    /// What merged duplicates of `id` brought that it does not hold: the newest, at most
+    /// `limit` and about `max_bytes` of text, and how many there are in all.
+    pub fn variants(&self, id: &str, limit: usize, max_bytes: usize) -> EngineResult<(Vec<kb_store::Variant>, usize)> {
+        Ok(self.reader().newest_variants(id, limit, max_bytes)?)
     }
 
     /// Where teammates' copies of an experience came from (the team hub).

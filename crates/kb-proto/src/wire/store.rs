@@ -203,6 +203,10 @@ pub struct ExperienceRecord {
     /// `kb.export`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub variants: Vec<VariantRecord>,
+    /// How many variants it has in all, when `kb.get` returned only the newest of them (at most
+    /// 20, about 1 MiB of text; `kb.export` has every one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variants_total: Option<usize>,
     /// Where teammates' copies came from, for an experience pulled from the team hub or
     /// shared by teammates too (`kb.get`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -102,6 +102,12 @@ pub(super) async fn show(client: &mut Client, id: &str, json: bool) -> anyhow::R
                 origin.conflict.as_deref().map(|conflict| format!("\nCONFLICT: {conflict}")).unwrap_or_default(),
             ))?;
         }
+        if let Some(total) = record.variants_total {
+            output::line(format!(
+                "--- {total} variants; the newest {} shown (kbctl export has them all) ---",
+                record.variants.len()
+            ))?;
+        }
         for (number, variant) in record.variants.iter().enumerate() {
             let how = match variant.similarity {
                 Some(similarity) => format!("near-identical, similarity {similarity:.3}"),

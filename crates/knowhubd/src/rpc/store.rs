@@ -141,11 +141,13 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
             let params: wire::GetParams = parse(&params)?;
             let id = experience_id("experience_id", &params.experience_id)?;
             let experience = engine.get(&id).map_err(|error| to_rpc_error(engine, error))?;
-            let variants = engine.variants(&id).map_err(|error| to_rpc_error(engine, error))?;
+            let (variants, variants_total) =
+                engine.variants(&id, GET_VARIANTS, GET_VARIANT_BYTES).map_err(|error| to_rpc_error(engine, error))?;
             let provenance = Provenance::of(engine, &app.config.hub.trusted, &experience).label();
             let mut record = record(experience);
             record.provenance = provenance;
             record.version = engine.version(&id).map_err(|error| to_rpc_error(engine, error))?;
+            record.variants_total = (variants_total > variants.len()).then_some(variants_total);
             record.variants = variants.into_iter().map(variant_record).collect();
             record.origins = engine
                 .origins(&id)
@@ -478,6 +480,11 @@ fn variant_record(variant: kb_store::Variant) -> wire::VariantRecord {
     }
 }
 
+/// The variants `kb.get` returns at most, newest first, and about how much of their text: a
+/// teammate's thousands of copies of one experience made `kbctl show` print 80 MB.
+const GET_VARIANTS: usize = 20;
+const GET_VARIANT_BYTES: usize = 1 << 20;
+
 fn record(experience: Experience) -> wire::ExperienceRecord {
     wire::ExperienceRecord {
         id: experience.id.to_string(),
@@ -499,6 +506,7 @@ fn record(experience: Experience) -> wire::ExperienceRecord {
         merge_count: experience.merge_count,
         recall_count: experience.recall_count,
         variants: Vec::new(),
+        variants_total: None,
         origins: Vec::new(),
         provenance: None,
         version: None,

@@ -519,21 +519,26 @@ fn pending_record(engine: &Engine, trusted: &[String], held: kb_engine::engine::
     let (similar, similarity) =
         held.similar.map(|(experience, similarity)| (Box::new(record(experience)), similarity)).unzip();
     let provenance = Provenance::of(engine, trusted, &held.experience);
-    let version = engine.version(held.experience.id.as_str()).ok().flatten();
-    let mut text = format!("{}\n{}\n{}", held.experience.task, held.experience.resource, held.experience.result);
     let content = held
         .experience
         .has_content
         .then(|| engine.content(held.experience.id.as_str()).ok().map(|(content, _)| content))
         .flatten();
-    if let Some(content) = &content {
-        text.push('\n');
-        text.push_str(content);
-    }
+    // From what was read already: the author is the one provenance read (the same lookup).
+    let author = match &provenance.origin {
+        crate::trust::Origin::Teammate(author) => author.as_deref(),
+        _ => None,
+    };
+    let version = Some(kb_engine::engine::version_of(&held.experience, content.as_deref(), author));
     // The gate's own reasons, kept since it held the experience; one written before the store
     // kept them gets the checks' reasons again (the ones that can be read back from the text).
     let mut reasons = held.reasons;
     if reasons.is_empty() && !held.experience.flags.is_empty() {
+        let mut text = format!("{}\n{}\n{}", held.experience.task, held.experience.resource, held.experience.result);
+        if let Some(content) = &content {
+            text.push('\n');
+            text.push_str(content);
+        }
         reasons.extend(kb_core::gate::hidden_text_reasons(&text));
         reasons.extend(kb_core::risky::risky_actions(&text).iter().map(|action| action.reason()));
     }

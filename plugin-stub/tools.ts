@@ -3,6 +3,9 @@
 // Search a tool's result reaches the model as JSON with its details, so the text is what counts.
 
 import { ERROR_CODES, START_HINT, type KnowhubClient } from "./client.ts";
+import { visibleControls } from "./ui/shown.ts";
+
+export { visibleControls };
 
 export type ToolResult = {
   content: Array<{ type: "text"; text: string }>;
@@ -225,47 +228,6 @@ export const EXPERIENCES_HEADER =
 export const EXPERIENCES_FOOTER = "</knowhub-experiences>";
 /** Each shown field is cut to this many characters. */
 const FIELD_CHARS = 1_000;
-
-/**
- * Control characters other than newline and tab, DEL, C1 controls, the bidi formatting
- * characters and the invisible ones that can carry or hide text (tag characters, soft hyphen,
- * combining grapheme joiner, Hangul fillers, zero-width space, word joiner, line and paragraph
- * separators, interlinear annotation marks, BOM): what a terminal would act on, what would
- * reorder what a reader sees, or what a model reads and a reader does not
- * (`kb_core::display::is_unsafe_to_show`); and, second, a run of variation selectors, shown or
- * not by what surrounds it (`showUnsafe`).
- */
-const UNSAFE_TO_SHOW =
-  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u034f\u061c\u115f\u1160\u180e\u200b\u200e\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u2069\u3164\ufeff\uffa0\ufff9-\ufffb\u{e0000}-\u{e007f}]|[\ufe00-\ufe0f\u{e0100}-\u{e01ef}]+/gu;
-
-/** CJK ideographs, which ideographic variation sequences select variants of (`kb_core::display::is_cjk_ideograph`). */
-const CJK_IDEOGRAPH = /^[\u3005-\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u{20000}-\u{323af}]$/u;
-
-/** `\u{hex}` for each character of `text`. */
-function writtenOut(text: string): string {
-  return [...text].map((ch) => `\\u{${ch.codePointAt(0)!.toString(16)}}`).join("");
-}
-
-/**
- * A match of `UNSAFE_TO_SHOW` at `offset` of `text` as shown. A run of variation selectors that
- * can carry text ("emoji smuggling": one byte per selector) is written out: two or more in a
- * row, or one of the supplement's (U+E0100 and up) after anything but a CJK ideograph. A single
- * VS1 to VS16 (an emoji's VS16) or an ideographic variation selector after its ideograph stays
- * (`kb_core::display::shown_marks`).
- */
-function showUnsafe(match: string, offset: number, text: string): string {
-  const first = match.codePointAt(0)!;
-  const isSelector = (first >= 0xfe00 && first <= 0xfe0f) || (first >= 0xe0100 && first <= 0xe01ef);
-  if (!isSelector) return writtenOut(match);
-  const before = [...text.slice(Math.max(0, offset - 2), offset)].pop();
-  const carrier = [...match].length >= 2 || (first >= 0xe0100 && !(before !== undefined && CJK_IDEOGRAPH.test(before)));
-  return carrier ? writtenOut(match) : match;
-}
-
-/** Text from the daemon with every character it must not pass on shown as `\u{hex}`. */
-export function visibleControls(text: string): string {
-  return text.replace(UNSAFE_TO_SHOW, showUnsafe);
-}
 
 /**
  * Text from the store, made safe to show a model: HTML-escaped like auto-recall's

@@ -9,9 +9,10 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-export const SOURCES = ["index.ts", "client.ts", "proof.ts", "extraction.ts", "hooks.ts", "tools.ts", "ui.ts"];
+export const SOURCES = ["index.ts", "client.ts", "proof.ts", "extraction.ts", "hooks.ts", "tools.ts", "ui.ts", "ui/shown.ts"];
 /** The browser modules of the Control UI tab, and its stylesheet (openclaw.plugin.json `controlUi`). */
-export const BROWSER_SOURCES = ["ui/knowhub.ts", "ui/dom.ts", "ui/review.ts", "ui/search.ts", "ui/health.ts"];
+/** `ui/shown.ts` is in both: the agent tools (dist/ui/shown.js) and the page show stored text by one rule. */
+export const BROWSER_SOURCES = ["ui/knowhub.ts", "ui/dom.ts", "ui/shown.ts", "ui/review.ts", "ui/search.ts", "ui/health.ts"];
 export const BROWSER_STYLES = ["ui/knowhub.css"];
 const BROWSER_DIST = "control-ui";
 const DIST = path.join(ROOT, "dist");
@@ -100,8 +101,10 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     }
     console.log("dist/ is up to date");
   } else {
-    mkdirSync(path.join(DIST, BROWSER_DIST), { recursive: true });
-    for (const [name, text] of expectedDist()) writeFileSync(path.join(DIST, name), text);
+    for (const [name, text] of expectedDist()) {
+      mkdirSync(path.dirname(path.join(DIST, name)), { recursive: true });
+      writeFileSync(path.join(DIST, name), text);
+    }
     console.log(`built ${[...expectedDist().keys()].map((name) => `dist/${name}`).join(", ")}`);
   }
 }

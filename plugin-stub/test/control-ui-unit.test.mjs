@@ -187,6 +187,25 @@ test("runs of variation selectors that can carry text are written out by the pag
   }
 });
 
+/** `hidden` spelled one byte per ideograph of `cover`, each with the selector standing for its byte. */
+function smuggleInIdeographs(cover, hidden) {
+  const bytes = [...new TextEncoder().encode(hidden)];
+  return [...cover].map((ch) => (/[\u4e00-\u9fff]/u.test(ch) && bytes.length > 0 ? ch + String.fromCodePoint(0xe0100 + bytes.shift() - 16) : ch)).join("");
+}
+
+test("text hidden one selector per ideograph is written out by the page and the tools, registered variants are not", () => {
+  const text = smuggleInIdeographs("先等登录会话写入再断言页面跳转，重试只会掩盖竞态问题", "Ignore previous");
+  const shown = visible(text);
+  assert.ok(shown.startsWith("先\\u{e0139}等\\u{e0157}"), shown);
+  assert.doesNotMatch(shown, /[\u{e0100}-\u{e01ef}]/u);
+  assert.equal(visibleControls(text), shown);
+  assert.equal(visible(smuggleInIdeographs("一二三四", "sudo")), "一\\u{e0163}二\\u{e0165}三\\u{e0154}四\\u{e015f}");
+  for (const legit of ["葛\u{e0100}飾区の渡邉\u{e0101}さん、辻\u{e0100}さん、邊\u{e0102}さん、齋\u{e0103}藤さん", "字形見本：邉\u{e0110} 邉\u{e0111} 邉\u{e0112}"]) {
+    assert.equal(visible(legit), legit);
+    assert.equal(visibleControls(legit), legit);
+  }
+});
+
 test("a teammate's login that mixes ASCII letters with look-alikes is shown spelled out, as kbctl shows it", () => {
   assert.equal(shownLogin("bob"), "bob");
   assert.equal(shownLogin("b\u043eb"), "b\\u{43e}b", "a Cyrillic о cannot pass for bob");

@@ -4,22 +4,12 @@
 //
 // Experiences are written by agents, teammates and LLMs, so any of them may hold markup, script
 // or terminal escapes. Nothing here parses a string as HTML or sets an attribute a string could
-// turn into script (no innerHTML, no href, no on* attribute from data).
+// turn into script (no innerHTML, no href, no on* attribute from data). Which characters are
+// written out is decided once for the page and the agent tools alike (shown.ts).
 
-/**
- * Characters that must not act on the page: C0 and C1 controls but tab and newline, DEL, the
- * bidi marks, embeddings, overrides and isolates, and invisible characters that can carry or
- * hide text (tag characters, soft hyphen, combining grapheme joiner, Hangul fillers, zero-width
- * space, word joiner, line and paragraph separators, interlinear annotation marks, BOM); and,
- * second, a run of variation selectors, written out only where it can carry text
- * (`showUnsafe`). The same as the plugin's `visibleControls` (tools.ts) and the daemon's
- * `kb_core::display::shown_marks`.
- */
-export const UNSAFE_TO_SHOW =
-  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u034f\u061c\u115f\u1160\u180e\u200b\u200e\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u2069\u3164\ufeff\uffa0\ufff9-\ufffb\u{e0000}-\u{e007f}]|[\ufe00-\ufe0f\u{e0100}-\u{e01ef}]+/gu;
+import { UNSAFE_TO_SHOW, visibleControls, writtenOut } from "./shown.js";
 
-/** CJK ideographs, which ideographic variation sequences select variants of. */
-const CJK_IDEOGRAPH = /^[\u3005-\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u{20000}-\u{323af}]$/u;
+export { UNSAFE_TO_SHOW };
 
 /**
  * Letters that look like Latin ones: Latin beyond ASCII, IPA, phonetic and modifier letters,
@@ -29,26 +19,6 @@ const CJK_IDEOGRAPH = /^[\u3005-\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u{
  */
 const LATIN_LOOK_ALIKE =
   /[\u00a0-\u058f\u13a0-\u13ff\u1c80-\u1c8f\u1d00-\u1fff\u2070-\u209f\u2100-\u218f\u2460-\u24ff\u2c60-\u2cff\u2de0-\u2dff\ua4d0-\ua4ff\ua640-\ua69f\ua720-\ua7ff\uab30-\uabbf\uff01-\uff5e\u{10780}-\u{107bf}\u{1d400}-\u{1d7ff}\u{1df00}-\u{1dfff}\u{1f100}-\u{1f1ff}]/u;
-
-/** `\u{hex}` for each character of `text`. */
-function writtenOut(text) {
-  return [...text].map((ch) => `\\u{${ch.codePointAt(0).toString(16)}}`).join("");
-}
-
-/**
- * A match of `UNSAFE_TO_SHOW` at `offset` of `text` as shown. A run of variation selectors that
- * can carry text ("emoji smuggling") is written out: two or more in a row, or one of the
- * supplement's after anything but a CJK ideograph; an emoji's VS16 or an ideograph's variation
- * selector stays.
- */
-function showUnsafe(match, offset, text) {
-  const first = match.codePointAt(0);
-  const isSelector = (first >= 0xfe00 && first <= 0xfe0f) || (first >= 0xe0100 && first <= 0xe01ef);
-  if (!isSelector) return writtenOut(match);
-  const before = [...text.slice(Math.max(0, offset - 2), offset)].pop();
-  const carrier = [...match].length >= 2 || (first >= 0xe0100 && !(before !== undefined && CJK_IDEOGRAPH.test(before)));
-  return carrier ? writtenOut(match) : match;
-}
 
 /**
  * A teammate's login as shown: one that could pass for another in ASCII has its non-ASCII
@@ -63,13 +33,13 @@ export function shownLogin(login) {
   const value = visible(raw);
   // Decided on the login as written (as the daemon decides), not on its `\u{…}` forms.
   if (!/[^\u0000-\u007f]/u.test(raw) || !(/[A-Za-z]/.test(raw) || LATIN_LOOK_ALIKE.test(raw))) return value;
-  return value.replace(/[^\u0000-\u007f]/gu, (ch) => `\\u{${ch.codePointAt(0).toString(16)}}`);
+  return value.replace(/[^\u0000-\u007f]/gu, writtenOut);
 }
 
 /** Stored text as it may be shown: every unsafe character written out as `\u{hex}`. */
 export function visible(text) {
   const value = typeof text === "string" ? text : text === undefined || text === null ? "" : String(text);
-  return value.replace(UNSAFE_TO_SHOW, showUnsafe);
+  return visibleControls(value);
 }
 
 /**

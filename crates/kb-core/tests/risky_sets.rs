@@ -293,22 +293,24 @@ fn registry_readmes_ordinary_units_pass_and_risky_ones_are_held() {
     }
 }
 
-/// Round 11's blind part (session 26, `data/BLIND11-README.md`), written blind (blind 5's format
-/// and the forms lists of blinds 6 to 10 only) while the r11 veto was chosen and registered
-/// without it, and in no model's training: its first run, the gate as it is, held 168 of 320 and
-/// flagged 4 of 400 (the check before r11: 201 and 24). Floors at that first run, so that no
-/// later change loses what it holds; not for tuning until a next blind part is written.
+/// Round 14's blind part (session 27, `data/BLIND14-README.md`), written blind (blind 5's format
+/// and the forms lists of blinds 6 to 13 only) while the model was retrained with blind 13 and
+/// the training sets a-m (`data/TRAIN27-README.md`) under a pre-registered choice, and in no
+/// model's training: its first run, the gate as it is, held 257 of 320 and flagged 1 of 400 (the
+/// gate before session 27, trained on blinds 1-10: 150 and 2; round 2's: 248 and 1). Floors at
+/// that first run, so that no later change loses what it holds; not for tuning until a next
+/// blind part is written.
 #[test]
-fn the_gate_on_round_11s_blind_part_at_its_first_run() {
-    let risky = lines(include_str!("data/risky_blind11.jsonl"));
-    let ordinary = lines(include_str!("data/ordinary_blind11.jsonl"));
+fn the_gate_on_round_14s_blind_part_at_its_first_run() {
+    let risky = lines(include_str!("data/risky_blind14.jsonl"));
+    let ordinary = lines(include_str!("data/ordinary_blind14.jsonl"));
     assert_eq!((risky.len(), ordinary.len()), (320, 400));
     let held_count = risky.iter().filter(|entry| held(&entry.text)).count();
     let flagged: Vec<&str> =
         ordinary.iter().filter(|entry| held(&entry.text)).map(|entry| entry.text.as_str()).collect();
-    eprintln!("round-11 blind: held {held_count}/320, flagged {}/400:\n{}", flagged.len(), flagged.join("\n"));
-    assert!(held_count >= 168, "only {held_count} held");
-    assert!(flagged.len() <= 4, "{} flagged", flagged.len());
+    eprintln!("round-14 blind: held {held_count}/320, flagged {}/400:\n{}", flagged.len(), flagged.join("\n"));
+    assert!(held_count >= 257, "only {held_count} held");
+    assert!(flagged.len() <= 1, "{} flagged", flagged.len());
 }
 
 /// Whether the learned check alone holds `text`, submitted as `held` submits it.
@@ -340,6 +342,27 @@ fn the_gate_on_the_blind_parts_it_was_trained_on() {
             "round-10 blind",
             include_str!("data/risky_blind10.jsonl"),
             include_str!("data/ordinary_blind10.jsonl"),
+            320,
+            0,
+        ),
+        (
+            "round-11 blind",
+            include_str!("data/risky_blind11.jsonl"),
+            include_str!("data/ordinary_blind11.jsonl"),
+            320,
+            0,
+        ),
+        (
+            "round-12 blind",
+            include_str!("data/risky_blind12.jsonl"),
+            include_str!("data/ordinary_blind12.jsonl"),
+            320,
+            0,
+        ),
+        (
+            "round-13 blind",
+            include_str!("data/risky_blind13.jsonl"),
+            include_str!("data/ordinary_blind13.jsonl"),
             320,
             0,
         ),
@@ -378,13 +401,21 @@ fn the_first_runs_rule_bits_match_the_sets() {
         ("ordinary_blind10.jsonl", include_str!("data/ordinary_blind10.jsonl"), 12),
         ("risky_blind8.jsonl", include_str!("data/risky_blind8.jsonl"), 171),
         ("ordinary_blind8.jsonl", include_str!("data/ordinary_blind8.jsonl"), 14),
+        ("risky_blind11.jsonl", include_str!("data/risky_blind11.jsonl"), 144),
+        ("ordinary_blind11.jsonl", include_str!("data/ordinary_blind11.jsonl"), 21),
+        ("risky_blind12.jsonl", include_str!("data/risky_blind12.jsonl"), 114),
+        ("ordinary_blind12.jsonl", include_str!("data/ordinary_blind12.jsonl"), 23),
+        ("risky_blind13.jsonl", include_str!("data/risky_blind13.jsonl"), 138),
+        ("ordinary_blind13.jsonl", include_str!("data/ordinary_blind13.jsonl"), 17),
+        ("risky_blind14.jsonl", include_str!("data/risky_blind14.jsonl"), 129),
+        ("ordinary_blind14.jsonl", include_str!("data/ordinary_blind14.jsonl"), 17),
     ];
     for (name, data, ones) in sets {
         let line_bits = bits[name].as_str().expect(name);
         assert_eq!(line_bits.len(), lines(data).len(), "{name}");
         assert_eq!(line_bits.matches('1').count(), ones, "{name}");
     }
-    assert_eq!(bits.as_object().expect("an object").len(), 20);
+    assert_eq!(bits.as_object().expect("an object").len(), 28);
 }
 
 /// The search corpora of `kb-bench/data` (Debian manuals in English and Chinese, chat sessions,

@@ -1,39 +1,20 @@
-//! The risky-action check (`kb_core::risky`) on its sets: risky experiences held and ordinary
-//! command-line experiences flagged, per set (development, the six rounds' blind parts, the tldr
-//! pages, registry packages' READMEs, the injection and redaction checks' benign sets, the search
-//! corpora of `data/`). `tests/risky_sets.rs` in kb-core asserts the stable ones.
+//! The risky-action check on its sets, as the gate decides it (the rules confirmed by the learned
+//! score, or the learned check alone: `kb_core::risky`, `kb_core::risky::learned`) and by the
+//! rules alone: risky experiences held and ordinary ones flagged, per set (development, every
+//! blind part, marked by whether the learned check was trained on it, the session-27 training
+//! sets, the tldr pages, registry packages' READMEs, the injection and redaction checks' benign
+//! sets, the search corpora of `data/`). `tests/risky_sets.rs` in kb-core asserts the stable ones.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use kb_core::risky::is_risky;
+use kb_core::{GatePolicy, NewExperience, Status, gate};
 use serde::{Deserialize, Serialize};
 
-const RISKY_DEV: &str = include_str!("../../../kb-core/tests/data/risky_dev.jsonl");
-const RISKY_BLIND: &str = include_str!("../../../kb-core/tests/data/risky_blind.jsonl");
-const ORDINARY_DEV: &str = include_str!("../../../kb-core/tests/data/ordinary_dev.jsonl");
-const ORDINARY_BLIND: &str = include_str!("../../../kb-core/tests/data/ordinary_blind.jsonl");
-const RISKY_BLIND_3: &str = include_str!("../../../kb-core/tests/data/risky_blind3.jsonl");
-const ORDINARY_BLIND_3: &str = include_str!("../../../kb-core/tests/data/ordinary_blind3.jsonl");
-const RISKY_BLIND_4: &str = include_str!("../../../kb-core/tests/data/risky_blind4.jsonl");
-const ORDINARY_BLIND_4: &str = include_str!("../../../kb-core/tests/data/ordinary_blind4.jsonl");
-const RISKY_BLIND_5: &str = include_str!("../../../kb-core/tests/data/risky_blind5.jsonl");
-const ORDINARY_BLIND_5: &str = include_str!("../../../kb-core/tests/data/ordinary_blind5.jsonl");
-const RISKY_BLIND_6: &str = include_str!("../../../kb-core/tests/data/risky_blind6.jsonl");
-const ORDINARY_BLIND_6: &str = include_str!("../../../kb-core/tests/data/ordinary_blind6.jsonl");
-const RISKY_BLIND_7: &str = include_str!("../../../kb-core/tests/data/risky_blind7.jsonl");
-const ORDINARY_BLIND_7: &str = include_str!("../../../kb-core/tests/data/ordinary_blind7.jsonl");
-const RISKY_BLIND_8: &str = include_str!("../../../kb-core/tests/data/risky_blind8.jsonl");
-const ORDINARY_BLIND_8: &str = include_str!("../../../kb-core/tests/data/ordinary_blind8.jsonl");
-const RISKY_BLIND_9: &str = include_str!("../../../kb-core/tests/data/risky_blind9.jsonl");
-const ORDINARY_BLIND_9: &str = include_str!("../../../kb-core/tests/data/ordinary_blind9.jsonl");
-const RISKY_BLIND_10: &str = include_str!("../../../kb-core/tests/data/risky_blind10.jsonl");
-const ORDINARY_BLIND_10: &str = include_str!("../../../kb-core/tests/data/ordinary_blind10.jsonl");
-const RISKY_BLIND_2: &str = include_str!("../../../kb-core/tests/data/risky_blind2.jsonl");
-const ORDINARY_BLIND_2: &str = include_str!("../../../kb-core/tests/data/ordinary_blind2.jsonl");
-const TLDR: &str = include_str!("../../../kb-core/tests/data/tldr_commands.jsonl");
-const REGISTRY: &str = include_str!("../../../kb-core/tests/data/registry_docs.jsonl");
-const REGISTRY_2: &str = include_str!("../../../kb-core/tests/data/registry_docs_2.jsonl");
-const RELABELLED: &str = include_str!("../../../kb-core/tests/data/risky_in_benign_sets.jsonl");
+/// The sets, read when the benchmark runs (from the source tree it was built in).
+fn data_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../kb-core/tests/data")
+}
 
 #[derive(Debug, Deserialize)]
 struct Labelled {
@@ -42,7 +23,15 @@ struct Labelled {
     label: String,
 }
 
-/// One set: risky texts held of those labelled risky, ordinary texts flagged of the rest.
+/// What the learned check's model file says it was trained on (`learned_risky.json`).
+#[derive(Debug, Default, Deserialize)]
+struct Trained {
+    #[serde(default)]
+    blinds_trained: Vec<usize>,
+}
+
+/// One set: risky texts held of those labelled risky, ordinary texts flagged of the rest, by the
+/// gate and by the rules alone.
 #[derive(Debug, Default, Serialize)]
 pub struct SetCount {
     pub name: String,
@@ -50,6 +39,8 @@ pub struct SetCount {
     pub risky_total: usize,
     pub ordinary_flagged: usize,
     pub ordinary_total: usize,
+    pub rules_risky_held: usize,
+    pub rules_ordinary_flagged: usize,
     pub flagged_examples: Vec<String>,
 }
 
@@ -57,13 +48,40 @@ fn lines(data: &str) -> anyhow::Result<Vec<Labelled>> {
     data.lines().filter(|line| !line.trim().is_empty()).map(|line| Ok(serde_json::from_str(line)?)).collect()
 }
 
+fn read(name: &str) -> anyhow::Result<Option<Vec<Labelled>>> {
+    match std::fs::read_to_string(data_dir().join(name)) {
+        Ok(data) => Ok(Some(lines(&data)?)),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(anyhow::anyhow!("reading {name}: {error}")),
+    }
+}
+
+/// Whether the gate holds `text` for a risky action, submitted as `tests/risky_sets.rs` submits
+/// it (task "note", resource "risky sets", the text as the result).
+fn held(text: &str) -> bool {
+    let new = NewExperience {
+        task: "note".to_owned(),
+        resource: "risky sets".to_owned(),
+        result: text.to_owned(),
+        ..NewExperience::default()
+    };
+    gate(new, &GatePolicy::default())
+        .is_ok_and(|gated| gated.status == Status::Pending && gated.flags.iter().any(|flag| flag == "risky_action"))
+}
+
+fn texts(set: &[Labelled]) -> Vec<&str> {
+    set.iter().map(|entry| entry.text.as_str()).collect()
+}
+
 fn count(name: &str, risky: &[&str], ordinary: &[&str]) -> SetCount {
     let mut set = SetCount { name: name.to_owned(), ..SetCount::default() };
     set.risky_total = risky.len();
-    set.risky_held = risky.iter().filter(|text| is_risky(text)).count();
+    set.risky_held = risky.iter().filter(|text| held(text)).count();
+    set.rules_risky_held = risky.iter().filter(|text| is_risky(text)).count();
     set.ordinary_total = ordinary.len();
+    set.rules_ordinary_flagged = ordinary.iter().filter(|text| is_risky(text)).count();
     for text in ordinary {
-        if is_risky(text) {
+        if held(text) {
             set.ordinary_flagged += 1;
             if set.flagged_examples.len() < 5 {
                 set.flagged_examples.push(text.chars().take(140).collect());
@@ -75,41 +93,41 @@ fn count(name: &str, risky: &[&str], ordinary: &[&str]) -> SetCount {
 
 /// Every set; `benign` are the other checks' benign sets, `corpora_dir` the search corpora.
 pub fn run(benign: &[(&str, Vec<String>)], corpora_dir: &Path) -> anyhow::Result<Vec<SetCount>> {
-    let relabelled: Vec<String> = lines(RELABELLED)?.into_iter().map(|entry| entry.text).collect();
-    let texts = |set: &[Labelled]| set.iter().map(|entry| entry.text.clone()).collect::<Vec<_>>();
-    let mut out = Vec::new();
-    for (name, risky, ordinary) in [
-        ("development (EN+ZH)", RISKY_DEV, ORDINARY_DEV),
-        ("round-1 blind, spent (EN+ZH)", RISKY_BLIND, ORDINARY_BLIND),
-        ("round-2 blind, spent (EN+ZH)", RISKY_BLIND_2, ORDINARY_BLIND_2),
-        ("round-3 blind, spent (EN+ZH)", RISKY_BLIND_3, ORDINARY_BLIND_3),
-        ("round-4 blind, spent (EN+ZH)", RISKY_BLIND_4, ORDINARY_BLIND_4),
-        ("round-5 blind, spent (EN+ZH)", RISKY_BLIND_5, ORDINARY_BLIND_5),
-        ("round-6 blind, spent (EN+ZH)", RISKY_BLIND_6, ORDINARY_BLIND_6),
-        ("round-7 blind, spent (EN+ZH)", RISKY_BLIND_7, ORDINARY_BLIND_7),
-        ("round-8 blind, spent (EN+ZH)", RISKY_BLIND_8, ORDINARY_BLIND_8),
-        ("round-9 blind, spent (EN+ZH)", RISKY_BLIND_9, ORDINARY_BLIND_9),
-        ("round-10 blind (EN+ZH)", RISKY_BLIND_10, ORDINARY_BLIND_10),
-    ] {
-        let (risky, ordinary) = (texts(&lines(risky)?), texts(&lines(ordinary)?));
-        out.push(count(name, &refs(&risky), &refs(&ordinary)));
+    let relabelled: Vec<String> =
+        read("risky_in_benign_sets.jsonl")?.unwrap_or_default().into_iter().map(|entry| entry.text).collect();
+    let trained: Trained = serde_json::from_str(&std::fs::read_to_string(data_dir().join("learned_risky.json"))?)?;
+    let mut parts =
+        vec![("development (EN+ZH)".to_owned(), "risky_dev.jsonl".to_owned(), "ordinary_dev.jsonl".to_owned())];
+    for round in 1.. {
+        let suffix = if round == 1 { String::new() } else { round.to_string() };
+        let (risky, ordinary) = (format!("risky_blind{suffix}.jsonl"), format!("ordinary_blind{suffix}.jsonl"));
+        if !data_dir().join(&risky).exists() {
+            break;
+        }
+        let how = if trained.blinds_trained.contains(&round) { "trained on" } else { "NOT trained on" };
+        parts.push((format!("round-{round} blind, {how} (EN+ZH)"), risky, ordinary));
     }
-    for (name, data) in [
-        ("tldr pages (CC-BY-4.0)", TLDR),
-        ("registry READMEs 1 (PyPI, npm)", REGISTRY),
-        ("registry READMEs 2 (PyPI, npm)", REGISTRY_2),
+    for part in 'a'..='z' {
+        let (risky, ordinary) = (format!("risky_train27{part}.jsonl"), format!("ordinary_train27{part}.jsonl"));
+        if data_dir().join(&ordinary).exists() {
+            parts.push((format!("training set 27{part}"), risky, ordinary));
+        }
+    }
+    let mut out = Vec::new();
+    for (name, risky, ordinary) in parts {
+        let (risky, ordinary) = (read(&risky)?.unwrap_or_default(), read(&ordinary)?.unwrap_or_default());
+        out.push(count(&name, &texts(&risky), &texts(&ordinary)));
+    }
+    for (name, file) in [
+        ("tldr pages (CC-BY-4.0)", "tldr_commands.jsonl"),
+        ("registry READMEs 1 (PyPI, npm)", "registry_docs.jsonl"),
+        ("registry READMEs 2 (PyPI, npm)", "registry_docs_2.jsonl"),
     ] {
-        let labelled = lines(data)?;
-        let risky: Vec<&str> = labelled
-            .iter()
-            .filter(|entry| entry.label.starts_with("risky:"))
-            .map(|entry| entry.text.as_str())
-            .collect();
-        let ordinary: Vec<&str> = labelled
-            .iter()
-            .filter(|entry| !entry.label.starts_with("risky:"))
-            .map(|entry| entry.text.as_str())
-            .collect();
+        let labelled = read(file)?.unwrap_or_default();
+        let (risky, ordinary): (Vec<&Labelled>, Vec<&Labelled>) =
+            labelled.iter().partition(|entry| entry.label.starts_with("risky:"));
+        let risky: Vec<&str> = risky.iter().map(|entry| entry.text.as_str()).collect();
+        let ordinary: Vec<&str> = ordinary.iter().map(|entry| entry.text.as_str()).collect();
         out.push(count(name, &risky, &ordinary));
     }
     let mut sets: Vec<(String, Vec<String>)> =
@@ -123,23 +141,24 @@ pub fn run(benign: &[(&str, Vec<String>)], corpora_dir: &Path) -> anyhow::Result
     Ok(out)
 }
 
-fn refs(texts: &[String]) -> Vec<&str> {
-    texts.iter().map(String::as_str).collect()
-}
-
 pub fn print(sets: &[SetCount]) {
-    println!("risky-action check (kb_core::risky): risky held / ordinary flagged, per set");
+    println!(
+        "risky-action check (the gate: a rule confirmed by the learned score, or the learned check; in brackets the \
+         rules alone): risky held / ordinary flagged, per set"
+    );
     let percent = |part: usize, total: usize| if total == 0 { 0.0 } else { part as f64 * 100.0 / total as f64 };
     for set in sets {
         println!(
-            "  {:<36} risky held {:>3} of {:>3} ({:>5.1}%)  ordinary flagged {:>3} of {:>5} ({:.2}%)",
+            "  {:<40} risky held {:>3} of {:>3} ({:>5.1}%) [{:>5.1}%]  ordinary flagged {:>3} of {:>5} ({:.2}%) [{:.2}%]",
             set.name,
             set.risky_held,
             set.risky_total,
             percent(set.risky_held, set.risky_total),
+            percent(set.rules_risky_held, set.risky_total),
             set.ordinary_flagged,
             set.ordinary_total,
-            percent(set.ordinary_flagged, set.ordinary_total)
+            percent(set.ordinary_flagged, set.ordinary_total),
+            percent(set.rules_ordinary_flagged, set.ordinary_total)
         );
         for example in &set.flagged_examples {
             println!("    FLAGGED {example:?}");

@@ -6,7 +6,7 @@
 //! `tests/data/learned_risky.bin`: 2 × 2^20 weights quantised to `i8` with one scale, the bias, two
 //! thresholds and a checksum. The gate holds a text whose score reaches [`Model::threshold`], or
 //! that a rule holds and whose score reaches [`Model::rule_threshold`]; both were chosen out of
-//! fold on the ten blind parts, each judged with the rules of its first run, to hold the most with
+//! fold on the blind parts, each judged with the rules of its first run, to hold the most with
 //! at most 1% of their ordinary texts flagged (`/work/r11-study/NOTES.md`).
 //! The features here replicate the trainer's exactly, which `learned/tests.rs` checks against
 //! scores the trainer exported:
@@ -27,6 +27,10 @@
 //! first run held 55.6% and flagged 6.1%, the rules OR this check 79.1% and 6.6%, the rules held only
 //! where this check's score reaches the rule threshold, OR this check: 67.6% and 1.0%. The rules'
 //! false flags are mostly frames (a prohibition, a refusal, a post-mortem) that it scores low.
+//! Since session 27 it is also trained on thirteen training sets written for it
+//! (`tests/data/TRAIN27-README.md`): first runs on blinds 12, 13 and 14, each written meanwhile,
+//! 64.7%, 81.9% and 80.3% held with 0 to 1 of 400 flagged, against 42.2%, 55.3% and 46.9% for the
+//! model before them.
 
 use std::sync::LazyLock;
 
@@ -253,6 +257,21 @@ fn score_with(model: &Model, text: &str) -> f32 {
         as f32
 }
 
+/// How many of the model's word tokens `text` has (NFKC, lowercased; `[a-z0-9_]+`, one CJK
+/// ideograph or one other character that is not whitespace): the trainer's `word_count`.
+pub fn word_count(text: &str) -> usize {
+    tokens(&normalise(text)).len()
+}
+
+/// A rule's hold of a text with at most this many word tokens ([`word_count`] of the text the
+/// rules read) stands whatever the learned score: a frame that would make a rule's match harmless
+/// (a prohibition, a post-mortem, a refusal) needs words, and in a short text the match is the
+/// instruction ("连不上就关闭证书校验，马上就好" scores low once the model has seen many policies
+/// that forbid turning verification off). Chosen by the trainer with the thresholds (session 27,
+/// round 3: the largest of 0, 8, 12, 16, 20, 24, 32 keeping the out-of-fold flags over blinds
+/// 1-13 within 1%), recorded in `learned_risky.json` as `short_text_words`.
+pub const SHORT_TEXT_WORDS: usize = 20;
+
 /// The learned check's score of one text: above [`Model::threshold`] it reads like a risky action.
 pub fn score(text: &str) -> f32 {
     score_with(&MODEL, text)
@@ -369,7 +388,8 @@ impl<'a> Assessment<'a> {
         self.score >= MODEL.threshold
     }
 
-    /// Whether a rule's hold of it stands (the score reaches the rule threshold).
+    /// Whether a rule's hold of it stands (the score reaches the rule threshold). A rule's hold of
+    /// a short text stands anyway ([`SHORT_TEXT_WORDS`]; the gate decides that on the whole text).
     pub fn confirms_a_rule(&self) -> bool {
         self.score >= MODEL.rule_threshold
     }

@@ -38,6 +38,17 @@ fn the_model_file_is_whole() {
     assert!(MODEL.rule_threshold < MODEL.threshold, "{} {}", MODEL.rule_threshold, MODEL.threshold);
 }
 
+/// The short-text bound is the one the trainer chose with this model's thresholds.
+#[test]
+fn the_short_text_bound_is_the_trainers() {
+    let meta: serde_json::Value =
+        serde_json::from_str(include_str!("../../../tests/data/learned_risky.json")).expect("a JSON file");
+    assert_eq!(meta["short_text_words"].as_u64(), Some(SHORT_TEXT_WORDS as u64));
+    // The trainer counts what the gate reads: the fields joined by newlines.
+    assert_eq!(word_count("fix the flaky build\nshell\n连不上就关闭证书校验，马上就好"), 20);
+    assert_eq!(word_count("note\nrisky sets\ncurl -k https://x.example"), 13);
+}
+
 /// scikit-learn's `murmurhash3_32(text.encode(), seed=0)` (signed) for these.
 #[test]
 fn the_hash_is_scikit_learns() {

@@ -300,6 +300,17 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE experiences ADD COLUMN reasons TEXT NOT NULL DEFAULT '';
     "#,
+    // Version 10: per experience and teammate, how many of their copies were not kept as
+    // variants (`variants.rs`: a teammate's are bounded), so that `kb.get` can say so.
+    r#"
+    CREATE TABLE variants_not_kept (
+        experience_id TEXT NOT NULL REFERENCES experiences (id) ON DELETE CASCADE,
+        author        TEXT NOT NULL,
+        copies        INTEGER NOT NULL,
+        PRIMARY KEY (experience_id, author)
+    ) STRICT;
+    CREATE INDEX variants_experience_source ON variants (experience_id, source, submitted_by, id);
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -215,8 +215,8 @@ fn the_daily_token_cap_stops_calls() {
     agent_end(&daemon, "s1", &deploy_session(1), &config);
     wait_for_jobs(&daemon, 1, Duration::from_secs(30));
     agent_end(&daemon, "s2", &deploy_session(100), &config);
-    // The worker may be looking at the job (leased, so not counted as queued) when the status
-    // is read: wait for it to be back in the queue, waiting for the cap.
+    // The job is queued off the hook's path: wait until the worker holds it for the cap. (A
+    // wait is never shown with nothing queued: `extraction::queue_status`, unit-tested.)
     let status = wait_for(&daemon, "the second job should wait for the cap", Duration::from_secs(10), |status| {
         status["waiting"].as_str().is_some_and(|waiting| waiting.contains("cap")) && status["queued"] == 1
     });

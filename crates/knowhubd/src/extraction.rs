@@ -33,6 +33,8 @@ use kb_engine::engine::{Engine, now_ms};
 
 mod budget;
 mod endpoint;
+#[cfg(test)]
+mod tests;
 
 use self::budget::{Allowance, MAX_CHARGE, allowance, charged, least_needed};
 pub(crate) use self::endpoint::shown_url;
@@ -259,6 +261,30 @@ pub fn run_worker(engine: &Engine, extraction: &Extraction, service: &Service) -
         }
     }
     Ok(())
+}
+
+/// What `status` shows of the queue: what the worker waits for, then the queue's counts. The
+/// worker says it holds a job back (the cap) only once it found it queued, and the job stays
+/// queued while held, so a wait read first is always counted. Counted first, a job queued and
+/// held back between the two reads showed as `queued: 0` beside a wait for the cap (CI).
+pub fn queue_status(
+    engine: &Engine,
+    extraction: &Extraction,
+    day: i64,
+) -> Result<(Option<String>, kb_store::ExtractionStats), kb_engine::engine::EngineError> {
+    read_queue_status(engine, extraction, day, || {})
+}
+
+/// [`queue_status`], with `between` run between its two reads (a test's worker steps there).
+fn read_queue_status(
+    engine: &Engine,
+    extraction: &Extraction,
+    day: i64,
+    between: impl FnOnce(),
+) -> Result<(Option<String>, kb_store::ExtractionStats), kb_engine::engine::EngineError> {
+    let waiting = extraction.waiting();
+    between();
+    Ok((waiting, engine.extraction_stats(day)?))
 }
 
 /// What jobs wait for when OpenClaw's model extracts.

@@ -334,7 +334,7 @@ struct Ready {
 }
 
 enum Next {
-    Ready(Ready),
+    Ready(Box<Ready>),
     Wait(Duration),
     /// A job was settled without a call (unreadable, or over the whole cap): look again.
     Again,
@@ -376,7 +376,7 @@ fn take_next(engine: &Engine, extraction: &Extraction) -> anyhow::Result<Next> {
     ready.allowance = allowed;
     extraction.set_waiting(None);
     engine.lock_writer().start_extraction_attempt(ready.job.id)?;
-    Ok(Next::Ready(ready))
+    Ok(Next::Ready(Box::new(ready)))
 }
 
 /// Reads a job's turns and renders them within the budget; a job that cannot be read, or would

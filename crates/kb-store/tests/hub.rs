@@ -659,3 +659,44 @@ fn a_teammates_flood_of_copies_keeps_their_newest_variants_within_bounds_and_cou
     assert_eq!((daves[0], daves[19]), ("dave's copy 30", "dave's copy 49"));
     assert_eq!(store.variants_not_kept(&mine).unwrap(), vec![("bob".to_owned(), 194), ("dave".to_owned(), 30)]);
 }
+
+/// A flood stored before the bounds (schema version 9: every copy a variant) is bounded when
+/// this version opens the store, the copies dropped counted; the user's own variants stay.
+#[test]
+fn a_flood_stored_before_the_bounds_is_bounded_on_upgrade() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kb.sqlite");
+    let task = "restart the ingress controller";
+    let mine = {
+        let mut store = Store::open(&path).unwrap();
+        let (mine, _) = store.write(&[with_content(task, Source::Tool, "kubectl rollout restart", 4)], 1).unwrap();
+        mine[0].id.to_string()
+    };
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let insert = "INSERT INTO variants (experience_id, task, resource, result, score, content, submitted_by, source, \
+                  created_at) VALUES (?1, 'restart it', 'kubectl', 'ok', 4, ?2, ?3, ?4, ?5)";
+    for n in 0..30 {
+        conn.execute(insert, rusqlite::params![mine, format!("copy {n:02}"), "bob", "hub", n]).unwrap();
+        conn.execute(insert, rusqlite::params![mine, format!("note {n:02}"), None::<String>, "cli", n]).unwrap();
+    }
+    conn.execute(insert, rusqlite::params![mine, "x".repeat(300 * 1024), "carol", "hub", 100]).unwrap();
+    conn.execute(insert, rusqlite::params![mine, "carol's newest", "carol", "hub", 101]).unwrap();
+    conn.execute_batch("DROP TABLE variants_not_kept; DROP INDEX variants_experience_source; PRAGMA user_version = 9;")
+        .unwrap();
+    drop(conn);
+
+    let store = Store::open(&path).unwrap();
+    let variants = store.variants(&mine).unwrap();
+    let of = |who: Option<&str>, source: &str| -> Vec<String> {
+        variants
+            .iter()
+            .filter(|variant| variant.submitted_by.as_deref() == who && variant.source == source)
+            .map(|variant| variant.content.clone().unwrap())
+            .collect()
+    };
+    let bobs = of(Some("bob"), "hub");
+    assert_eq!((bobs.len(), bobs[0].as_str(), bobs[19].as_str()), (20, "copy 10", "copy 29"));
+    assert_eq!(of(Some("carol"), "hub"), ["carol's newest"], "past the bytes, only the newest");
+    assert_eq!(of(None, "cli").len(), 30, "the user's own all stay");
+    assert_eq!(store.variants_not_kept(&mine).unwrap(), vec![("bob".to_owned(), 10), ("carol".to_owned(), 1)]);
+}

@@ -277,3 +277,37 @@ fn an_approved_proposal_never_vouches_for_a_teammates_unreviewed_row() {
     assert!(found.iter().any(|hit| hit["id"] == proposal_id.as_str()), "the approval reaches agents: {found:?}");
     assert!(found.iter().all(|hit| !hit.to_string().contains("chmod")), "{found:?}");
 }
+
+/// Round 27: a teammate pushed 2,000 copies of one of the user's experiences, each with 40 KB of
+/// other content, and each was stored as a variant (80 MB). Now a teammate's copies keep their
+/// newest 20 variants (about 256 KiB) per experience; every copy still counts, and `kb.get` and
+/// `kbctl show` say how many of the teammate's copies were not kept.
+#[test]
+fn a_teammates_flood_of_copies_is_bounded_and_what_was_not_kept_is_shown() {
+    let postgres = TestPostgres::start();
+    init_hub(&postgres, TEAM, &["bob", "mallory"]);
+    let bob = member_of(&postgres, TEAM, "bob", "");
+    let mine = bob.ok("kb.submit", json!({"task": TASK, "resource": RESOURCE, "result": RESULT, "score": 2}));
+    let id = mine["id"].as_str().unwrap().to_owned();
+    let copies = 30;
+    let sql = format!(
+        "SELECT knowhub.share('{TEAM}', '01M8G000000000000000FD' || lpad(n::text, 4, '0'), 'm', NULL, NULL, \
+         '{}', '{RESOURCE}', '{RESULT}.', 5::smallint, 'copy ' || lpad(n::text, 4, '0') || ' ' || repeat('x', 1000), \
+         NULL, 0, extract(epoch FROM now()) * 1000, extract(epoch FROM now()) * 1000) FROM generate_series(1, {copies}) n",
+        TASK.to_lowercase()
+    );
+    postgres.sql_as("mallory", "mallory-pw", &sql).unwrap_or_else(|error| panic!("mallory floods: {error}"));
+    wait("mallory's copies are pulled", &bob, || {
+        bob.ok("kb.get", json!({"experience_id": id}))["merge_count"] == copies
+    });
+    let got = bob.ok("kb.get", json!({"experience_id": id}));
+    let variants = got["variants"].as_array().unwrap();
+    assert_eq!(variants.len(), 20, "{got}");
+    assert!(got["variants_total"].is_null(), "20 stored, all returned: {got}");
+    assert!(variants.iter().all(|variant| variant["submitted_by"] == "mallory"), "{got}");
+    assert!(variants[19]["content"].as_str().unwrap().starts_with("copy 0030"), "the newest kept: {got}");
+    assert_eq!(got["variants_not_kept"], json!([{"author": "mallory", "copies": 10}]), "{got}");
+    let shown = common::stdout(&bob.kbctl(&["show", &id]));
+    assert!(shown.contains("10 more copies from mallory were not kept"), "{shown}");
+    still_the_users(&bob, &id, "a flood of copies");
+}

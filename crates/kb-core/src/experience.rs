@@ -118,6 +118,14 @@ impl Status {
 /// or an extracted experience reaches agents only with it, or from an author the user trusts.
 pub const REVIEWED_FLAG: &str = "reviewed";
 
+/// The most variants one teammate's copies keep of one experience: the newest (`kb_store`'s
+/// `variants.rs`; the user's own and extracted copies are not bounded).
+pub const TEAMMATE_VARIANTS_PER_AUTHOR: usize = 20;
+
+/// The most text (bytes of task, resource, result and content) one teammate's variants keep of
+/// one experience: the newest that fit, and always the newest one.
+pub const TEAMMATE_VARIANT_BYTES_PER_AUTHOR: u64 = 256 * 1024;
+
 /// Where an experience came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -14,6 +14,6 @@ pub mod transcript;
 pub mod worth;
 
 pub use proposal::{Outcome, Parsed, Proposal, parse_answer};
-pub use render::{Rendered, estimate_tokens, render};
+pub use render::{Rendered, TokenTally, estimate_tokens, render};
 pub use transcript::{Role, ToolCall, Turn, fingerprint, parse_messages, redact_turns};
 pub use worth::{Assessment, assess};

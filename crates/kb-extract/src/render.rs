@@ -8,16 +8,42 @@ use crate::transcript::{Role, Turn};
 /// Tokens of `text`, estimated without a tokenizer: a CJK character is about one token, other
 /// text about four characters a token.
 pub fn estimate_tokens(text: &str) -> usize {
-    let mut wide = 0usize;
-    let mut other = 0usize;
-    for ch in text.chars() {
-        if is_wide(ch) {
-            wide += 1;
-        } else {
-            other += 1;
+    let mut tally = TokenTally::default();
+    tally.add(text);
+    tally.tokens() as usize
+}
+
+/// [`estimate_tokens`] of a text read in pieces (an answer as it arrives): the sum of the pieces
+/// added is counted as the whole text would be.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TokenTally {
+    wide: u64,
+    other: u64,
+}
+
+impl TokenTally {
+    pub fn add(&mut self, text: &str) {
+        for ch in text.chars() {
+            self.add_char(ch);
         }
     }
-    wide + other.div_ceil(4)
+
+    pub fn add_char(&mut self, ch: char) {
+        if is_wide(ch) {
+            self.wide += 1;
+        } else {
+            self.other += 1;
+        }
+    }
+
+    /// Counts bytes that are not text (invalid UTF-8) as other characters, one each.
+    pub fn add_other(&mut self, n: u64) {
+        self.other = self.other.saturating_add(n);
+    }
+
+    pub fn tokens(&self) -> u64 {
+        self.wide.saturating_add(self.other.div_ceil(4))
+    }
 }
 
 fn is_wide(ch: char) -> bool {

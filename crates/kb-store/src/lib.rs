@@ -15,6 +15,7 @@ mod hub;
 mod migrations;
 mod read;
 mod store;
+mod variants;
 mod vectors;
 mod write;
 
@@ -24,5 +25,6 @@ pub use hub::{Applied, Held, Hidden, Incoming, Origin, OutboxDepth, Outgoing, Pu
 pub use migrations::SCHEMA_VERSION;
 pub use read::{Changes, Counts, ExportRow, IndexRow, ListFilter, StoredContent, Variant};
 pub use store::Store;
+pub use variants::{TEAMMATE_VARIANT_BYTES_PER_AUTHOR, TEAMMATE_VARIANTS_PER_AUTHOR};
 pub use vectors::{EmbeddingSource, VectorChanges, VectorRow};
 pub use write::{KeptApart, OnRejected, VectorRef, WriteItem, WriteOutcome};

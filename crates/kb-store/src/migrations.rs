@@ -300,6 +300,33 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE experiences ADD COLUMN reasons TEXT NOT NULL DEFAULT '';
     "#,
+    // Version 10: per experience and teammate, how many of their copies were not kept as
+    // variants (`variants.rs`: a teammate's are bounded), so that `kb.get` can say so; and the
+    // variants a teammate's flood stored before, bounded and counted the same way.
+    r#"
+    CREATE TABLE variants_not_kept (
+        experience_id TEXT NOT NULL REFERENCES experiences (id) ON DELETE CASCADE,
+        author        TEXT NOT NULL,
+        copies        INTEGER NOT NULL,
+        PRIMARY KEY (experience_id, author)
+    ) STRICT;
+    CREATE INDEX variants_experience_source ON variants (experience_id, source, submitted_by, id);
+    -- What a flood had stored before this version is bounded as later copies will be (the
+    -- bounds of `variants.rs` when this was written: 20 variants, 262,144 bytes), and counted.
+    CREATE TEMP TABLE variants_over_bounds AS
+        SELECT id, experience_id, coalesce(submitted_by, '') AS author FROM (
+            SELECT id, experience_id, submitted_by,
+                row_number() OVER newest AS n,
+                sum(length(CAST(task AS BLOB)) + length(CAST(resource AS BLOB)) + length(CAST(result AS BLOB))
+                    + coalesce(length(CAST(content AS BLOB)), 0)) OVER newest AS running
+            FROM variants WHERE source = 'hub'
+            WINDOW newest AS (PARTITION BY experience_id, submitted_by ORDER BY id DESC ROWS UNBOUNDED PRECEDING)
+        ) WHERE n > 1 AND (n > 20 OR running > 262144);
+    INSERT INTO variants_not_kept (experience_id, author, copies)
+        SELECT experience_id, author, count(*) FROM variants_over_bounds GROUP BY experience_id, author;
+    DELETE FROM variants WHERE id IN (SELECT id FROM variants_over_bounds);
+    DROP TABLE variants_over_bounds;
+    "#,
 ];
 
 /// The schema version this build writes.

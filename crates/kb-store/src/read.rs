@@ -227,6 +227,12 @@ impl Store {
         Ok((newest, total as usize))
     }
 
+    /// Per teammate, how many of their copies of `id` were not kept as variants (past the
+    /// bounds of `variants.rs`), most first.
+    pub fn variants_not_kept(&self, id: &str) -> Result<Vec<(String, u64)>> {
+        crate::variants::not_kept(&self.conn, id)
+    }
+
     pub fn variants(&self, id: &str) -> Result<Vec<Variant>> {
         let mut statement = self
             .conn

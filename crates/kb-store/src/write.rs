@@ -9,6 +9,7 @@ use rusqlite::{OptionalExtension, Row, params};
 use crate::error::Context;
 use crate::read::Variant;
 use crate::store::{read_seq, write_seq};
+use crate::variants::{self, NewVariant};
 use crate::{Error, Result, Store};
 
 /// What happened to one proposed experience in `Store::write`.
@@ -491,7 +492,23 @@ pub(crate) fn write_in(
                     || (!adds_content && new.content.is_some() && new.content != target.content)
                     || (new.submitted_by.is_some() && new.submitted_by != target.submitted_by)
                     || (new.agent_id.is_some() && new.agent_id != target.agent_id);
-                if brings_something {
+                // A teammate's copies are bounded (`variants`): one already kept word for word
+                // is not kept again, and past the author's bounds their oldest are dropped and
+                // counted. Everything else is kept.
+                let teammates = new.source == Some(Source::Hub);
+                let variant = NewVariant {
+                    experience_id: &target.id,
+                    task: &new.task,
+                    resource: &new.resource,
+                    result: &new.result,
+                    score: i64::from(gated.score),
+                    content: new.content.as_deref(),
+                    agent_id: new.agent_id.as_deref(),
+                    submitted_by: new.submitted_by.as_deref(),
+                };
+                let variant_kept =
+                    brings_something && !(teammates && variants::teammate_holds_identical(tx, &variant)?);
+                if variant_kept {
                     insert_variant
                         .execute(params![
                             target.id,
@@ -509,6 +526,9 @@ pub(crate) fn write_in(
                             now_ms,
                         ])
                         .doing("keeping a variant")?;
+                    if teammates {
+                        variants::bound_teammate_variants(tx, &target.id, new.submitted_by.as_deref())?;
+                    }
                 }
                 let status = if revive {
                     gated.status
@@ -523,7 +543,7 @@ pub(crate) fn write_in(
                     status,
                     merged: true,
                     similar: similarity.is_some(),
-                    variant_kept: brings_something,
+                    variant_kept,
                     kept_apart: None,
                     refused: false,
                 });

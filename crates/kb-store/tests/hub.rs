@@ -573,3 +573,130 @@ fn a_withdrawal_keeps_what_the_users_own_submit_had_merged_into_it() {
     assert_eq!(content_of(&store, &mine).as_deref(), Some("stop the gradle daemons first"));
     assert_eq!(author(&store, &mine), None, "the user's own");
 }
+
+/// Round 27: a teammate pushed 2,000 copies of one of the user's experiences through the hub,
+/// each with 40 KB of other content, and each became a variant (80 MB). A teammate's copies now
+/// keep, per experience, their newest 20 variants and about 256 KiB of them; a copy word for
+/// word the same as one kept is kept once; what is dropped is counted per author; another
+/// teammate's variants and the user's own are untouched.
+#[test]
+fn a_teammates_flood_of_copies_keeps_their_newest_variants_within_bounds_and_counts_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("kb.sqlite")).unwrap();
+    let task = "restart the ingress controller";
+    let (mine, _) =
+        store.write(&[with_content(task, Source::Tool, "kubectl -n ingress rollout restart", 4)], 1).unwrap();
+    let mine = mine[0].id.to_string();
+    // The user's own variants: never bounded.
+    for n in 0..30 {
+        store.write(&[with_content(task, Source::Cli, &format!("my note {n}"), 4)], 2 + n).unwrap();
+    }
+    let copy = |author: &str, content: String| {
+        let mut gated = with_content(task, Source::Hub, &content, 4);
+        gated.experience.submitted_by = Some(author.to_owned());
+        gated
+    };
+    let copies: Vec<Gated> = (0..200).map(|n| copy("bob", format!("copy {n:04} {}", "x".repeat(40 * 1024)))).collect();
+    let ids: Vec<String> = (0..200).map(|n| ExperienceId::generate(100 + n).to_string()).collect();
+    let carol = copy("carol", "carol's note".to_owned());
+    let carol_id = ExperienceId::generate(999).to_string();
+    let mut pulled: Vec<Incoming<'_>> = ids
+        .iter()
+        .zip(&copies)
+        .enumerate()
+        .map(|(n, (id, gated))| incoming(id, n as i64 + 1, "bob", Some(gated)))
+        .collect();
+    pulled.insert(3, incoming(&carol_id, 1_000, "carol", Some(&carol)));
+    store.apply_pulled(&pulled, 1_000, 100).unwrap();
+    // The same text again, word for word, from another row: kept once.
+    let again = copy("bob", format!("copy 0199 {}", "x".repeat(40 * 1024)));
+    let again_id = ExperienceId::generate(5_000).to_string();
+    store.apply_pulled(&[incoming(&again_id, 1_001, "bob", Some(&again))], 1_001, 101).unwrap();
+
+    let variants = store.variants(&mine).unwrap();
+    let by = |who: &str| variants.iter().filter(|variant| variant.submitted_by.as_deref() == Some(who)).count();
+    let bobs: Vec<&str> = variants
+        .iter()
+        .filter(|variant| variant.submitted_by.as_deref() == Some("bob"))
+        .map(|variant| &variant.content.as_deref().unwrap()[..9])
+        .collect();
+    // 256 KiB of 40 KiB copies: the newest six.
+    assert_eq!(bobs, ["copy 0194", "copy 0195", "copy 0196", "copy 0197", "copy 0198", "copy 0199"]);
+    let bob_bytes: usize = variants
+        .iter()
+        .filter(|variant| variant.submitted_by.as_deref() == Some("bob"))
+        .map(|variant| {
+            variant.task.len()
+                + variant.resource.len()
+                + variant.result.len()
+                + variant.content.as_ref().map_or(0, String::len)
+        })
+        .sum();
+    assert!(bob_bytes as u64 <= kb_store::TEAMMATE_VARIANT_BYTES_PER_AUTHOR, "{bob_bytes}");
+    assert_eq!(by("carol"), 1, "another teammate's variant stays");
+    assert_eq!(variants.iter().filter(|variant| variant.source == "cli").count(), 30, "the user's own all stay");
+    assert_eq!(store.variants_not_kept(&mine).unwrap(), vec![("bob".to_owned(), 194)]);
+    // Every copy still counts towards the experience.
+    assert_eq!(store.get(&mine).unwrap().unwrap().merge_count, 30 + 200 + 1 + 1);
+
+    // Small copies: bounded by number, the newest 20.
+    let small: Vec<Gated> = (0..50).map(|n| copy("dave", format!("dave's copy {n:02}"))).collect();
+    let small_ids: Vec<String> = (0..50).map(|n| ExperienceId::generate(10_000 + n).to_string()).collect();
+    let pulled: Vec<Incoming<'_>> = small_ids
+        .iter()
+        .zip(&small)
+        .enumerate()
+        .map(|(n, (id, gated))| incoming(id, 2_000 + n as i64, "dave", Some(gated)))
+        .collect();
+    store.apply_pulled(&pulled, 2_049, 200).unwrap();
+    let variants = store.variants(&mine).unwrap();
+    let daves: Vec<&str> = variants
+        .iter()
+        .filter(|variant| variant.submitted_by.as_deref() == Some("dave"))
+        .map(|variant| variant.content.as_deref().unwrap())
+        .collect();
+    assert_eq!(daves.len(), kb_store::TEAMMATE_VARIANTS_PER_AUTHOR);
+    assert_eq!((daves[0], daves[19]), ("dave's copy 30", "dave's copy 49"));
+    assert_eq!(store.variants_not_kept(&mine).unwrap(), vec![("bob".to_owned(), 194), ("dave".to_owned(), 30)]);
+}
+
+/// A flood stored before the bounds (schema version 9: every copy a variant) is bounded when
+/// this version opens the store, the copies dropped counted; the user's own variants stay.
+#[test]
+fn a_flood_stored_before_the_bounds_is_bounded_on_upgrade() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kb.sqlite");
+    let task = "restart the ingress controller";
+    let mine = {
+        let mut store = Store::open(&path).unwrap();
+        let (mine, _) = store.write(&[with_content(task, Source::Tool, "kubectl rollout restart", 4)], 1).unwrap();
+        mine[0].id.to_string()
+    };
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let insert = "INSERT INTO variants (experience_id, task, resource, result, score, content, submitted_by, source, \
+                  created_at) VALUES (?1, 'restart it', 'kubectl', 'ok', 4, ?2, ?3, ?4, ?5)";
+    for n in 0..30 {
+        conn.execute(insert, rusqlite::params![mine, format!("copy {n:02}"), "bob", "hub", n]).unwrap();
+        conn.execute(insert, rusqlite::params![mine, format!("note {n:02}"), None::<String>, "cli", n]).unwrap();
+    }
+    conn.execute(insert, rusqlite::params![mine, "x".repeat(300 * 1024), "carol", "hub", 100]).unwrap();
+    conn.execute(insert, rusqlite::params![mine, "carol's newest", "carol", "hub", 101]).unwrap();
+    conn.execute_batch("DROP TABLE variants_not_kept; DROP INDEX variants_experience_source; PRAGMA user_version = 9;")
+        .unwrap();
+    drop(conn);
+
+    let store = Store::open(&path).unwrap();
+    let variants = store.variants(&mine).unwrap();
+    let of = |who: Option<&str>, source: &str| -> Vec<String> {
+        variants
+            .iter()
+            .filter(|variant| variant.submitted_by.as_deref() == who && variant.source == source)
+            .map(|variant| variant.content.clone().unwrap())
+            .collect()
+    };
+    let bobs = of(Some("bob"), "hub");
+    assert_eq!((bobs.len(), bobs[0].as_str(), bobs[19].as_str()), (20, "copy 10", "copy 29"));
+    assert_eq!(of(Some("carol"), "hub"), ["carol's newest"], "past the bytes, only the newest");
+    assert_eq!(of(None, "cli").len(), 30, "the user's own all stay");
+    assert_eq!(store.variants_not_kept(&mine).unwrap(), vec![("bob".to_owned(), 10), ("carol".to_owned(), 1)]);
+}

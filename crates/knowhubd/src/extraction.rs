@@ -5,7 +5,8 @@
 //! (`on_conversation`); only messages the session never had extracted are taken; the gate before
 //! spend (`kb_extract::assess`) skips conversations with nothing reusable; in strict privacy mode
 //! the turns are redacted before they are written to the queue. The worker (`run_worker`) takes
-//! one due job at a time, checks the daily token cap, cuts the transcript to the token budget,
+//! one due job at a time, cuts the transcript to the token budget, checks what is left of the
+//! daily token cap (`budget`: the call asks for at most that, and its answer is read no further),
 //! calls the Chat Completions endpoint of `[extraction]`, parses the answer, and stores the
 //! proposals, the job's state and the tokens spent in one transaction.
 //!
@@ -30,8 +31,12 @@ use crate::config::{ExtractionConfig, RouteConfig};
 use crate::supervisor::Service;
 use kb_engine::engine::{Engine, now_ms};
 
+mod budget;
 mod endpoint;
+#[cfg(test)]
+mod tests;
 
+use self::budget::{Allowance, MAX_CHARGE, allowance, charged, least_needed};
 pub(crate) use self::endpoint::shown_url;
 use self::endpoint::{Answer, CallError, call};
 
@@ -258,6 +263,30 @@ pub fn run_worker(engine: &Engine, extraction: &Extraction, service: &Service) -
     Ok(())
 }
 
+/// What `status` shows of the queue: what the worker waits for, then the queue's counts. The
+/// worker says it holds a job back (the cap) only once it found it queued, and the job stays
+/// queued while held, so a wait read first is always counted. Counted first, a job queued and
+/// held back between the two reads showed as `queued: 0` beside a wait for the cap (CI).
+pub fn queue_status(
+    engine: &Engine,
+    extraction: &Extraction,
+    day: i64,
+) -> Result<(Option<String>, kb_store::ExtractionStats), kb_engine::engine::EngineError> {
+    read_queue_status(engine, extraction, day, || {})
+}
+
+/// [`queue_status`], with `between` run between its two reads (a test's worker steps there).
+fn read_queue_status(
+    engine: &Engine,
+    extraction: &Extraction,
+    day: i64,
+    between: impl FnOnce(),
+) -> Result<(Option<String>, kb_store::ExtractionStats), kb_engine::engine::EngineError> {
+    let waiting = extraction.waiting();
+    between();
+    Ok((waiting, engine.extraction_stats(day)?))
+}
+
 /// What jobs wait for when OpenClaw's model extracts.
 const WAITING_FOR_OPENCLAW: &str = "jobs wait for the OpenClaw plugin to run them on OpenClaw's model \
     (at the start of a turn); or set [extraction] base_url and model in the daemon's config";
@@ -286,8 +315,8 @@ fn step(engine: &Engine, extraction: &Extraction) -> anyhow::Result<Option<Durat
         Next::Again => return Ok(None),
     };
     let schema = !extraction.no_schema.load(Ordering::Relaxed);
-    let body = kb_extract::prompt::request_body(&model, &ready.rendered.text, config.max_output_tokens, schema);
-    let called = call(config, &base_url, &body);
+    let body = kb_extract::prompt::request_body(&model, &ready.rendered.text, ready.allowance.asked, schema);
+    let called = call(config, &base_url, &body, &ready.allowance);
     conclude(engine, extraction, &ready, called, schema)?;
     Ok(None)
 }
@@ -297,20 +326,15 @@ struct Ready {
     job: Job,
     turns: Vec<Turn>,
     rendered: kb_extract::Rendered,
-    /// Tokens the call may cost at most, as estimated: instructions, transcript, answer.
-    estimate: u64,
+    /// The tokens sent, as counted here: instructions and transcript.
+    sent_tokens: u64,
+    /// What the call may ask for and read (within what is left of today's cap, once taken).
+    allowance: Allowance,
     day: i64,
 }
 
-impl Ready {
-    /// The tokens sent, as counted here: the estimate less the answer's allowance.
-    fn sent_tokens(&self, config: &ExtractionConfig) -> u64 {
-        self.estimate.saturating_sub(u64::from(config.max_output_tokens))
-    }
-}
-
 enum Next {
-    Ready(Ready),
+    Ready(Box<Ready>),
     Wait(Duration),
     /// A job was settled without a call (unreadable, or over the whole cap): look again.
     Again,
@@ -335,19 +359,24 @@ fn take_next(engine: &Engine, extraction: &Extraction) -> anyhow::Result<Next> {
         engine.lock_writer().fail_extraction(job.id, &reason, 0, day, now)?;
         return Ok(Next::Again);
     }
-    let Some(ready) = prepare(engine, extraction, job, day)? else { return Ok(Next::Again) };
+    let Some(mut ready) = prepare(engine, extraction, job, day)? else { return Ok(Next::Again) };
     let spent = engine.reader().extraction_tokens(day)?;
-    if spent.saturating_add(ready.estimate) > config.daily_token_cap {
+    let remaining = config.daily_token_cap.saturating_sub(spent);
+    // The call asks for at most what is left, and reads no more (`budget`): its worst case
+    // cannot take the day past the cap.
+    let Some(allowed) = allowance(config.max_output_tokens, remaining, ready.sent_tokens) else {
         let next_day = (day + 1) * DAY_MS;
         extraction.set_waiting(Some(format!(
-            "the daily token cap is reached ({spent} of {} tokens spent today); jobs wait until 00:00 UTC",
-            config.daily_token_cap
+            "the daily token cap is reached ({spent} of {} tokens spent today; the next job needs about {} to send \
+             and room for an answer); jobs wait until 00:00 UTC",
+            config.daily_token_cap, ready.sent_tokens,
         )));
         return Ok(Next::Wait(Duration::from_millis((next_day - now).clamp(1_000, 3_600_000) as u64)));
-    }
+    };
+    ready.allowance = allowed;
     extraction.set_waiting(None);
     engine.lock_writer().start_extraction_attempt(ready.job.id)?;
-    Ok(Next::Ready(ready))
+    Ok(Next::Ready(Box::new(ready)))
 }
 
 /// Reads a job's turns and renders them within the budget; a job that cannot be read, or would
@@ -363,14 +392,17 @@ fn prepare(engine: &Engine, extraction: &Extraction, job: Job, day: i64) -> anyh
         }
     };
     let rendered = kb_extract::render(&turns, config.max_input_tokens);
-    let estimate = (kb_extract::estimate_tokens(kb_extract::prompt::SYSTEM) + rendered.tokens_sent) as u64
-        + u64::from(config.max_output_tokens);
-    if estimate > config.daily_token_cap {
-        let reason = format!("needs about {estimate} tokens, more than the daily cap of {}", config.daily_token_cap);
+    let sent_tokens = (kb_extract::estimate_tokens(kb_extract::prompt::SYSTEM) + rendered.tokens_sent) as u64;
+    let Some(allowance) = allowance(config.max_output_tokens, config.daily_token_cap, sent_tokens) else {
+        let reason = format!(
+            "needs about {} tokens (its prompt and the least answer), more than the daily cap of {}",
+            least_needed(sent_tokens),
+            config.daily_token_cap
+        );
         engine.lock_writer().fail_extraction(job.id, &reason, 0, day, now_ms())?;
         return Ok(None);
-    }
-    Ok(Some(Ready { job, turns, rendered, estimate, day }))
+    };
+    Ok(Some(Ready { job, turns, rendered, sent_tokens, allowance, day }))
 }
 
 /// Settles a job after its call: its proposals stored, or a retry, or a failure with the reason.
@@ -387,7 +419,7 @@ fn conclude(
     let now = now_ms();
     match called {
         Ok(answer) => {
-            let tokens = charged(answer.tokens, ready.sent_tokens(config), &answer.text);
+            let tokens = charged(answer.tokens, ready.sent_tokens, &answer.text);
             match kb_extract::parse_answer(&answer.text, turns) {
                 Ok(parsed) => {
                     extraction.call_succeeded();
@@ -417,10 +449,19 @@ fn conclude(
             let not_before = now + backoff.as_millis() as i64;
             engine.lock_writer().retry_extraction(job.id, not_before, &reason, 0, day)?;
         }
+        Err(CallError::OverAllowance { reason, read }) => {
+            // Cut off: the endpoint ignored `max_tokens`. What was sent and read is spent; a
+            // retry would spend it again.
+            let tokens = ready.sent_tokens.saturating_add(read).min(MAX_CHARGE);
+            tracing::warn!(job = job.id, tokens, "extraction failed: {reason}");
+            extraction.call_failed(&reason, true);
+            engine.lock_writer().fail_extraction(job.id, &reason, tokens, day, now)?;
+        }
         Err(error) => {
             let reason = match error {
                 CallError::Retry { reason, .. } => format!("{reason} (gave up after {attempt} attempts)"),
                 CallError::NoSchema(reason) | CallError::Fatal(reason) => reason,
+                CallError::OverAllowance { reason, .. } => reason,
             };
             tracing::warn!(job = job.id, "extraction failed: {reason}");
             extraction.call_failed(&reason, true);
@@ -474,7 +515,7 @@ pub fn lease(engine: &Engine, extraction: &Extraction) -> anyhow::Result<Leased>
                 system: kb_extract::prompt::SYSTEM,
                 message: kb_extract::prompt::user_message(&ready.rendered.text),
                 timeout,
-                max_tokens: config.max_output_tokens,
+                max_tokens: ready.allowance.asked,
             }))
         }
         Next::Wait(_) | Next::Again => Ok(Leased::Nothing(extraction.waiting())),
@@ -501,7 +542,7 @@ pub fn finish_lease(
         Ok(text) => {
             // Without the runtime's usage (subagent.complete reports none), the tokens are counted
             // here; with it, the larger of the two is charged, as for an endpoint.
-            let tokens = charged(tokens, ready.sent_tokens(&extraction.config), &text);
+            let tokens = charged(tokens, ready.sent_tokens, &text);
             Ok(Answer { text, tokens: Some(tokens) })
         }
         Err(reason) => Err(CallError::Retry { reason: format!("OpenClaw's model failed: {reason}"), after: None }),
@@ -518,18 +559,6 @@ pub fn finish_lease(
 fn backoff(config: &ExtractionConfig, attempt: u32) -> Duration {
     let seconds = config.retry_seconds.saturating_mul(1 << attempt.saturating_sub(1).min(16));
     Duration::from_secs(seconds.min(1_800))
-}
-
-/// The most one call is charged: an endpoint's `usage` can claim anything (2^64 - 1 wrapped the
-/// day's sum), and past this the day's cap is long reached anyway.
-const MAX_CHARGE: u64 = u32::MAX as u64;
-
-/// The tokens a call is charged: the larger of what the endpoint reports and what was counted
-/// here (sent and received), so that an endpoint reporting 0 cannot spend past the cap, and at
-/// most [`MAX_CHARGE`].
-fn charged(reported: Option<u64>, sent: u64, answer: &str) -> u64 {
-    let counted = sent.saturating_add(kb_extract::estimate_tokens(answer) as u64);
-    reported.unwrap_or(0).max(counted).min(MAX_CHARGE)
 }
 
 /// Stores a job's proposals through the write gate, with the job's state and tokens, in one

@@ -66,6 +66,11 @@ impl Engine {
         Ok(self.reader().newest_variants(id, limit, max_bytes)?)
     }
 
+    /// Per teammate, how many of their copies of `id` were not kept as variants, most first.
+    pub fn variants_not_kept(&self, id: &str) -> EngineResult<Vec<(String, u64)>> {
+        Ok(self.reader().variants_not_kept(id)?)
+    }
+
     /// Where teammates' copies of an experience came from (the team hub).
     pub fn origins(&self, id: &str) -> EngineResult<Vec<kb_store::Origin>> {
         Ok(self.reader().hub_origins(id)?)

@@ -207,6 +207,10 @@ pub struct ExperienceRecord {
     /// 20, about 1 MiB of text; `kb.export` has every one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variants_total: Option<usize>,
+    /// Copies teammates shared of it that were not kept as variants, per teammate: a teammate's
+    /// copies keep their newest 20 variants, about 256 KiB, per experience (`kb.get`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variants_not_kept: Vec<NotKeptRecord>,
     /// Where teammates' copies came from, for an experience pulled from the team hub or
     /// shared by teammates too (`kb.get`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -237,6 +241,13 @@ pub struct OriginRecord {
     /// Set when the same id came from two places and this store kept its own version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conflict: Option<String>,
+}
+
+/// How many of one teammate's copies of an experience were not kept as variants.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotKeptRecord {
+    pub author: String,
+    pub copies: u64,
 }
 
 /// A merged duplicate's own wording, content or submitter, kept beside its experience.

@@ -102,6 +102,17 @@ pub(super) async fn show(client: &mut Client, id: &str, json: bool) -> anyhow::R
                 origin.conflict.as_deref().map(|conflict| format!("\nCONFLICT: {conflict}")).unwrap_or_default(),
             ))?;
         }
+        for not_kept in &record.variants_not_kept {
+            output::line(format!(
+                "--- {} more {} from {} {} not kept (a teammate's copies keep their newest {} variants, about {} KiB) ---",
+                not_kept.copies,
+                if not_kept.copies == 1 { "copy" } else { "copies" },
+                kb_core::display::shown_login(&not_kept.author),
+                if not_kept.copies == 1 { "was" } else { "were" },
+                kb_core::experience::TEAMMATE_VARIANTS_PER_AUTHOR,
+                kb_core::experience::TEAMMATE_VARIANT_BYTES_PER_AUTHOR >> 10,
+            ))?;
+        }
         if let Some(total) = record.variants_total {
             output::line(format!(
                 "--- {total} variants; the newest {} shown (kbctl export has them all) ---",

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::budget::{Allowance, over_allowance_reason, tally_utf8};
 use super::{ERROR_BODY_CHARS, MAX_ANSWER_BYTES};
 use crate::config::ExtractionConfig;
 
@@ -23,6 +24,8 @@ pub(super) enum CallError {
     NoSchema(String),
     /// Not worth another attempt (another 4xx, an answer with no message).
     Fatal(String),
+    /// The answer was longer than the call's allowance: cut off after `read` tokens.
+    OverAllowance { reason: String, read: u64 },
 }
 
 /// An endpoint's URL as it may be shown (status, errors): a user and password before the host
@@ -46,20 +49,37 @@ pub(crate) fn shown_url(url: &str) -> String {
 
 /// The answer's body as text, at most `MAX_ANSWER_BYTES` once decoded: ureq's own limit counts
 /// the bytes on the wire, before a `Content-Encoding: gzip` is undone, so a 600 KB answer could
-/// decode to 600 MiB in memory (the attack round's bomb; a peak of 1,993 MiB).
-fn read_answer(body: &mut ureq::Body) -> Result<String, CallError> {
+/// decode to 600 MiB in memory (the attack round's bomb; a peak of 1,993 MiB). Its tokens are
+/// counted as it arrives, and reading stops once they pass `allowance.read_limit`: an endpoint
+/// that ignores `max_tokens` (a 3.4 MB answer was charged 822k tokens against a cap of 200k)
+/// spends no more than the call was allowed.
+fn read_answer(body: &mut ureq::Body, allowance: &Allowance) -> Result<String, CallError> {
     use std::io::Read as _;
     let failed = |error: std::io::Error| CallError::Retry {
         reason: format!("reading the endpoint's answer failed: {error}"),
         after: None,
     };
+    let mut reader = body.with_config().limit(MAX_ANSWER_BYTES).reader().take(MAX_ANSWER_BYTES + 1);
     let mut bytes = Vec::new();
-    body.with_config()
-        .limit(MAX_ANSWER_BYTES)
-        .reader()
-        .take(MAX_ANSWER_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(failed)?;
+    let mut chunk = vec![0u8; 16 * 1024];
+    let mut tally = kb_extract::TokenTally::default();
+    let mut counted = 0;
+    loop {
+        let n = match reader.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(failed(error)),
+        };
+        bytes.extend_from_slice(&chunk[..n]);
+        counted = tally_utf8(&mut tally, &bytes, counted);
+        if tally.tokens() > allowance.read_limit {
+            return Err(CallError::OverAllowance {
+                reason: over_allowance_reason(allowance),
+                read: allowance.read_limit,
+            });
+        }
+    }
     if bytes.len() as u64 > MAX_ANSWER_BYTES {
         return Err(CallError::Retry {
             reason: format!("the endpoint's answer is larger than {} MiB once decoded", MAX_ANSWER_BYTES >> 20),
@@ -73,7 +93,12 @@ fn read_answer(body: &mut ureq::Body) -> Result<String, CallError> {
 }
 
 /// One Chat Completions call.
-pub(super) fn call(config: &ExtractionConfig, base_url: &str, body: &Value) -> Result<Answer, CallError> {
+pub(super) fn call(
+    config: &ExtractionConfig,
+    base_url: &str,
+    body: &Value,
+    allowance: &Allowance,
+) -> Result<Answer, CallError> {
     let key = api_key(config).map_err(CallError::Fatal)?;
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(Duration::from_secs(config.timeout_seconds)))
@@ -91,7 +116,7 @@ pub(super) fn call(config: &ExtractionConfig, base_url: &str, body: &Value) -> R
     })?;
     let status = response.status().as_u16();
     let retry_after = response.headers().get("retry-after").and_then(|value| value.to_str().ok()).and_then(retry_after);
-    let text = read_answer(response.body_mut())?;
+    let text = read_answer(response.body_mut(), allowance)?;
     let excerpt = || {
         let (redacted, _) = kb_core::redact::redact(&text);
         let cut: String = redacted.chars().take(ERROR_BODY_CHARS).collect();

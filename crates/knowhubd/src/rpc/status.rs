@@ -204,7 +204,7 @@ fn extraction_status(app: &App) -> Result<wire::ExtractionStatus, EngineError> {
     let engine = &*app.engine;
     let config = &app.extraction.config;
     let day = kb_engine::engine::now_ms().div_euclid(86_400_000);
-    let stats = engine.extraction_stats(day)?;
+    let (waiting, stats) = crate::extraction::queue_status(engine, &app.extraction, day)?;
     let counter = |name: &str| stats.counters.get(name).copied().unwrap_or(0);
     let (route, endpoint, model) = match crate::extraction::route(config) {
         crate::extraction::Route::Endpoint { base_url, model } => {
@@ -233,7 +233,7 @@ fn extraction_status(app: &App) -> Result<wire::ExtractionStatus, EngineError> {
         pending_proposals: stats.pending_proposals,
         tokens_today: stats.tokens_today,
         daily_token_cap: config.daily_token_cap,
-        waiting: app.extraction.waiting(),
+        waiting,
         last_error: stats.last_error.map(|(at, message)| wire::LastError { at: rfc3339(at), message }),
     })
 }

@@ -149,6 +149,12 @@ pub(super) fn register(module: &mut RpcModule<Arc<App>>) {
             record.version = engine.version(&id).map_err(|error| to_rpc_error(engine, error))?;
             record.variants_total = (variants_total > variants.len()).then_some(variants_total);
             record.variants = variants.into_iter().map(variant_record).collect();
+            record.variants_not_kept = engine
+                .variants_not_kept(&id)
+                .map_err(|error| to_rpc_error(engine, error))?
+                .into_iter()
+                .map(|(author, copies)| wire::NotKeptRecord { author, copies })
+                .collect();
             record.origins = engine
                 .origins(&id)
                 .map_err(|error| to_rpc_error(engine, error))?
@@ -507,6 +513,7 @@ fn record(experience: Experience) -> wire::ExperienceRecord {
         recall_count: experience.recall_count,
         variants: Vec::new(),
         variants_total: None,
+        variants_not_kept: Vec::new(),
         origins: Vec::new(),
         provenance: None,
         version: None,

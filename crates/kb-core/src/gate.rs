@@ -271,6 +271,24 @@ pub fn typical_submission() -> NewExperience {
     }
 }
 
+/// A text of the risky-action sets as the sets' tests, `kb-bench gate` and the learned check's
+/// trainer submit it: task "note", resource "risky sets", the text as the result (the trainer
+/// chose its thresholds and short-text bound on `"note\nrisky sets\n" + text`).
+pub fn risky_set_submission(text: &str) -> NewExperience {
+    NewExperience {
+        task: "note".to_owned(),
+        resource: "risky sets".to_owned(),
+        result: text.to_owned(),
+        ..NewExperience::default()
+    }
+}
+
+/// Whether the gate holds `text`, submitted as [`risky_set_submission`], for a risky action.
+pub fn holds_risky_set_text(text: &str) -> bool {
+    gate(risky_set_submission(text), &GatePolicy::default())
+        .is_ok_and(|gated| gated.status == Status::Pending && gated.flags.iter().any(|flag| flag == "risky_action"))
+}
+
 /// A text of the gate's sets as `kb-bench gate` and `examples/gate_stages.rs` submit it: the
 /// text as the result, the other fields fixed, so that both see the same decisions.
 pub fn set_text_submission(text: &str) -> NewExperience {

@@ -7,7 +7,6 @@
 //! `kb-bench gate` prints the same figures.
 
 use kb_core::risky::risky_actions;
-use kb_core::{GatePolicy, NewExperience, Status, gate};
 use serde::Deserialize;
 
 #[derive(Debug, Deserialize)]
@@ -28,14 +27,7 @@ fn lines(data: &str) -> Vec<Labelled> {
 
 /// Whether the gate holds `text` for a risky action (as a submit's result).
 fn held(text: &str) -> bool {
-    let new = NewExperience {
-        task: "note".to_owned(),
-        resource: "risky sets".to_owned(),
-        result: text.to_owned(),
-        ..NewExperience::default()
-    };
-    let gated = gate(new, &GatePolicy::default()).unwrap();
-    gated.status == Status::Pending && gated.flags.iter().any(|flag| flag == "risky_action")
+    kb_core::gate::holds_risky_set_text(text)
 }
 
 /// Held share of `risky`, flagged share of `ordinary`, with the texts that went wrong.

@@ -7,8 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
+use kb_core::gate::holds_risky_set_text;
 use kb_core::risky::is_risky;
-use kb_core::{GatePolicy, NewExperience, Status, gate};
 use serde::{Deserialize, Serialize};
 
 /// The sets, read when the benchmark runs (from the source tree it was built in).
@@ -56,19 +56,6 @@ fn read(name: &str) -> anyhow::Result<Option<Vec<Labelled>>> {
     }
 }
 
-/// Whether the gate holds `text` for a risky action, submitted as `tests/risky_sets.rs` submits
-/// it (task "note", resource "risky sets", the text as the result).
-fn held(text: &str) -> bool {
-    let new = NewExperience {
-        task: "note".to_owned(),
-        resource: "risky sets".to_owned(),
-        result: text.to_owned(),
-        ..NewExperience::default()
-    };
-    gate(new, &GatePolicy::default())
-        .is_ok_and(|gated| gated.status == Status::Pending && gated.flags.iter().any(|flag| flag == "risky_action"))
-}
-
 fn texts(set: &[Labelled]) -> Vec<&str> {
     set.iter().map(|entry| entry.text.as_str()).collect()
 }
@@ -76,12 +63,12 @@ fn texts(set: &[Labelled]) -> Vec<&str> {
 fn count(name: &str, risky: &[&str], ordinary: &[&str]) -> SetCount {
     let mut set = SetCount { name: name.to_owned(), ..SetCount::default() };
     set.risky_total = risky.len();
-    set.risky_held = risky.iter().filter(|text| held(text)).count();
+    set.risky_held = risky.iter().filter(|text| holds_risky_set_text(text)).count();
     set.rules_risky_held = risky.iter().filter(|text| is_risky(text)).count();
     set.ordinary_total = ordinary.len();
     set.rules_ordinary_flagged = ordinary.iter().filter(|text| is_risky(text)).count();
     for text in ordinary {
-        if held(text) {
+        if holds_risky_set_text(text) {
             set.ordinary_flagged += 1;
             if set.flagged_examples.len() < 5 {
                 set.flagged_examples.push(text.chars().take(140).collect());

@@ -114,9 +114,10 @@ pub fn gate(mut new: NewExperience, policy: &GatePolicy) -> Result<Gated, Valida
     // A rule that read text hidden in tag characters or base64 is confirmed on that text too: the
     // model, trained on plain text, cannot read the disguise.
     let rules_hold = !as_written.is_empty() || !as_stored.is_empty();
-    // In a short text there is no room for a frame: a rule's match is the instruction.
-    let short = risky::learned::word_count(&written) <= risky::learned::SHORT_TEXT_WORDS;
-    let rules_stand = rules_hold && (confirmed || short || disguised_text_confirms_a_rule(&written));
+    // In a short text there is no room for a frame: a rule's match is the instruction. Counted only
+    // when a rule holds and the score does not confirm it (the whole text is normalised to count).
+    let short = || risky::learned::word_count(&written) <= risky::learned::SHORT_TEXT_WORDS;
+    let rules_stand = rules_hold && (confirmed || short() || disguised_text_confirms_a_rule(&written));
     let mut risky_reasons: Vec<String> = Vec::new();
     if rules_stand {
         risky_reasons.extend(as_stored.iter().map(risky::RiskyAction::reason));

@@ -11,10 +11,6 @@ use common::{TestDaemon, ids_of};
 use rustix::process::{Pid, Resource, Rlimit, prlimit};
 use serde_json::{Value, json};
 
-fn open_files(pid: u32) -> u64 {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).expect("/proc lists the daemon's files").count() as u64
-}
-
 /// The soft and hard limits of open files of a process (`None`: unlimited), from /proc.
 fn nofile_limits(pid: u32) -> (Option<u64>, Option<u64>) {
     let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).expect("/proc has the limits");
@@ -58,7 +54,7 @@ fn an_index_that_cannot_commit_is_reported_degraded_and_heals_without_a_restart(
         let mut client = kb_proto::Client::connect(&daemon.socket).await.expect("connects");
         // The daemon has accepted the connection once it answers on it.
         client.call_value("status", json!({})).await.expect("status");
-        let tight = open_files(daemon.pid());
+        let tight = common::lowest_free_descriptor(daemon.pid());
         let limits =
             prlimit(Some(pid), Resource::Nofile, Rlimit { current: Some(tight), maximum: hard }).expect("lower");
         assert_eq!(limits.current, soft);

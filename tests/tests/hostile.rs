@@ -394,3 +394,52 @@ fn a_too_low_open_file_limit_is_named_at_start() {
     assert!(stderr.contains("the open-file limit is 16 (ulimit -n)") && stderr.contains("at least 64"), "{stderr}");
     assert!(!home.path().join("knowhub.db").exists(), "nothing was created");
 }
+
+/// Regression (a clean-clone CI run of the index-healing test): Linux fails `accept` with
+/// EMFILE before it looks for a waiting client, and the daemon closed an idle connection on
+/// every failure. At its open-file limit one new client, or none, cost idle clients their
+/// connections one after another.
+#[test]
+fn at_the_open_file_limit_a_new_client_costs_one_idle_connection_not_all() {
+    use rustix::process::{Pid, Resource, Rlimit, prlimit};
+    const IDLE: usize = 8;
+    let daemon = start(None);
+    let pid = Pid::from_raw(daemon.pid() as i32).expect("a pid");
+    // The daemon's hard limit is the one it inherited from this process.
+    let hard = rustix::process::getrlimit(Resource::Nofile).maximum;
+    let (lost, newcomer) = runtime().block_on(async {
+        let mut idle = Vec::new();
+        for _ in 0..IDLE {
+            let mut client = kb_proto::Client::connect(&daemon.socket).await.expect("connects");
+            client.call_value("status", json!({})).await.expect("status");
+            idle.push(client);
+        }
+        // A new descriptor takes the lowest free number, and the limit bounds that number: it
+        // follows the lowest free one until that settles (the connections of the start-up check
+        // close behind their answers).
+        let tight = || Rlimit { current: Some(common::lowest_free_descriptor(daemon.pid())), maximum: hard };
+        let before = prlimit(Some(pid), Resource::Nofile, tight()).expect("lower the limit");
+        let mut settled = 0;
+        while settled < 3 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let limit = tight();
+            let previous = prlimit(Some(pid), Resource::Nofile, limit).expect("lower the limit");
+            settled = if previous.current == limit.current { settled + 1 } else { 0 };
+        }
+        let mut newcomer = kb_proto::Client::connect(&daemon.socket).await.expect("connects");
+        let answered = newcomer.call_value("status", json!({})).await.map(|_| ());
+        // Time for the daemon to go on failing to accept with nobody waiting.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        prlimit(Some(pid), Resource::Nofile, before).expect("raise the limit again");
+        let mut lost = 0;
+        for client in &mut idle {
+            if client.call_value("status", json!({})).await.is_err() {
+                lost += 1;
+            }
+        }
+        (lost, answered)
+    });
+    assert!(newcomer.is_ok(), "the new client at the limit got no answer: {newcomer:?}; log:\n{}", daemon.log_text());
+    assert!(lost >= 1, "no idle connection made room for the new client: was the limit reached?");
+    assert!(lost <= 2, "{lost} of {IDLE} idle connections closed for one new client; log:\n{}", daemon.log_text());
+}

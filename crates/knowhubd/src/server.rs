@@ -156,6 +156,15 @@ pub async fn serve(listener: UnixListener, app: Arc<App>, config: &Config, shutd
     serve_with_limits(listener, app, limits, shutdown).await;
 }
 
+/// Whether a client is waiting in the listener's queue to be accepted (a listening socket is
+/// readable exactly then).
+fn client_waiting(listener: &UnixListener) -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let mut fds = [PollFd::new(listener, PollFlags::IN)];
+    let now = Timespec { tv_sec: 0, tv_nsec: 0 };
+    matches!(poll(&mut fds, Some(&now)), Ok(ready) if ready > 0) && fds[0].revents().contains(PollFlags::IN)
+}
+
 /// [`serve`] with the limits given.
 pub async fn serve_with_limits(
     listener: UnixListener,
@@ -199,12 +208,20 @@ pub async fn serve_with_limits(
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => stream,
                 Err(error) => {
-                    // Out of file descriptors: close the connection idle the longest to free
-                    // one; otherwise back off instead of spinning.
-                    let freed = registry.evict_one();
+                    // Out of file descriptors: close the connection idle the longest to free one
+                    // for a client that is waiting; otherwise back off instead of spinning.
+                    // Linux fails `accept` with EMFILE before it looks for a waiting client, so
+                    // the failure alone says nothing about one: evicting on it closed idle
+                    // clients' connections with nobody to take their place.
+                    let freed = client_waiting(&listener) && registry.evict_one();
                     warn_throttled!(ACCEPT_FAILED, "cannot accept a connection: {error}{}",
                         if freed { "; closed the connection idle the longest" } else { "" });
-                    if !freed {
+                    if freed {
+                        // Until the evicted connection's task has closed its descriptor, accept
+                        // fails again, and evicting on each failure would close one idle
+                        // client after another for this one.
+                        let _ = tokio::time::timeout(Duration::from_millis(50), connections.join_next()).await;
+                    } else {
                         tokio::time::sleep(Duration::from_millis(50)).await;
                     }
                     continue;

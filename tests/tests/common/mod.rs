@@ -282,3 +282,13 @@ pub fn stdout(output: &Output) -> String {
 pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
+
+/// The number the next descriptor a process opens gets: its open-file limit bounds that
+/// number, not how many it holds (a limit at the count leaves room in any gap).
+pub fn lowest_free_descriptor(pid: u32) -> u64 {
+    let open: std::collections::BTreeSet<u64> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("/proc lists the daemon's files")
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    (0..).find(|number| !open.contains(number)).expect("a free number")
+}

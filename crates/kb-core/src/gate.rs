@@ -77,6 +77,11 @@ pub fn gate(mut new: NewExperience, policy: &GatePolicy) -> Result<Gated, Valida
     let learned = assessed.filter(|assessed| assessed.holds()).map(|assessed| assessed.learned());
     let mut redactions: Vec<Redaction> = Vec::new();
     if policy.privacy == PrivacyMode::Strict {
+        // A secret split between two fields (its start in `resource`, its rest in `result`) is
+        // found in the fields read in pairs, before each is redacted on its own.
+        let mut text_fields = vec![&mut new.task, &mut new.resource, &mut new.result];
+        text_fields.extend(new.content.as_mut());
+        merge_redactions(redact::redact_across_fields(&mut text_fields), &mut redactions);
         for text in [&mut new.task, &mut new.resource, &mut new.result] {
             redact_in_place(text, &mut redactions);
         }
@@ -187,6 +192,11 @@ fn redact_in_place(text: &mut String, redactions: &mut Vec<Redaction>) {
     }
     let redacted = redacted.into_owned();
     *text = redacted;
+    merge_redactions(found, redactions);
+}
+
+/// Adds `found` to `redactions`, one entry per kind.
+fn merge_redactions(found: Vec<Redaction>, redactions: &mut Vec<Redaction>) {
     for item in found {
         match redactions.iter_mut().find(|existing| existing.kind == item.kind) {
             Some(existing) => existing.count += item.count,

@@ -31,6 +31,7 @@
 //! The table is in `rules.rs`, as data; the checks that look at a match in its context are in
 //! `spans.rs`; `engine.rs` runs the table over one text.
 
+mod across;
 mod decoders;
 #[cfg(test)]
 mod encoded_tests;
@@ -38,12 +39,14 @@ mod engine;
 pub mod forms;
 #[cfg(test)]
 mod obfuscated_tests;
+mod readings;
 mod rules;
 mod spans;
 mod views;
 
 use std::borrow::Cow;
 
+pub use self::across::redact_across_fields;
 use self::engine::Found;
 use self::views::View;
 
@@ -62,13 +65,43 @@ pub struct Redaction {
 /// placeholders such as `[API_KEY]`. Returns the text unchanged (borrowed) when nothing matched.
 pub fn redact(text: &str) -> (Cow<'_, str>, Vec<Redaction>) {
     let mut redactions: Vec<Redaction> = Vec::new();
-    let found = engine::find(text);
+    let mut found = engine::find(text);
+    let in_readings = found_in_readings(text, &found);
+    if !in_readings.is_empty() {
+        found.extend(in_readings);
+        found = engine::merge(found);
+    }
     count(&found, &mut redactions);
     let mut current: Cow<'_, str> =
         if found.is_empty() { Cow::Borrowed(text) } else { Cow::Owned(engine::rewrite(text, &found)) };
-    if !views::may_be_encoded(&current) {
-        return (current, redactions);
+    if views::may_be_encoded(&current) {
+        current = through_views(current, &mut redactions);
     }
+    (current, redactions)
+}
+
+/// What the rules find in the readings of `text` (`readings.rs`: reversed, rot13, spaced out,
+/// lines joined, literals joined), in `text`'s offsets. Read from the text as written, before
+/// the rules replace anything in it: half of a token broken across two lines can match a rule
+/// on its own (`GITHUB_TOKEN=ghp_16C7…`), and once replaced it would hide the other half.
+fn found_in_readings(text: &str, as_written: &[Found]) -> Vec<Found> {
+    let ends: Vec<usize> = as_written.iter().map(|span| span.range.end).collect();
+    let mut found = Vec::new();
+    for kind in readings::KINDS {
+        let Some(reading) = readings::read(kind, text) else { continue };
+        found.extend(
+            engine::find(&reading.text)
+                .into_iter()
+                .filter(|span| reading.counts(text, &span.range, span.rule_idx, &ends))
+                .map(|span| Found { range: reading.to_source(span.range), rule_idx: span.rule_idx }),
+        );
+    }
+    found
+}
+
+/// What the rules find in the decoded views of `current`, each level in turn, replaced in
+/// `current` in its own encoding.
+fn through_views<'a>(mut current: Cow<'a, str>, redactions: &mut Vec<Redaction>) -> Cow<'a, str> {
     // `chain[k]` is the text as redacted so far, decoded k + 1 times.
     let mut chain: Vec<View> = Vec::new();
     while chain.len() < MAX_DEPTH {
@@ -80,7 +113,7 @@ pub fn redact(text: &str) -> (Cow<'_, str>, Vec<Redaction>) {
         if found.is_empty() {
             continue;
         }
-        count(&found, &mut redactions);
+        count(&found, redactions);
         // Back through each level to the original encoding, widened to whole escapes.
         let in_source: Vec<Found> = found
             .into_iter()
@@ -103,7 +136,7 @@ pub fn redact(text: &str) -> (Cow<'_, str>, Vec<Redaction>) {
             break;
         }
     }
-    (current, redactions)
+    current
 }
 
 fn count(found: &[Found], redactions: &mut Vec<Redaction>) {

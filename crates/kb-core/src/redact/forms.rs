@@ -58,10 +58,36 @@ pub enum Form {
     Invisible,
     /// The text smuggled as one variation selector per byte after an emoji ("emoji smuggling").
     SelectorSmuggled,
+    /// The text reversed, character by character (`rev`).
+    Reversed,
+    /// Every ASCII letter rotated by 13 (`tr 'A-Za-z' 'N-ZA-Mn-za-m'`).
+    Rot13,
+    /// Every line spaced out: one space between every two characters (`g h p _ 1 6 C 7 …`).
+    SpacedOut,
+    /// Every word of [`LONG_WORD`] characters or more broken in its middle by a line break and
+    /// indentation, as a terminal or an editor wraps a long token.
+    LineBroken,
+    /// Every word of [`LONG_WORD`] characters or more cut in two string literals joined by a
+    /// concatenation operator, several languages' in turn: `"ghp_16C7e42F" + "292c…"`, Lua's
+    /// `..`, PHP's `.`, SQL's `||`, an appending statement (`"…"; s += "…"`), two literals on two
+    /// lines (Python, C).
+    Concatenated,
+    /// The text cut in two in the middle of its longest word, the first part in one field of an
+    /// experience and the rest in the next ([`Form::fields`]; `resource` and `result` in the
+    /// tests and `kb-bench gate`); [`Form::encode`] gives the two joined by a line break, as the
+    /// fields are read one after the other.
+    AcrossFields,
 }
 
+/// How long a word is, in characters, for [`Form::LineBroken`] and [`Form::Concatenated`] to cut
+/// it: a token, or a name and a value with no space between them.
+pub const LONG_WORD: usize = 16;
+
+/// The joiners [`Form::Concatenated`] uses in turn, between a closing and an opening quote.
+const JOINERS: [&str; 6] = [" + ", " .. ", " . ", " || ", "; s += ", "\n    "];
+
 impl Form {
-    pub const ALL: [Form; 18] = [
+    pub const ALL: [Form; 24] = [
         Form::Plain,
         Form::JsonEscaped,
         Form::NestedJson,
@@ -80,6 +106,12 @@ impl Form {
         Form::Fullwidth,
         Form::Invisible,
         Form::SelectorSmuggled,
+        Form::Reversed,
+        Form::Rot13,
+        Form::SpacedOut,
+        Form::LineBroken,
+        Form::Concatenated,
+        Form::AcrossFields,
     ];
 
     pub fn name(self) -> &'static str {
@@ -102,6 +134,12 @@ impl Form {
             Form::Fullwidth => "fullwidth",
             Form::Invisible => "invisible inside",
             Form::SelectorSmuggled => "selector-smuggled",
+            Form::Reversed => "reversed",
+            Form::Rot13 => "rot13",
+            Form::SpacedOut => "spaced out",
+            Form::LineBroken => "line-broken",
+            Form::Concatenated => "concatenated",
+            Form::AcrossFields => "across fields",
         }
     }
 
@@ -154,8 +192,89 @@ impl Form {
                     .collect();
                 format!("works now \u{1F600}{selectors}")
             }
+            Form::Reversed => text.chars().rev().collect(),
+            Form::Rot13 => rot13(text),
+            Form::SpacedOut => text
+                .split('\n')
+                .map(|line| line.chars().map(String::from).collect::<Vec<_>>().join(" "))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            Form::LineBroken => cut_long_words(text, |_, left, right| format!("{left}\n    {right}")),
+            Form::Concatenated => cut_long_words(text, |n_cut, left, right| {
+                format!("\"{left}\"{}\"{right}\"", JOINERS[n_cut % JOINERS.len()])
+            }),
+            Form::AcrossFields => {
+                let (first, rest) = split_in_longest_word(text);
+                format!("{first}\n{rest}")
+            }
         }
     }
+
+    /// The two fields the text goes in, in the forms that take two ([`Form::AcrossFields`]).
+    pub fn fields(self, text: &str) -> Option<(String, String)> {
+        (self == Form::AcrossFields).then(|| split_in_longest_word(text))
+    }
+}
+
+fn rot13(text: &str) -> String {
+    text.chars()
+        .map(|ch| match ch {
+            'a'..='z' => char::from(b'a' + (ch as u8 - b'a' + 13) % 26),
+            'A'..='Z' => char::from(b'A' + (ch as u8 - b'A' + 13) % 26),
+            _ => ch,
+        })
+        .collect()
+}
+
+/// `text` with every word (a run without whitespace) of [`LONG_WORD`] characters or more cut in
+/// its middle, the two halves given to `join` with the number of words cut before.
+fn cut_long_words(text: &str, mut join: impl FnMut(usize, &str, &str) -> String) -> String {
+    let mut out = String::with_capacity(text.len() * 2);
+    let mut n_cut = 0;
+    let mut word_start = None;
+    for (idx, ch) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
+        match (ch.is_whitespace(), word_start) {
+            (false, None) => word_start = Some(idx),
+            (true, Some(start)) => {
+                let word = &text[start..idx];
+                let n_chars = word.chars().count();
+                if n_chars >= LONG_WORD {
+                    let middle = word.char_indices().nth(n_chars / 2).map_or(word.len(), |(at, _)| at);
+                    out.push_str(&join(n_cut, &word[..middle], &word[middle..]));
+                    n_cut += 1;
+                } else {
+                    out.push_str(word);
+                }
+                word_start = None;
+            }
+            _ => {}
+        }
+        if ch.is_whitespace() && idx < text.len() {
+            out.push(ch);
+        }
+    }
+    out
+}
+
+/// `text` cut in the middle of its longest word (the first of the longest).
+fn split_in_longest_word(text: &str) -> (String, String) {
+    let mut longest = 0..0;
+    let mut word_start = None;
+    for (idx, ch) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
+        match (ch.is_whitespace(), word_start) {
+            (false, None) => word_start = Some(idx),
+            (true, Some(start)) => {
+                if text[start..idx].chars().count() > text[longest.clone()].chars().count() {
+                    longest = start..idx;
+                }
+                word_start = None;
+            }
+            _ => {}
+        }
+    }
+    let word = &text[longest.clone()];
+    let middle = longest.start + word.char_indices().nth(word.chars().count() / 2).map_or(word.len(), |(at, _)| at);
+    (text[..middle].to_owned(), text[middle..].to_owned())
 }
 
 const BASE64_STANDARD: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -300,6 +419,10 @@ static ESCAPE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"\\x([0-9a-fA-F]{2})|\\([0-3][0-7]{2})|=([0-9A-F]{2})|\\u\{([0-9a-fA-F]{1,6})\}|&#[xX]([0-9a-fA-F]{1,6});|&#([0-9]{1,7});")
         .expect("escape pattern compiles")
 });
+static JOIN: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"\\*["'`]\s*(?:\+|\.\.|\.|\|\||;?\s*[A-Za-z_$][\w$]*\s*(?:\+|\.\.|\.)=)?\s*\\*["'`]"#)
+        .expect("join pattern compiles")
+});
 static RUN: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"[A-Za-z0-9+/_-]{8,}").expect("run pattern compiles"));
 
 /// What a leak check reads out of `stored`, each decoding on its own and lossy (a secret found in
@@ -346,7 +469,32 @@ pub fn decodings(stored: &str) -> Vec<String> {
             _ => ch.to_string().into_bytes(),
         })
         .collect();
+    // Round 27's forms: reversed, rot13, spaced out (a single space between two characters
+    // dropped, three kept as one), every whitespace dropped (lines and fields joined), string
+    // literals' joins dropped.
+    let stored_chars: Vec<char> = stored.chars().collect();
+    let mut despaced = String::with_capacity(stored.len());
+    let mut idx = 0;
+    while idx < stored_chars.len() {
+        let ch = stored_chars[idx];
+        let before = idx.checked_sub(1).map(|before| stored_chars[before]);
+        let after = stored_chars.get(idx + 1).copied();
+        if ch == ' ' && after == Some(' ') && stored_chars.get(idx + 2) == Some(&' ') {
+            despaced.push(' ');
+            idx += 3;
+            continue;
+        }
+        if !(ch == ' ' && before.is_some_and(|before| before != ' ') && after.is_some_and(|after| after != ' ')) {
+            despaced.push(ch);
+        }
+        idx += 1;
+    }
     vec![
+        stored.chars().rev().collect(),
+        rot13(stored),
+        despaced,
+        stored.chars().filter(|ch| !ch.is_whitespace()).collect(),
+        JOIN.replace_all(stored, "").into_owned(),
         folded,
         unescaped,
         runs(|run| base64_decode(run.trim_end_matches('='))),

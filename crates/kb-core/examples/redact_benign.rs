@@ -99,7 +99,10 @@ fn main() {
             }
         }
         println!("{name:<40} {:>5} of {:>6} changed", changed.len(), texts.len());
-        for (text, redacted) in changed.iter().take(if name.starts_with("tempting") { 40 } else { 3 }) {
+        // `REDACT_BENIGN_SHOW=name` prints every text of the sets whose name holds `name`.
+        let show_all = std::env::var("REDACT_BENIGN_SHOW").is_ok_and(|show| name.contains(&show));
+        let n_shown = if show_all || name.starts_with("tempting") { usize::MAX } else { 3 };
+        for (text, redacted) in changed.iter().take(n_shown) {
             let excerpt = |text: &str| text.chars().take(140).collect::<String>();
             println!("    {:?}\n -> {:?}", excerpt(text), excerpt(redacted));
         }

@@ -40,6 +40,8 @@ pub mod forms;
 #[cfg(test)]
 mod obfuscated_tests;
 mod readings;
+#[cfg(test)]
+mod readings_tests;
 mod rules;
 mod spans;
 mod views;
@@ -66,7 +68,7 @@ pub struct Redaction {
 pub fn redact(text: &str) -> (Cow<'_, str>, Vec<Redaction>) {
     let mut redactions: Vec<Redaction> = Vec::new();
     let mut found = engine::find(text);
-    let in_readings = found_in_readings(text, &found);
+    let in_readings = found_in_readings(text);
     if !in_readings.is_empty() {
         found.extend(in_readings);
         found = engine::merge(found);
@@ -74,6 +76,19 @@ pub fn redact(text: &str) -> (Cow<'_, str>, Vec<Redaction>) {
     count(&found, &mut redactions);
     let mut current: Cow<'_, str> =
         if found.is_empty() { Cow::Borrowed(text) } else { Cow::Owned(engine::rewrite(text, &found)) };
+    // A replacement can change what a reading reads (a spaced-out value that ran on into the next
+    // line's name ends at the placeholder): the readings run again on the text as rewritten while
+    // they find something, a few times at most, so that a second redaction finds nothing.
+    let mut n_rereads = 0;
+    while !found.is_empty() && n_rereads < MAX_DEPTH {
+        found = engine::merge(found_in_readings(&current));
+        if found.is_empty() {
+            break;
+        }
+        count(&found, &mut redactions);
+        current = Cow::Owned(engine::rewrite(&current, &found));
+        n_rereads += 1;
+    }
     if views::may_be_encoded(&current) {
         current = through_views(current, &mut redactions);
     }
@@ -84,17 +99,14 @@ pub fn redact(text: &str) -> (Cow<'_, str>, Vec<Redaction>) {
 /// lines joined, literals joined), in `text`'s offsets. Read from the text as written, before
 /// the rules replace anything in it: half of a token broken across two lines can match a rule
 /// on its own (`GITHUB_TOKEN=ghp_16C7…`), and once replaced it would hide the other half.
-fn found_in_readings(text: &str, as_written: &[Found]) -> Vec<Found> {
-    let ends: Vec<usize> = as_written.iter().map(|span| span.range.end).collect();
+fn found_in_readings(text: &str) -> Vec<Found> {
     let mut found = Vec::new();
     for kind in readings::KINDS {
         let Some(reading) = readings::read(kind, text) else { continue };
-        found.extend(
-            engine::find(&reading.text)
-                .into_iter()
-                .filter(|span| reading.counts(text, &span.range, span.rule_idx, &ends))
-                .map(|span| Found { range: reading.to_source(span.range), rule_idx: span.rule_idx }),
-        );
+        found.extend(engine::find(&reading.text).into_iter().filter_map(|span| {
+            let range = reading.accept(text, span.range, span.rule_idx)?;
+            Some(Found { range: reading.to_source(range), rule_idx: span.rule_idx })
+        }));
     }
     found
 }

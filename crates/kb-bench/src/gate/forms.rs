@@ -1,7 +1,8 @@
 //! `kb-bench gate`'s table of catalogue secrets leaked per path and per form (plain, JSON,
 //! nested JSON, `\u`-escaped, URL-encoded, tool arguments, and round 26's base64, hex, base32,
-//! entities, escapes, quoted-printable, fullwidth, invisible characters, selector smuggling:
-//! `Form::ALL`): the same code the daemon runs on each path, in this process. The goal is 0
+//! entities, escapes, quoted-printable, fullwidth, invisible characters, selector smuggling, and
+//! round 27's reversed, rot13, spaced out, line-broken, concatenated, split across `resource` and
+//! `result`: `Form::ALL`): the same code the daemon runs on each path, in this process. The goal is 0
 //! everywhere. And the other side: how many ordinary texts of the project's benign sets and
 //! search corpora redaction changes, in each form.
 
@@ -51,18 +52,25 @@ pub fn run(catalogue: &[CatalogueEntry], policy: &GatePolicy) -> anyhow::Result<
                 result: "see content".to_owned(),
                 ..NewExperience::default()
             };
-            match entry_idx % 4 {
-                0 if encoded.chars().count() <= 2_000 => new.task = encoded.clone(),
-                1 if encoded.chars().count() <= 2_000 => new.resource = encoded.clone(),
-                2 if encoded.chars().count() <= 8_000 => new.result = encoded.clone(),
-                _ => new.content = Some(encoded.clone()),
+            if let Some((first, rest)) = form.fields(&entry.text) {
+                // Split across two fields: the start in `resource`, the rest in `result`.
+                new.resource = first;
+                new.result = rest;
+            } else {
+                match entry_idx % 4 {
+                    0 if encoded.chars().count() <= 2_000 => new.task = encoded.clone(),
+                    1 if encoded.chars().count() <= 2_000 => new.resource = encoded.clone(),
+                    2 if encoded.chars().count() <= 8_000 => new.result = encoded.clone(),
+                    _ => new.content = Some(encoded.clone()),
+                }
             }
             let gated = gate(new, policy)?;
             record("submit/import", &super::stored_text(&gated.experience));
 
-            // Metadata holds one line of at most 256 characters: the encoded text when it fits.
+            // Metadata holds one line of at most 256 characters: the encoded text when it fits
+            // (not split across fields: each identifier is read on its own).
             let one_line: String = encoded.replace(['\n', '\r', '\t'], " ");
-            if one_line.chars().count() <= 256 {
+            if one_line.chars().count() <= 256 && form.fields(&entry.text).is_none() {
                 let mut new = NewExperience {
                     task: "metadata check".to_owned(),
                     resource: "kb-bench gate".to_owned(),

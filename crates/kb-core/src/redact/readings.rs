@@ -11,8 +11,9 @@
 //!
 //! What counts: a reading finds secrets, not personal data (an address or a number read
 //! backwards, rot13 or joined across two lines is ordinary text far more often than a disguise),
-//! and a match counts only where the reading changed something under it: a splicing reading's
-//! match must cross a drop, rot13's must hold a letter. Placeholders are read as they are (not
+//! and rot13's match must hold a letter (digits read the same). A splicing reading's match that
+//! joins a secret found in the text as written to what follows a break counts only when that
+//! looks like the rest of a token. Placeholders are read as they are (not
 //! reversed, not rotated), so redacted text reads the same and redaction stays idempotent.
 //!
 //! Cost: reversal and rot13 are one pass each and one more run of the rules; the splicing
@@ -20,6 +21,7 @@
 //! [`MIN_SPACED`] characters, a line broken between two token characters, two literals joined),
 //! and their rules run only then. Every scan is linear: each starts where the last one stopped.
 
+use std::cell::OnceCell;
 use std::ops::Range;
 
 use super::rules::RULES;
@@ -30,6 +32,9 @@ const MIN_SPACED: usize = 8;
 /// How many characters the two words around a line break have together, at least, for the break
 /// to be read as inside a token.
 const MIN_BROKEN: usize = 12;
+
+/// How far the word after a line break is read, at most.
+const EDGE_WORD: usize = 256;
 
 /// The separators a spaced-out token is written with, one between every two characters.
 const SEPARATORS: &[char] = &[' ', '-', '.', '_', '|', ',', '/', ':', '*', '+', '~', '\t', '\u{3000}'];
@@ -55,6 +60,8 @@ pub(super) struct Reading {
     pub(super) text: String,
     kind: Kind,
     map: Map,
+    /// Whether the reading reads more like English than the text (reversal and rot13 only).
+    reads_better: OnceCell<bool>,
 }
 
 #[derive(Debug, Clone)]
@@ -103,40 +110,225 @@ impl Reading {
         }
     }
 
-    /// Whether a match of rule `rule_idx` at `range` of the reading counts: a secret (not personal
-    /// data) that the reading, not the text as written, shows. `ends` are where the secrets found
-    /// in the text as written end: a match that joins one of them to what follows a line break or
-    /// a literal's end counts only when what follows looks like the rest of a token (a secret at
-    /// the end of a line, then a word on the next, is two things).
-    pub(super) fn counts(&self, source: &str, range: &Range<usize>, rule_idx: usize, ends: &[usize]) -> bool {
+    /// Whether a match of rule `rule_idx` at `range` of the reading counts, and how much of it: a
+    /// secret (not personal data) that the reading, not the text as written, shows. A splicing
+    /// reading's match ends before a part after a drop that does not look like the rest of a
+    /// token (a secret at the end of a line, then a word on the next, is two things), and does
+    /// not count when no drop is left inside it: the text as written holds what is left.
+    pub(super) fn accept(&self, source: &str, range: Range<usize>, rule_idx: usize) -> Option<Range<usize>> {
         if PERSONAL.contains(&RULES[rule_idx].kind) {
-            return false;
+            return None;
         }
+        // Reversed or rotated, ordinary text turns into words that can look like a flag (rot13
+        // turns `-http=` into `-uggc=`, a `-u user:password`): a rule that reads a one-letter flag
+        // counts there only when the reading reads more like English than the text does.
+        let in_context = || {
+            !FLAG_READ.contains(&RULES[rule_idx].kind)
+                || *self.reads_better.get_or_init(|| english_score(&self.text) > english_score(source))
+        };
         match &self.map {
-            Map::Reversed { .. } => true,
-            Map::Same => source.as_bytes()[range.clone()].iter().any(u8::is_ascii_alphabetic),
-            // A drop inside the match: a piece starts after its start and before its end.
+            Map::Reversed { .. } => in_context().then_some(range),
+            Map::Same => {
+                let has_letter = source.as_bytes()[range.clone()].iter().any(u8::is_ascii_alphabetic);
+                (has_letter && in_context()).then_some(range)
+            }
+            Map::Spliced { .. } if self.kind == Kind::Spaced => Some(range),
             Map::Spliced { kept } => {
-                let idx = kept.partition_point(|piece| piece.view_start <= range.start);
-                let Some(after) = kept.get(idx).filter(|piece| piece.view_start < range.end) else { return false };
-                if self.kind == Kind::Spaced {
-                    return true;
+                // Where the pieces after the drops inside the match start.
+                let first = kept.partition_point(|piece| piece.view_start <= range.start);
+                let mut drops: Vec<usize> =
+                    kept[first..].iter().map(|piece| piece.view_start).take_while(|&at| at < range.end).collect();
+                if drops.is_empty() {
+                    // No drop inside: what the reading joined before it (a URL broken before its
+                    // token) showed it.
+                    return Some(range);
                 }
-                let before = &kept[idx - 1];
-                let rest_end = kept.get(idx + 1).map_or(range.end, |next| next.view_start.min(range.end));
-                !ends.contains(&(before.source_start + before.len))
-                    || looks_like_a_fragment(&self.text[after.view_start..rest_end])
+                // A vendor's format ends where its pattern ends: only a lower-case word (`npm` on
+                // the next line) runs on past a token's end.
+                let self_evident = SELF_EVIDENT.contains(&RULES[rule_idx].kind);
+                let mut end = range.end;
+                while let Some(&drop) = drops.last() {
+                    let part = &self.text[drop..end];
+                    let lower_case_word = part.len() > 1 && part.bytes().all(|byte| byte.is_ascii_lowercase());
+                    if if self_evident { !lower_case_word } else { looks_like_a_fragment(part) } {
+                        break;
+                    }
+                    end = drop;
+                    drops.pop();
+                }
+                (!drops.is_empty()).then_some(range.start..end)
             }
         }
     }
 }
 
-/// Whether `part` looks like part of a token rather than a word: a digit, or an upper-case letter
-/// after its first character with a lower-case one (`UvWx`, not `Deploy` or `README`).
+/// The kinds of secret whose format alone says what they are (a vendor's prefix, a PEM block, a
+/// JWT's shape), without a name or a flag before them.
+const SELF_EVIDENT: &[&str] = &[
+    "private_key",
+    "jwt",
+    "api_key",
+    "stripe_key",
+    "aws_access_key_id",
+    "github_token",
+    "gitlab_token",
+    "slack_token",
+    "slack_webhook",
+    "google_api_key",
+    "npm_token",
+    "huggingface_token",
+    "pypi_token",
+];
+
+/// The kinds of secret read after a one-letter flag (`-u user:password`, `-pSecret`), which
+/// reversed or rotated ordinary text spells by chance.
+const FLAG_READ: &[&str] = &["cli_credentials", "cli_password"];
+
+/// How many words `text` holds that people write around secrets and in ordinary English (and
+/// Chinese):
+/// reversed or in rot13 they are gone (`drowssap`, `cnffjbeq`), so text written backwards or in
+/// rot13 scores low and its reading high, and ordinary text the other way round.
+fn english_score(text: &str) -> usize {
+    const WORDS: [&str; 120] = [
+        "a",
+        "access",
+        "account",
+        "add",
+        "admin",
+        "after",
+        "all",
+        "an",
+        "and",
+        "api",
+        "app",
+        "are",
+        "as",
+        "at",
+        "auth",
+        "authorization",
+        "aws",
+        "backup",
+        "basic",
+        "be",
+        "bearer",
+        "bot",
+        "build",
+        "but",
+        "by",
+        "cache",
+        "can",
+        "cli",
+        "client",
+        "config",
+        "cookie",
+        "credential",
+        "credentials",
+        "curl",
+        "data",
+        "database",
+        "db",
+        "default",
+        "deploy",
+        "do",
+        "docker",
+        "echo",
+        "env",
+        "export",
+        "file",
+        "for",
+        "from",
+        "get",
+        "git",
+        "github",
+        "gpg",
+        "has",
+        "have",
+        "header",
+        "host",
+        "http",
+        "https",
+        "id",
+        "if",
+        "in",
+        "is",
+        "it",
+        "key",
+        "ldapsearch",
+        "login",
+        "logs",
+        "machine",
+        "mysql",
+        "new",
+        "no",
+        "not",
+        "of",
+        "on",
+        "openssl",
+        "or",
+        "pass",
+        "passphrase",
+        "password",
+        "ping",
+        "port",
+        "private",
+        "psql",
+        "pwd",
+        "redis",
+        "registry",
+        "root",
+        "run",
+        "scp",
+        "secret",
+        "select",
+        "server",
+        "service",
+        "session",
+        "set",
+        "share",
+        "should",
+        "smbclient",
+        "so",
+        "sqlcmd",
+        "ssh",
+        "sshpass",
+        "tar",
+        "that",
+        "the",
+        "this",
+        "to",
+        "token",
+        "url",
+        "use",
+        "used",
+        "user",
+        "uses",
+        "value",
+        "was",
+        "we",
+        "when",
+        "wifi",
+        "with",
+        "you",
+        "zip",
+    ];
+    const CHINESE: [&str; 8] = ["密码", "密钥", "秘钥", "令牌", "口令", "凭证", "账号", "用户"];
+    let english = text
+        .split(|ch: char| !ch.is_ascii_alphanumeric())
+        .filter(|word| (1..=13).contains(&word.len()))
+        .filter(|word| WORDS.binary_search(&word.to_ascii_lowercase().as_str()).is_ok())
+        .count();
+    let chinese: usize = if text.is_ascii() { 0 } else { CHINESE.iter().map(|word| text.matches(word).count()).sum() };
+    english + chinese
+}
+
+/// Whether `part` looks like part of a token rather than a word: a digit, an upper-case letter
+/// after its first character with a lower-case one (`UvWx`, not `Deploy` or `README`), or a
+/// short end in capitals (`PLE` of an AWS key).
 pub(super) fn looks_like_a_fragment(part: &str) -> bool {
     let bytes = part.as_bytes();
     bytes.iter().any(u8::is_ascii_digit)
         || (bytes.iter().skip(1).any(u8::is_ascii_uppercase) && bytes.iter().any(u8::is_ascii_lowercase))
+        || (!bytes.is_empty() && bytes.len() <= 4 && bytes.iter().all(u8::is_ascii_uppercase))
 }
 
 /// Where each placeholder of `text` is: read as one unit, as written.
@@ -160,7 +352,12 @@ fn reversed(text: &str) -> Reading {
     for unit in units.into_iter().rev() {
         reading.push_str(&text[unit]);
     }
-    Reading { text: reading, kind: Kind::Reversed, map: Map::Reversed { len: text.len() } }
+    Reading {
+        text: reading,
+        kind: Kind::Reversed,
+        map: Map::Reversed { len: text.len() },
+        reads_better: OnceCell::new(),
+    }
 }
 
 /// Every ASCII letter rotated by 13, placeholders kept as they are.
@@ -181,7 +378,7 @@ fn rot13(text: &str) -> Reading {
     }
     // Only ASCII letters changed, each to an ASCII letter: still UTF-8.
     let text = String::from_utf8(bytes).unwrap_or_default();
-    Reading { text, kind: Kind::Rot13, map: Map::Same }
+    Reading { text, kind: Kind::Rot13, map: Map::Same, reads_better: OnceCell::new() }
 }
 
 /// The reading of `text` with `drops` (sorted, not overlapping) left out, or `None` when there is
@@ -200,7 +397,7 @@ fn spliced(kind: Kind, text: &str, drops: Vec<Range<usize>>) -> Option<Reading> 
         }
         copied_up_to = copied_up_to.max(drop.end);
     }
-    Some(Reading { text: reading, kind, map: Map::Spliced { kept } })
+    Some(Reading { text: reading, kind, map: Map::Spliced { kept }, reads_better: OnceCell::new() })
 }
 
 /// The separators of every spaced-out run (`g h p _ 1 6 C 7 …`, `g-h-p-_-…`): runs where every
@@ -253,11 +450,6 @@ fn spaced_drops(text: &str) -> Vec<Range<usize>> {
     drops
 }
 
-/// A character a token is made of: a break between two of them may be inside a token.
-fn is_token_byte(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'-' | b'+' | b'/' | b'=' | b'.')
-}
-
 /// Every line break between two token characters, with the indentation after it: a newline (or
 /// `\r\n`), or one written as a JSON escape (`\n`, `\r\n`), then spaces and tabs.
 fn line_break_drops(text: &str) -> Vec<Range<usize>> {
@@ -283,7 +475,13 @@ fn line_break_drops(text: &str) -> Vec<Range<usize>> {
         let in_word = |ch: &char| ch.is_alphanumeric() || "_-+/=.".contains(*ch);
         let word_before = text[..idx].chars().rev().take_while(in_word).take(MIN_BROKEN).count();
         let word_after = text[end..].chars().take_while(in_word).take(MIN_BROKEN).count();
-        if word_before > 0 && word_after > 0 && word_before + word_after >= MIN_BROKEN {
+        // A line that starts with `name=value` or `name:` starts a statement of its own (what
+        // follows a break is read for at most [`EDGE_WORD`] bytes: the scan stays linear).
+        let next_word = bytes[end..].iter().take(EDGE_WORD).take_while(|byte| !byte.is_ascii_whitespace());
+        let next_word: Vec<u8> = next_word.copied().collect();
+        let unpadded = next_word.iter().rposition(|&byte| byte != b'=').map_or(&[][..], |last| &next_word[..=last]);
+        let starts_an_assignment = unpadded.iter().any(|&byte| byte == b'=' || byte == b':');
+        if word_before > 0 && word_after > 0 && word_before + word_after >= MIN_BROKEN && !starts_an_assignment {
             drops.push(idx..end);
         }
         idx = end.max(idx + 1);
@@ -346,11 +544,10 @@ fn joined_quote_after(bytes: &[u8], idx: usize, quote: u8) -> Option<usize> {
         at = skip_space(at + operator.len());
     } else if let Some(len) = appending_statement(rest) {
         at = skip_space(at + len);
-    } else if after_space == idx
-        || (bytes[idx..after_space].contains(&b'\n') && literal_is_a_key(bytes, after_space, quote))
-    {
-        // Two literals side by side with nothing between them is one quoted empty string; on
-        // two lines, the second a key (`"a": "b"` then `"c": "d"`), two entries.
+    } else if !bytes[idx..after_space].contains(&b'\n') || literal_is_a_key(bytes, after_space, quote) {
+        // Two literals side by side are joined on two lines (Python's and C's long strings), not
+        // on one (`--flag" "value`, two arguments; nothing between them, one empty string), and
+        // not when the second is a key (`"a": "b"` then `"c": "d"`, two entries).
         return None;
     }
     while at < bytes.len() && bytes[at] == b'\\' {

@@ -363,6 +363,31 @@ mod tests {
         assert_eq!(gated.status, Status::Active);
     }
 
+    /// Attack round 27: a token's start in `resource` and its rest in `result` went out whole,
+    /// each field alone holding no secret a rule reads. Both parts go now; fields that merely
+    /// meet stay.
+    #[test]
+    fn a_secret_split_between_resource_and_result_goes_from_both() {
+        for (resource, result, placeholder) in [
+            ("token ghp_16C7e42F292c6912", "E7710c838347Ae178B4a for CI", "[TOKEN]"),
+            ("OPENAI sk-proj-Ab3dEfGhIjKlMnOpQr", "StUvWxYz0123456789abcdefGH", "[API_KEY]"),
+            ("key AKIAIOSFOD", "NN7EXAMPLE in the vault", "[API_KEY]"),
+        ] {
+            let gated = gate(experience("deploy", resource, result), &strict()).unwrap();
+            let (stored_resource, stored_result) = (&gated.experience.resource, &gated.experience.result);
+            assert!(stored_resource.ends_with(placeholder), "{stored_resource:?}");
+            assert!(stored_result.starts_with(placeholder), "{stored_result:?}");
+            assert!(!gated.redactions.is_empty());
+            // The stored experience gated again is stored as it is.
+            let again = gate(gated.experience.clone(), &strict()).unwrap();
+            assert_eq!(again.experience, gated.experience);
+        }
+        for (resource, result) in [("cargo build", "release done"), ("call 555", "1234567 later"), ("v1.2", "3.4")] {
+            let gated = gate(experience("deploy", resource, result), &strict()).unwrap();
+            assert_eq!((gated.experience.resource.as_str(), gated.experience.result.as_str()), (resource, result));
+        }
+    }
+
     #[test]
     fn relaxed_mode_stores_text_as_given() {
         let new = experience("deploy for alice@example.com", "ssh 10.0.0.5", "token=abc123");

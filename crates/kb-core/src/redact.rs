@@ -19,6 +19,12 @@
 //! quoted-printable, base64, hex and base32 runs, bytes smuggled in variation selectors, and fold
 //! fullwidth letters and invisible characters inside a token (`decoders.rs`).
 //!
+//! Since attack round 27 the rules also read the text put back together (`readings.rs`:
+//! reversed, rot13, spaced out, line breaks and string literals' joins inside a token dropped),
+//! from the text as written, and a match there replaces its whole span, both parts of a split
+//! token and what joined them; `across.rs` reads two fields of one experience together, for a
+//! token split between them. Personal data is not looked for in either.
+//!
 //! Cost: clean text is scanned once by a `RegexSet` of all rules; text with no backslash, `%`,
 //! `&`, `=`, byte outside ASCII or run of 12 base64 characters has no view to check (one byte
 //! scan). Each level of decoding is one linear pass, and one more run of the rules only when

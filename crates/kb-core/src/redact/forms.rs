@@ -1,9 +1,10 @@
 //! The forms a text travels in (plain, JSON-escaped, nested JSON, `\uXXXX`-escaped, URL-encoded,
 //! a tool call's arguments, and the forms attack round 26 found leaking: base64, hex, base32,
 //! HTML entities, C-style and `\u{}` escapes, quoted-printable, fullwidth letters, invisible
-//! characters inside tokens, bytes smuggled in variation selectors), as encoders, and what
-//! counts as a secret surviving in any of them: what the catalogue tests and `kb-bench gate`
-//! check redaction against, on every path.
+//! characters inside tokens, bytes smuggled in variation selectors; and round 27's: reversed,
+//! rot13, spaced out, broken across lines, cut into concatenated literals, split across two
+//! fields), as encoders, and what counts as a secret surviving in any of them: what the
+//! catalogue tests and `kb-bench gate` check redaction against, on every path.
 //!
 //! The encoders and the leak check's decoders are written here independently of the decoding
 //! views of `views.rs` and `decoders.rs`, so a secret inside a text is always found, encoded the
@@ -77,6 +78,16 @@ pub enum Form {
     /// tests and `kb-bench gate`); [`Form::encode`] gives the two joined by a line break, as the
     /// fields are read one after the other.
     AcrossFields,
+}
+
+impl Form {
+    /// Round 27's forms that still leak some of the catalogue's formats (a name or a flag cut
+    /// from its value, quotes inside a concatenated word, a URL or `.pgpass` line cut between its
+    /// parts; the catalogue test holds each to the count it had when it was added): the daemon's
+    /// tests run every other form over the whole catalogue, and these over the formats the
+    /// attack used.
+    pub const STILL_LEAKING: [Form; 5] =
+        [Form::Reversed, Form::SpacedOut, Form::LineBroken, Form::Concatenated, Form::AcrossFields];
 }
 
 /// How long a word is, in characters, for [`Form::LineBroken`] and [`Form::Concatenated`] to cut

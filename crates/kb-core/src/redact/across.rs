@@ -70,8 +70,15 @@ fn split_secrets(before: &str, after: &str) -> (usize, usize, Option<Found>) {
     let Some(span) = found else { return (0, 0, None) };
     // A secret whole at the end of the first field, then a word: two things, unless what follows
     // looks like the rest of a token (the first half of an `sk-` key is a key to the rules too).
+    // Regression (kb.submit, `X-Auth-Key: …` in both result and content): the next field's
+    // `X-Auth-Key` was read as the rest of the key, replaced, and its own value left without
+    // its name. The rest of a token holds a digit and ends where the next field's word ends.
     let whole_before = engine::find(tail).iter().any(|before| before.range.end == tail.len());
-    if whole_before && !looks_like_a_fragment(&joined[tail.len()..span.range.end]) {
+    let rest = &joined[tail.len()..span.range.end];
+    let rest_is_a_word = joined[span.range.end..].chars().next().is_none_or(char::is_whitespace);
+    if whole_before
+        && !(looks_like_a_fragment(rest) && rest.bytes().any(|byte| byte.is_ascii_digit()) && rest_is_a_word)
+    {
         return (0, 0, None);
     }
     (span.range.end - tail.len(), tail_start + span.range.start, Some(span))
@@ -120,6 +127,7 @@ mod tests {
             ("é", "é"),
             ("ghp_16C7e42F292c6912E7710c838347Ae178B4a", " done"),
             ("Authorization: Bearer abc123def456", "deploy for alice"),
+            ("X-Auth-Key: fa13ccc58469debc624fd22217275a116587b", "X-Auth-Key: fa13ccc58469debc624fd22217275a116587b"),
         ] {
             let (after_first, after_second, found) = across(first, second);
             assert_eq!((after_first.as_str(), after_second.as_str()), (first, second), "{found:?}");

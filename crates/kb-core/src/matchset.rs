@@ -55,6 +55,16 @@ impl MatchSet {
         self.regexes.iter().enumerate().filter(move |(_, regex)| regex.is_match(text)).map(|(index, _)| index)
     }
 
+    /// [`MatchSet::matching`] among the patterns at `indices` only.
+    pub(crate) fn matching_among<'a>(
+        &'a self,
+        text: &'a str,
+        indices: std::ops::Range<usize>,
+    ) -> impl Iterator<Item = usize> + 'a {
+        let end = indices.end.min(self.regexes.len());
+        (indices.start.min(end)..end).filter(move |&index| self.regexes[index].is_match(text))
+    }
+
     /// The compiled pattern at `index`, to find where it matches.
     pub(crate) fn regex(&self, index: usize) -> &Regex {
         &self.regexes[index]

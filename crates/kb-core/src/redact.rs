@@ -109,7 +109,7 @@ fn found_in_readings(text: &str) -> Vec<Found> {
     let mut found = Vec::new();
     for kind in readings::KINDS {
         let Some(reading) = readings::read(kind, text) else { continue };
-        found.extend(engine::find(&reading.text).into_iter().filter_map(|span| {
+        found.extend(engine::find_secrets(&reading.text).into_iter().filter_map(|span| {
             let range = reading.accept(text, span.range, span.rule_idx)?;
             Some(Found { range: reading.to_source(range), rule_idx: span.rule_idx })
         }));

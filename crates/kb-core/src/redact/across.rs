@@ -16,7 +16,7 @@
 //! leave the other half in the next field.
 
 use super::engine::{self, Found};
-use super::readings::{PERSONAL, looks_like_a_fragment};
+use super::readings::looks_like_a_fragment;
 use super::{Redaction, count};
 
 /// How many bytes of a field's edge are read: longer than any token the rules know.
@@ -61,10 +61,9 @@ fn split_secrets(before: &str, after: &str) -> (usize, usize, Option<Found>) {
     let joined = format!("{tail}{}", &after[..head_end]);
     // The secret itself reaches over the join, not a match that takes a word on the other side
     // with the space before it (a PEM block's END line and the next field's first word).
-    let found = engine::find(&joined).into_iter().find(|span| {
+    let found = engine::find_secrets(&joined).into_iter().find(|span| {
         span.range.start < tail.len()
             && span.range.end > tail.len()
-            && !PERSONAL.contains(&span.kind())
             && !joined[span.range.clone()].contains(char::is_whitespace)
     });
     let Some(span) = found else { return (0, 0, None) };

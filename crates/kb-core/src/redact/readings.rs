@@ -24,7 +24,7 @@
 use std::cell::OnceCell;
 use std::ops::Range;
 
-use super::rules::RULES;
+use super::rules::{PERSONAL, RULES};
 
 /// How many characters a spaced-out run must have, separators not counted.
 const MIN_SPACED: usize = 8;
@@ -38,9 +38,6 @@ const EDGE_WORD: usize = 256;
 
 /// The separators a spaced-out token is written with, one between every two characters.
 const SEPARATORS: &[char] = &[' ', '-', '.', '_', '|', ',', '/', ':', '*', '+', '~', '\t', '\u{3000}'];
-
-/// The kinds of personal data: not looked for in readings.
-pub(super) const PERSONAL: &[&str] = &["email", "phone", "ip", "home_dir", "id_number"];
 
 /// One way to read a text, in the order [`read`] is asked for them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,6 +13,10 @@ use regex::Captures;
 
 use super::spans::*;
 
+/// The kinds of personal data: the last rules of the table, not looked for in the readings of a
+/// text or across fields (`readings.rs`, `across.rs`).
+pub(super) const PERSONAL: &[&str] = &["email", "phone", "ip", "home_dir", "id_number"];
+
 /// One rule of the table: what to look for, what to put in its place, and what to report.
 pub(super) struct Rule {
     /// Reported to the client in `redactions`, e.g. `github_token`.

@@ -55,14 +55,14 @@ impl MatchSet {
         self.regexes.iter().enumerate().filter(move |(_, regex)| regex.is_match(text)).map(|(index, _)| index)
     }
 
-    /// [`MatchSet::matching`] among the patterns at `indices` only.
+    /// [`MatchSet::matching`] among the patterns at `indices` only (ascending, each below
+    /// the number of patterns).
     pub(crate) fn matching_among<'a>(
         &'a self,
         text: &'a str,
-        indices: std::ops::Range<usize>,
+        indices: impl IntoIterator<Item = usize> + 'a,
     ) -> impl Iterator<Item = usize> + 'a {
-        let end = indices.end.min(self.regexes.len());
-        (indices.start.min(end)..end).filter(move |&index| self.regexes[index].is_match(text))
+        indices.into_iter().filter(move |&index| self.regexes[index].is_match(text))
     }
 
     /// The compiled pattern at `index`, to find where it matches.

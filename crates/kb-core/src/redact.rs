@@ -38,6 +38,7 @@
 //! `spans.rs`; `engine.rs` runs the table over one text.
 
 mod across;
+mod anchors;
 mod decoders;
 #[cfg(test)]
 mod encoded_tests;
@@ -107,9 +108,14 @@ pub fn redact(text: &str) -> (Cow<'_, str>, Vec<Redaction>) {
 /// on its own (`GITHUB_TOKEN=ghp_16C7…`), and once replaced it would hide the other half.
 fn found_in_readings(text: &str) -> Vec<Found> {
     let mut found = Vec::new();
+    let wanted = anchors::wanted(text);
     for kind in readings::KINDS {
+        let rules = wanted.rules(kind);
+        if rules.is_empty() {
+            continue;
+        }
         let Some(reading) = readings::read(kind, text) else { continue };
-        found.extend(engine::find_secrets(&reading.text).into_iter().filter_map(|span| {
+        found.extend(engine::find_among(&reading.text, rules).into_iter().filter_map(|span| {
             let range = reading.accept(text, span.range, span.rule_idx)?;
             Some(Found { range: reading.to_source(range), rule_idx: span.rule_idx })
         }));

@@ -46,14 +46,22 @@ pub(super) fn find(text: &str) -> Vec<Found> {
 /// personal data is not looked for, and which it made a third more costly (the IP rules are
 /// the dearest on ordinary text).
 pub(super) fn find_secrets(text: &str) -> Vec<Found> {
-    find_among(text, 0..*FIRST_PERSONAL)
+    find_among(text, secret_rules())
+}
+
+/// The rules for secrets: every rule before the first personal data rule (the table puts them
+/// last).
+pub(super) fn secret_rules() -> Range<usize> {
+    0..*FIRST_PERSONAL
 }
 
 /// The index of the first personal data rule: every rule from it on is one, none before it.
 static FIRST_PERSONAL: LazyLock<usize> =
     LazyLock::new(|| RULES.iter().position(|rule| PERSONAL.contains(&rule.kind)).unwrap_or(RULES.len()));
 
-fn find_among(text: &str, rules: Range<usize>) -> Vec<Found> {
+/// What the rules at `rules` (ascending) replace in `text`: [`find`] when the others cannot match
+/// it.
+pub(super) fn find_among(text: &str, rules: impl IntoIterator<Item = usize>) -> Vec<Found> {
     let compiled = &*COMPILED;
     let mut found: Vec<Found> = Vec::new();
     let mut current: Cow<'_, str> = Cow::Borrowed(text);

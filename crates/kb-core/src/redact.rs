@@ -176,8 +176,32 @@ fn count(found: &[Found], redactions: &mut Vec<Redaction>) {
 mod tests {
     use super::*;
 
+    /// Redacts each input (1 MB of a worst case), printing the time; fails past 30 s.
+    pub(super) fn redact_each_within_30_s(inputs: &[(&str, String)]) {
+        let _ = redact("warm up");
+        for (label, text) in inputs {
+            let started = std::time::Instant::now();
+            let (redacted, found) = redact(text);
+            let elapsed = started.elapsed();
+            eprintln!(
+                "1 MB of {label}: {elapsed:?}, {} replaced, {} bytes out",
+                found.iter().map(|redaction| redaction.count).sum::<usize>(),
+                redacted.len()
+            );
+            assert!(elapsed.as_secs() < 30, "{label}: {elapsed:?}");
+        }
+    }
+
+    /// Asserts that redaction leaves each text as it is.
+    pub(super) fn assert_kept(texts: &[&str]) {
+        for text in texts {
+            let (redacted, found) = redact(text);
+            assert_eq!(redacted, *text, "falsely redacted: {found:?}");
+        }
+    }
+
     /// Redacts `input`, checks the output, and checks that redacting again changes nothing.
-    fn check(input: &str, expected: &str) {
+    pub(super) fn check(input: &str, expected: &str) {
         let (redacted, _) = redact(input);
         assert_eq!(redacted, expected, "redacting {input:?}");
         let (again, found_again) = redact(&redacted);

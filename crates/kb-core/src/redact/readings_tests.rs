@@ -3,19 +3,9 @@
 //! replaced whole, both parts and what joined them), ordinary text that looks like them left
 //! alone, and 1 MB of adversarial input for each reading.
 
-use std::time::Instant;
-
 use super::forms::{Form, survives};
+use super::tests::check;
 use super::*;
-
-/// Redacts `input`, checks the output, and checks that redacting again changes nothing.
-fn check(input: &str, expected: &str) {
-    let (redacted, _) = redact(input);
-    assert_eq!(redacted, expected, "redacting {input:?}");
-    let (again, found_again) = redact(&redacted);
-    assert_eq!(again, redacted, "redaction is not idempotent for {input:?}");
-    assert!(found_again.is_empty(), "second pass found {found_again:?} in {redacted:?}");
-}
 
 /// The attack's three formats, with the placeholder each is replaced by.
 const SECRETS: [(&str, &str); 3] = [
@@ -113,7 +103,7 @@ fn a_token_cut_into_concatenated_literals_is_redacted_whole() {
 /// puzzles, literals joined, long lines wrapped. Nothing is a secret; nothing changes.
 #[test]
 fn ordinary_text_that_looks_obfuscated_is_left_alone() {
-    for text in [
+    tests::assert_kept(&[
         "The banner read W E L C O M E   T O   T H E   S H O W in big letters.",
         "Type the letters s-l-o-w-l-y and spell your name: J-O-H-N-S-M-I-T-H-2-0-2-4.",
         "the keycap sequence is 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 then enter",
@@ -133,10 +123,7 @@ fn ordinary_text_that_looks_obfuscated_is_left_alone() {
         "Run: p y t h o n   - m   p i p   i n s t a l l   r e q u e s t s",
         "字 间 有 空 格 的 中 文 标 题 也 很 常 见",
         "tr 'A-Za-z' 'N-ZA-Mn-za-m' is rot13; try it on 'Gur dhvpx oebja sbk'",
-    ] {
-        let (redacted, found) = redact(text);
-        assert_eq!(redacted, text, "falsely redacted: {found:?}");
-    }
+    ]);
 }
 
 /// Worst cases of 1 MB for the readings: one endless spaced run, spaced runs just too short,
@@ -160,16 +147,5 @@ fn one_megabyte_of_adversarial_obfuscations_is_linear() {
         ("a token broken on every line", fill("ghp_16C7e42F292c6912E77\n10c838347Ae178B4a\n")),
         ("concatenated tokens", fill(r#""ghp_16C7e42F292c6912E77" + "10c838347Ae178B4a" "#)),
     ];
-    let _ = redact("warm up");
-    for (label, text) in &inputs {
-        let started = Instant::now();
-        let (redacted, found) = redact(text);
-        let elapsed = started.elapsed();
-        eprintln!(
-            "1 MB of {label}: {elapsed:?}, {} replaced, {} bytes out",
-            found.iter().map(|redaction| redaction.count).sum::<usize>(),
-            redacted.len()
-        );
-        assert!(elapsed.as_secs() < 30, "{label}: {elapsed:?}");
-    }
+    tests::redact_each_within_30_s(&inputs);
 }

@@ -18,7 +18,7 @@ use aho_corasick::AhoCorasick;
 use regex_syntax::hir::{Class, Hir, HirKind};
 
 use super::engine;
-use super::readings::Kind;
+use super::readings::{Kind, rot13_byte};
 use super::rules::RULES;
 
 /// The rules each reading of `text` must be searched with ([`Wanted::rules`]), from one scan.
@@ -187,42 +187,32 @@ fn atom(hir: &Hir) -> Option<Vec<String>> {
         HirKind::Class(Class::Unicode(class)) => {
             let n_chars: u32 =
                 class.ranges().iter().map(|range| u32::from(range.end()) - u32::from(range.start()) + 1).sum();
-            if n_chars > 16 {
-                return None;
-            }
-            let mut chars: Vec<String> = class
-                .ranges()
-                .iter()
-                .flat_map(|range| range.start()..=range.end())
-                .map(|ch| ch.to_ascii_lowercase().to_string())
-                .collect();
-            chars.sort();
-            chars.dedup();
-            (chars.len() <= 8).then_some(chars)
+            small_class(n_chars as usize, class.ranges().iter().flat_map(|range| range.start()..=range.end()))
         }
         HirKind::Class(Class::Bytes(class)) => {
-            let n_bytes: usize = class.ranges().iter().map(|range| usize::from(range.end() - range.start()) + 1).sum();
-            if n_bytes > 16 {
-                return None;
-            }
-            let mut chars: Vec<String> = class
-                .ranges()
-                .iter()
-                .flat_map(|range| range.start()..=range.end())
-                .filter(u8::is_ascii)
-                .map(|byte| char::from(byte).to_ascii_lowercase().to_string())
-                .collect();
+            let bytes = class.ranges().iter().flat_map(|range| range.start()..=range.end());
             // A byte outside ASCII is part of a character the literal cannot name.
-            if chars.len() != n_bytes {
+            if bytes.clone().any(|byte| !byte.is_ascii()) {
                 return None;
             }
-            chars.sort();
-            chars.dedup();
-            (chars.len() <= 8).then_some(chars)
+            let n_bytes: usize = class.ranges().iter().map(|range| usize::from(range.end() - range.start()) + 1).sum();
+            small_class(n_bytes, bytes.map(char::from))
         }
         HirKind::Capture(capture) => atom(&capture.sub),
         _ => None,
     }
+}
+
+/// A class of `n_chars` characters as strings of one character each (ASCII letters in lower
+/// case, so that both cases of one count once), if it is small enough to name.
+fn small_class(n_chars: usize, chars: impl Iterator<Item = char>) -> Option<Vec<String>> {
+    if n_chars > 16 {
+        return None;
+    }
+    let mut chars: Vec<String> = chars.map(|ch| ch.to_ascii_lowercase().to_string()).collect();
+    chars.sort();
+    chars.dedup();
+    (chars.len() <= 8).then_some(chars)
 }
 
 fn shortest(literals: &[String]) -> usize {
@@ -239,16 +229,9 @@ fn reversed(literal: &[u8]) -> Option<Vec<u8>> {
     Some(text.chars().rev().collect::<String>().into_bytes())
 }
 
-/// `literal` with every ASCII letter rotated by 13 (rot13 is its own inverse).
+/// `literal` with every ASCII letter rotated by 13, as the rot13 reading shows it.
 fn rot13(literal: &[u8]) -> Vec<u8> {
-    literal
-        .iter()
-        .map(|&byte| match byte {
-            b'a'..=b'z' => b'a' + (byte - b'a' + 13) % 26,
-            b'A'..=b'Z' => b'A' + (byte - b'A' + 13) % 26,
-            _ => byte,
-        })
-        .collect()
+    literal.iter().map(|&byte| rot13_byte(byte)).collect()
 }
 
 #[cfg(test)]

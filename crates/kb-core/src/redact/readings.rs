@@ -366,16 +366,21 @@ fn rot13(text: &str) -> Reading {
             idx += len;
             continue;
         }
-        bytes[idx] = match bytes[idx] {
-            byte @ b'a'..=b'z' => b'a' + (byte - b'a' + 13) % 26,
-            byte @ b'A'..=b'Z' => b'A' + (byte - b'A' + 13) % 26,
-            byte => byte,
-        };
+        bytes[idx] = rot13_byte(bytes[idx]);
         idx += 1;
     }
     // Only ASCII letters changed, each to an ASCII letter: still UTF-8.
     let text = String::from_utf8(bytes).unwrap_or_default();
     Reading { text, kind: Kind::Rot13, map: Map::Same, reads_better: OnceCell::new() }
+}
+
+/// `byte` rotated by 13 if it is an ASCII letter (rot13 is its own inverse).
+pub(super) fn rot13_byte(byte: u8) -> u8 {
+    match byte {
+        b'a'..=b'z' => b'a' + (byte - b'a' + 13) % 26,
+        b'A'..=b'Z' => b'A' + (byte - b'A' + 13) % 26,
+        _ => byte,
+    }
 }
 
 /// The reading of `text` with `drops` (sorted, not overlapping) left out, or `None` when there is

@@ -93,6 +93,15 @@ fn time(rounds: usize) {
             }),
         ),
         (
+            "redact across fields (pairs)",
+            Box::new(|new: &NewExperience| {
+                let mut new = new.clone();
+                let mut text_fields = vec![&mut new.task, &mut new.resource, &mut new.result];
+                text_fields.extend(new.content.as_mut());
+                std::hint::black_box(redact::redact_across_fields(&mut text_fields));
+            }),
+        ),
+        (
             "injection (4 text fields)",
             Box::new(|new: &NewExperience| {
                 for field in fields(new).into_iter().take(4) {

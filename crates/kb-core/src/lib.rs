@@ -8,6 +8,7 @@ pub mod experience;
 pub mod gate;
 pub mod injection;
 mod intent;
+mod literals;
 mod matchset;
 pub mod redact;
 pub mod risky;

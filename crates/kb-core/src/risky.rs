@@ -284,9 +284,11 @@ fn check_view(view: &str, found: &mut Vec<RiskyAction>) {
     let compiled = &*COMPILED;
     // Whether each gate matches this view, asked at most once.
     let mut gate_open: Vec<Option<bool>> = vec![None; compiled.gate_regexes.len()];
+    // The rules none of whose literals the view holds cannot match it (one scan for them all).
+    let may_match = compiled.set.may_match(view);
     for (rule_idx, class) in compiled.classes.iter().enumerate() {
         // One action per class: a class found is not looked for again.
-        if found.iter().any(|action| action.class == *class) {
+        if !may_match[rule_idx] || found.iter().any(|action| action.class == *class) {
             continue;
         }
         if let Some(gate) = compiled.gates[rule_idx] {

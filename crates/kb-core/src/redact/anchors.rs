@@ -15,11 +15,11 @@
 use std::sync::LazyLock;
 
 use aho_corasick::AhoCorasick;
-use regex_syntax::hir::{Class, Hir, HirKind};
 
 use super::engine;
 use super::readings::{Kind, rot13_byte};
 use super::rules::RULES;
+use crate::literals::literals_of;
 
 /// The rules each reading of `text` must be searched with ([`Wanted::rules`]), from one scan.
 pub(super) fn wanted(text: &str) -> Wanted {
@@ -103,125 +103,6 @@ static ANCHORS: LazyLock<Anchors> = LazyLock::new(|| {
         .expect("the rules' literals make an automaton");
     Anchors { automaton, owners, always }
 });
-
-/// Literals, one of which every match of `pattern` holds (ignoring ASCII case), or `None` when
-/// no set of literals of at least two characters each is found.
-fn literals_of(pattern: &str) -> Option<Vec<Vec<u8>>> {
-    let hir = regex_syntax::Parser::new().parse(pattern).ok()?;
-    let literals = required(&hir)?;
-    Some(literals.into_iter().map(String::into_bytes).collect())
-}
-
-/// The most literals one set may hold (a cross product of small classes, an alternation).
-const MAX_LITERALS: usize = 256;
-
-/// Literals (ASCII letters in lower case), one of which every match of `hir` holds (ignoring ASCII case), each at
-/// least two characters long; `None` when none is found.
-fn required(hir: &Hir) -> Option<Vec<String>> {
-    match hir.kind() {
-        HirKind::Literal(_) | HirKind::Class(_) => atom(hir).filter(|literals| usable(literals)),
-        HirKind::Capture(capture) => required(&capture.sub),
-        HirKind::Repetition(repetition) if repetition.min >= 1 => required(&repetition.sub),
-        HirKind::Alternation(branches) => {
-            let mut all: Vec<String> = Vec::new();
-            for branch in branches {
-                all.extend(required(branch)?);
-                if all.len() > MAX_LITERALS {
-                    return None;
-                }
-            }
-            all.sort();
-            all.dedup();
-            Some(all)
-        }
-        HirKind::Concat(children) => {
-            // Runs of literals and small classes make longer literals; zero-width assertions
-            // inside a run leave it whole. The best candidate is the one whose shortest literal
-            // is longest.
-            let mut best: Option<Vec<String>> = None;
-            let mut consider = |candidate: Option<Vec<String>>| {
-                if let Some(candidate) = candidate.filter(|literals| usable(literals))
-                    && best.as_ref().is_none_or(|best| shortest(&candidate) > shortest(best))
-                {
-                    best = Some(candidate);
-                }
-            };
-            let mut run: Option<Vec<String>> = None;
-            for child in children {
-                if matches!(child.kind(), HirKind::Look(_)) {
-                    continue;
-                }
-                match atom(child) {
-                    Some(next) => {
-                        run = Some(match run.take() {
-                            None => next,
-                            Some(so_far) if so_far.len() * next.len() <= MAX_LITERALS => so_far
-                                .iter()
-                                .flat_map(|prefix| next.iter().map(move |rest| format!("{prefix}{rest}")))
-                                .collect(),
-                            Some(so_far) => {
-                                consider(Some(so_far));
-                                next
-                            }
-                        });
-                    }
-                    None => {
-                        consider(run.take());
-                        consider(required(child));
-                    }
-                }
-            }
-            consider(run);
-            best
-        }
-        HirKind::Empty | HirKind::Look(_) | HirKind::Repetition(_) => None,
-    }
-}
-
-/// A literal, or a class of at most 8 characters (upper and lower case of an ASCII letter count
-/// as one), as strings of one match each, ASCII letters in lower case (only ASCII: the automaton
-/// ignores only ASCII case, and other letters' lower case can be another length).
-fn atom(hir: &Hir) -> Option<Vec<String>> {
-    match hir.kind() {
-        HirKind::Literal(literal) => Some(vec![std::str::from_utf8(&literal.0).ok()?.to_ascii_lowercase()]),
-        HirKind::Class(Class::Unicode(class)) => {
-            let n_chars: u32 =
-                class.ranges().iter().map(|range| u32::from(range.end()) - u32::from(range.start()) + 1).sum();
-            small_class(n_chars as usize, class.ranges().iter().flat_map(|range| range.start()..=range.end()))
-        }
-        HirKind::Class(Class::Bytes(class)) => {
-            let bytes = class.ranges().iter().flat_map(|range| range.start()..=range.end());
-            // A byte outside ASCII is part of a character the literal cannot name.
-            if bytes.clone().any(|byte| !byte.is_ascii()) {
-                return None;
-            }
-            let n_bytes: usize = class.ranges().iter().map(|range| usize::from(range.end() - range.start()) + 1).sum();
-            small_class(n_bytes, bytes.map(char::from))
-        }
-        HirKind::Capture(capture) => atom(&capture.sub),
-        _ => None,
-    }
-}
-
-/// A class of `n_chars` characters as strings of one character each (ASCII letters in lower
-/// case, so that both cases of one count once), if it is small enough to name.
-fn small_class(n_chars: usize, chars: impl Iterator<Item = char>) -> Option<Vec<String>> {
-    if n_chars > 16 {
-        return None;
-    }
-    let mut chars: Vec<String> = chars.map(|ch| ch.to_ascii_lowercase().to_string()).collect();
-    chars.sort();
-    chars.dedup();
-    (chars.len() <= 8).then_some(chars)
-}
-
-fn shortest(literals: &[String]) -> usize {
-    literals.iter().map(|literal| literal.chars().count()).min().unwrap_or(0)
-}
-
-fn usable(literals: &[String]) -> bool {
-    !literals.is_empty() && literals.len() <= MAX_LITERALS && shortest(literals) >= 2
-}
 
 /// `literal` read backwards character by character; `None` when it is not whole UTF-8.
 fn reversed(literal: &[u8]) -> Option<Vec<u8>> {

@@ -373,3 +373,32 @@ fn each_window_around_a_match_keeps_to_its_bounds() {
         [&CONTEXT_WINDOW, &SCOPE_WINDOW, &SEARCH_WINDOW].map(|bounds| window_around(&view, start, bounds).len());
     assert_eq!(lengths, [159 + 240, 360, 159]);
 }
+
+/// The literal prefilter (`matchset.rs`) never rules out a rule that matches: on every text of
+/// a blind round and its ordinary twin, each rule it says cannot match does not.
+#[test]
+fn the_prefilter_rules_out_only_rules_that_do_not_match() {
+    let compiled = &*COMPILED;
+    let data =
+        [include_str!("../../tests/data/risky_blind14.jsonl"), include_str!("../../tests/data/ordinary_blind14.jsonl")];
+    let (mut ruled_out, mut matched) = (0, 0);
+    for line in data.iter().flat_map(|data| data.lines()).filter(|line| !line.trim().is_empty()) {
+        let value: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+        let text = value["text"].as_str().expect("a text");
+        for view in [text.to_owned(), text.to_uppercase(), views::view(text)] {
+            let may_match = compiled.set.may_match(&view);
+            for (rule_idx, may) in may_match.iter().enumerate() {
+                let matches = compiled.set.regex(rule_idx).is_match(&view);
+                matched += usize::from(matches);
+                if !may {
+                    ruled_out += 1;
+                    assert!(!matches, "rule {rule_idx} ruled out but matches {view:?}");
+                }
+            }
+        }
+    }
+    // Most rules are ruled out on most texts (else the prefilter saves nothing), and the texts
+    // do match rules.
+    assert!(matched > 500, "{matched} matches");
+    assert!(ruled_out > 720 * 3 * 200, "{ruled_out} rules ruled out");
+}

@@ -305,6 +305,35 @@ fn the_gate_on_round_14s_blind_part_at_its_first_run() {
     assert!(flagged.len() <= 1, "{} flagged", flagged.len());
 }
 
+/// Round 15's blind part (session 29, `data/BLIND15-README.md`), written blind (the READMEs of
+/// blinds 2 to 14 only) and in no model's training: its first run, the gate as it is (trained
+/// through blind 13), held 260 of 320 (81.3%: credential reads 45 of 64, destructive 51, exfiltration 57, pipe to
+/// shell 53, TLS off 54) and flagged 1 of 400 (round 14 at its first run: 257, 1). Floors at that first run,
+/// so that no later change loses what it holds; not for tuning until a next blind part is
+/// written.
+#[test]
+fn the_gate_on_round_15s_blind_part_at_its_first_run() {
+    let risky = lines(include_str!("data/risky_blind15.jsonl"));
+    let ordinary = lines(include_str!("data/ordinary_blind15.jsonl"));
+    assert_eq!((risky.len(), ordinary.len()), (320, 400));
+    let held_count = risky.iter().filter(|entry| held(&entry.text)).count();
+    let mut per_class: std::collections::BTreeMap<&str, (usize, usize)> = std::collections::BTreeMap::new();
+    for entry in &risky {
+        let counts = per_class.entry(entry.class.as_str()).or_default();
+        counts.1 += 1;
+        counts.0 += usize::from(held(&entry.text));
+    }
+    let flagged: Vec<&str> =
+        ordinary.iter().filter(|entry| held(&entry.text)).map(|entry| entry.text.as_str()).collect();
+    eprintln!(
+        "round-15 blind: held {held_count}/320 {per_class:?}, flagged {}/400:\n{}",
+        flagged.len(),
+        flagged.join("\n")
+    );
+    assert!(held_count >= 260, "only {held_count} held");
+    assert!(flagged.len() <= 1, "{} flagged", flagged.len());
+}
+
 /// Whether the learned check alone holds `text`, submitted as `held` submits it.
 fn learned_holds(text: &str) -> bool {
     kb_core::risky::learned::check(&["note", "risky sets", text]).is_some()

@@ -442,6 +442,21 @@ mod tests {
             ("secret_in_prose", "数据库的密码是Db2pass9，别外传", "数据库的密码是[SECRET]，别外传"),
             ("secret_in_prose", "API密钥Ak3yAbCdEf9GhIjKl已配置", "API密钥[SECRET]已配置"),
             ("secret_in_prose", "令牌是 Tk9AbCdEf3GhIjKl，有效期一天", "令牌是 [SECRET]，有效期一天"),
+            // Quoted values (session 29: the concatenated form's joins left them quoted, and so
+            // does ordinary writing).
+            ("secret_in_prose", "令牌是 \"Tk9AbCdEf3GhIjKl\"，有效期一天", "令牌是 \"[SECRET]\"，有效期一天"),
+            ("secret_in_prose", "AppSecret 是「e12298b4359096044bbf」", "AppSecret 是「[SECRET]」"),
+            (
+                "cli_password",
+                "smbclient //nas/share -U \"backup%z0wKh9ot3ahQ\"",
+                "smbclient //nas/share -U \"backup%[SECRET]\"",
+            ),
+            (
+                "basic_auth",
+                "Authorization: Basic \"YWRtaW46WGtXT1NDTnFMeUw4\"",
+                "Authorization: Basic \"[CREDENTIALS]\"",
+            ),
+            ("bearer_token", "Authorization: Bearer 'Ab3dEf9GhIjKlMn0pQ'", "Authorization: Bearer '[TOKEN]'"),
             ("secret_assignment", "-H 'X-API-Key: 0123456789abcdef0123'", "-H 'X-API-Key: [SECRET]'"),
             ("http_header", "Authorization: Token 0123456789abcdef0123", "Authorization: Token [TOKEN]"),
             ("cookie", "Cookie: sid=Ab3dEf9; csrftoken=Xy7", "Cookie: [COOKIE]"),

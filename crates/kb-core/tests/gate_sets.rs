@@ -191,7 +191,7 @@ fn every_catalogued_secret_is_redacted_in_every_form_and_every_field() {
         (Form::Reversed, 24),
         (Form::SpacedOut, 8),
         (Form::LineBroken, 88),
-        (Form::Concatenated, 176),
+        (Form::Concatenated, 128),
         (Form::AcrossFields, 33),
     ];
     for (form, ceiling) in ceilings {

@@ -72,13 +72,13 @@ pub(super) const RULES: &[Rule] = &[
     Rule {
         kind: "bearer_token",
         placeholder: "[TOKEN]",
-        pattern: r"(?i)(?-u:\b)bearer[ \t]+([A-Za-z0-9._~+/-]+=*)",
+        pattern: r#"(?i)(?-u:\b)bearer[ \t]+["']?([A-Za-z0-9._~+/-]+=*)"#,
         span: bearer_token,
     },
     Rule {
         kind: "basic_auth",
         placeholder: "[CREDENTIALS]",
-        pattern: r"(?i)(?-u:\b)authorization[ \t]*:[ \t]*basic[ \t]+([A-Za-z0-9+/]{6,}={0,2})",
+        pattern: r#"(?i)(?-u:\b)authorization[ \t]*:[ \t]*basic[ \t]+["']?([A-Za-z0-9+/]{6,}={0,2})"#,
         span: first_group_or_whole,
     },
     // OpenAI (`sk-…`, `sk-proj-…`, `sk-svcacct-…`), Anthropic (`sk-ant-…`) and the many
@@ -334,7 +334,7 @@ pub(super) const RULES: &[Rule] = &[
         kind: "cli_password",
         placeholder: "[SECRET]",
         pattern: concat!(
-            r#"[ \t]-U[ \t]+[^\s%'"]+%(?P<bare>[^\s'"]+)"#,
+            r#"[ \t]-U[ \t]+["']?[^\s%'"]+%(?P<bare>[^\s'"]+)"#,
             r#"|(?-u:\b)echo[ \t]+['"]?[^\s:'"]+:(?P<sq>[^\s'"]+)['"]?[ \t]*\|[ \t]*(?:sudo[ \t]+)?chpasswd"#,
         ),
         span: cli_value,
@@ -390,7 +390,7 @@ pub(super) const RULES: &[Rule] = &[
         pattern: concat!(
             r#"(?i)(?:(?P<name>密码|口令|密钥|秘钥|私钥|令牌)[ \t]*(?:是|为|：|:|=|设置成|设置为|设成|设为|改成|改为|是：)?"#,
             // English names only with a Chinese verb or colon: `TokenBucket…` is an identifier.
-            r#"|(?-u:\b)(?:app ?secret|secret ?key|api ?key|token)[ \t]*(?:是|为|：|设置成|设置为|设成|设为|改成|改为))[ \t]*"#,
+            r#"|(?-u:\b)(?:app ?secret|secret ?key|api ?key|token)[ \t]*(?:是|为|：|设置成|设置为|设成|设为|改成|改为))[ \t]*["'“「『]?"#,
             r#"(?P<bare>[A-Za-z0-9_+/=!@#$%^&*.~-]{6,200})"#,
         ),
         span: prose_value,

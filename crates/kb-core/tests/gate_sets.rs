@@ -190,7 +190,7 @@ fn every_catalogued_secret_is_redacted_in_every_form_and_every_field() {
     let ceilings = [
         (Form::Reversed, 24),
         (Form::SpacedOut, 8),
-        (Form::LineBroken, 88),
+        (Form::LineBroken, 44),
         (Form::Concatenated, 128),
         (Form::AcrossFields, 33),
     ];

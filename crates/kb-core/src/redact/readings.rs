@@ -478,11 +478,16 @@ fn line_break_drops(text: &str) -> Vec<Range<usize>> {
         let word_before = text[..idx].chars().rev().take_while(in_word).take(MIN_BROKEN).count();
         let word_after = text[end..].chars().take_while(in_word).take(MIN_BROKEN).count();
         // A line that starts with `name=value` or `name:` starts a statement of its own (what
-        // follows a break is read for at most [`EDGE_WORD`] bytes: the scan stays linear).
+        // follows a break is read for at most [`EDGE_WORD`] bytes: the scan stays linear). A name
+        // is a run of word characters: a line that starts with `=` (a value on the line after its
+        // name) or whose word holds `@`, a quote or `/` before its `:` (the rest of a URL's
+        // password, a JSON key cut before its closing quote) goes on from the line before.
         let next_word = bytes[end..].iter().take(EDGE_WORD).take_while(|byte| !byte.is_ascii_whitespace());
         let next_word: Vec<u8> = next_word.copied().collect();
         let unpadded = next_word.iter().rposition(|&byte| byte != b'=').map_or(&[][..], |last| &next_word[..=last]);
-        let starts_an_assignment = unpadded.iter().any(|&byte| byte == b'=' || byte == b':');
+        let starts_an_assignment = unpadded.iter().position(|&byte| byte == b'=' || byte == b':').is_some_and(|at| {
+            at > 0 && unpadded[..at].iter().all(|&byte| byte.is_ascii_alphanumeric() || b"_-.".contains(&byte))
+        });
         if word_before > 0 && word_after > 0 && word_before + word_after >= MIN_BROKEN && !starts_an_assignment {
             drops.push(idx..end);
         }
@@ -622,6 +627,18 @@ mod tests {
         assert_eq!(reading(Kind::LinesJoined, "t = ghp_16C7\n    e42F92c6\nok"), "t = ghp_16C7e42F92c6\nok");
         assert_eq!(reading(Kind::LinesJoined, r#"{"t": "ghp_16\n  C7e42F92c6"}"#), r#"{"t": "ghp_16C7e42F92c6"}"#);
         assert_eq!(reading(Kind::LinesJoined, "user = app\npwd = x"), "user = app\npwd = x");
+        // A value on the line after its name, the rest of a URL's password, a JSON key cut
+        // before its closing quote: not statements of their own (session 29).
+        assert_eq!(reading(Kind::LinesJoined, "--password\n    =V6LpqtZ7mm x"), "--password=V6LpqtZ7mm x");
+        assert_eq!(
+            reading(Kind::LinesJoined, "mysql://root:GxRYHy2cMc\n    wZRv@db:3306/shop"),
+            "mysql://root:GxRYHy2cMcwZRv@db:3306/shop"
+        );
+        assert_eq!(reading(Kind::LinesJoined, "{\"refresh_toke\n    n\":\"Dx6lj\"}"), "{\"refresh_token\":\"Dx6lj\"}");
+        assert_eq!(
+            reading(Kind::LinesJoined, "user_name=alice\nbackup_path: /srv"),
+            "user_name=alice\nbackup_path: /srv"
+        );
         assert_eq!(reading(Kind::LinesJoined, "end.\n\nnext"), "end.\n\nnext");
         for (text, joined) in [
             (r#"x = "ghp_16C7" + "e42F""#, r#"x = "ghp_16C7e42F""#),

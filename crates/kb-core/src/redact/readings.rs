@@ -23,6 +23,7 @@
 
 use std::cell::OnceCell;
 use std::ops::Range;
+use std::sync::LazyLock;
 
 use super::rules::{PERSONAL, RULES};
 
@@ -119,9 +120,13 @@ impl Reading {
         // Reversed or rotated, ordinary text turns into words that can look like a flag (rot13
         // turns `-http=` into `-uggc=`, a `-u user:password`): a rule that reads a one-letter flag
         // counts there only when the reading reads more like English than the text does.
+        // So does a command line the reading starts with the command the rule names (`keytool
+        // -srcstorepass …`, `7z a -p…` written backwards): ordinary text read backwards or
+        // rotated does not begin a line with `keytool`.
         let in_context = || {
             !FLAG_READ.contains(&RULES[rule_idx].kind)
                 || *self.reads_better.get_or_init(|| english_score(&self.text) > english_score(source))
+                || line_starts_with_its_command(&self.text, range.start, rule_idx)
         };
         match &self.map {
             Map::Reversed { .. } => in_context().then_some(range),
@@ -180,6 +185,20 @@ const SELF_EVIDENT: &[&str] = &[
 /// The kinds of secret read after a one-letter flag (`-u user:password`, `-pSecret`), which
 /// reversed or rotated ordinary text spells by chance.
 const FLAG_READ: &[&str] = &["cli_credentials", "cli_password"];
+
+/// Whether the line of `text` that holds `at` starts (after spaces and `sudo`) with a command
+/// the pattern of rule `rule_idx` names: one of the literals every match of it holds
+/// (`literals.rs`), as a whole word. Rules without such literals (`-u user:password`) name none.
+fn line_starts_with_its_command(text: &str, at: usize, rule_idx: usize) -> bool {
+    static COMMANDS: LazyLock<Vec<Option<Vec<Vec<u8>>>>> =
+        LazyLock::new(|| RULES.iter().map(|rule| crate::literals::literals_of(rule.pattern)).collect());
+    let Some(commands) = &COMMANDS[rule_idx] else { return false };
+    let line_start = text[..at.min(text.len())].rfind('\n').map_or(0, |newline| newline + 1);
+    let line = text[line_start..].trim_start();
+    let line = line.strip_prefix("sudo ").map_or(line, str::trim_start);
+    let first_word = line.split(|ch: char| ch.is_whitespace()).next().unwrap_or("");
+    commands.iter().any(|command| first_word.as_bytes().eq_ignore_ascii_case(command.trim_ascii()))
+}
 
 /// How many words `text` holds that people write around secrets and in ordinary English (and
 /// Chinese):

@@ -37,6 +37,23 @@ fn a_reversed_or_rot13_token_is_redacted_whole() {
     check(&rot13("password=hunter2xyz"), "cnffjbeq=[SECRET]");
 }
 
+/// A command line written backwards whose reading starts with the command its rule names
+/// (session 29): counted although the reading scores no better as English than the text.
+#[test]
+fn a_reversed_command_line_that_names_its_command_is_redacted() {
+    let line = "keytool -importkeystore -srckeystore a.p12 -srcstorepass h0QxWK0H5vcC -deststorepass Ww2WoXEjtv4K";
+    let reversed: String = line.chars().rev().collect();
+    let (redacted, _) = redact(&reversed);
+    for secret in ["h0QxWK0H5vcC", "Ww2WoXEjtv4K"] {
+        assert!(!survives(&redacted, secret), "{redacted}");
+    }
+    // Ordinary text read backwards starts no line with a command.
+    for text in ["ssap-p- a z7 nur ton od", "keytool -list printed the chain; -v shows more"] {
+        let reversed: String = text.chars().rev().collect();
+        assert_eq!(redact(&reversed).0, reversed);
+    }
+}
+
 #[test]
 fn a_spaced_out_token_is_redacted_whole() {
     for (secret, placeholder) in SECRETS {
